@@ -1,0 +1,99 @@
+# q4m build. `make run` = build + start a local server with the engine; `make test` = all tests.
+MARIADB_VERSION := 10.11.18
+SDK ?= $(HOME)/.cache/q4m/mariadb-$(MARIADB_VERSION)
+BUILD := build
+CXX ?= g++
+JOBS ?= 2
+
+# Queue core (storage/, cond/): plain C++17, no MariaDB headers.
+CORE_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -pthread -fno-omit-frame-pointer
+# Engine + functions: compiled against the server's own headers; these defines change
+# the layout of server structs and must match Debian's build (see docs/build.md).
+PLUGIN_CXXFLAGS := -std=gnu++17 -O2 -g -fPIC -fno-omit-frame-pointer -fstack-protector-strong \
+  -D_FORTIFY_SOURCE=2 -DHAVE_CONFIG_H -DMYSQL_DYNAMIC_PLUGIN -D_FILE_OFFSET_BITS=64 -DDBUG_OFF -DNDEBUG \
+  -Wall -Wno-unused-parameter \
+  -I$(SDK)/gen -I$(SDK)/src/include/providers -I$(SDK)/src/include -I$(SDK)/src/sql \
+  -I$(SDK)/devroot/usr/include/mariadb/server -I$(SDK)/src/wsrep-lib/include \
+  -I$(SDK)/src/wsrep-lib/wsrep-API/v26
+SERVICES_LIB := $(SDK)/devroot/usr/lib/x86_64-linux-gnu/libmysqlservices.a
+
+CORE_SRC := $(wildcard storage/*.cc cond/*.cc)
+CORE_OBJ := $(CORE_SRC:%.cc=$(BUILD)/%.o)
+PLUGIN_SRC := $(wildcard engine/*.cc functions/*.cc)
+PLUGIN_OBJ := $(PLUGIN_SRC:%.cc=$(BUILD)/%.o)
+PLUGIN := $(BUILD)/plugin/ha_queue.so
+
+UNIT_SRC := $(wildcard tests/unit/*_test.cc)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.cc=$(BUILD)/tests/%)
+
+TOOL_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -pthread $(shell mariadb_config --cflags 2>/dev/null)
+TOOL_LIBS := $(shell mariadb_config --libs 2>/dev/null) -pthread
+BENCH_SRC := $(wildcard tools/bench/*.cc)
+FORWARD_SRC := $(wildcard tools/forward/*.cc)
+TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/bin/q4m-forward)
+
+.PHONY: all deps plugin tools unit-tests run stop test unit integration bench clean
+all: plugin tools unit-tests
+
+# Installs the pinned MariaDB, toolchain and cached server headers (idempotent).
+deps:
+	@bash scripts/setup-deps.sh >/dev/null
+
+$(SDK)/.complete:
+	@bash scripts/setup-deps.sh >/dev/null
+
+plugin: $(PLUGIN)
+tools: $(TOOLS)
+unit-tests: $(UNIT_BIN)
+
+$(BUILD)/storage/%.o $(BUILD)/cond/%.o: CXXFLAGS_X = $(CORE_CXXFLAGS)
+$(BUILD)/storage/%.o: storage/%.cc $(wildcard storage/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
+$(BUILD)/cond/%.o: cond/%.cc $(wildcard cond/*.h storage/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
+$(BUILD)/engine/%.o: engine/%.cc $(wildcard engine/*.h functions/*.h storage/*.h cond/*.h) | $(SDK)/.complete
+	@mkdir -p $(dir $@)
+	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
+$(BUILD)/functions/%.o: functions/%.cc $(wildcard engine/*.h functions/*.h storage/*.h cond/*.h) | $(SDK)/.complete
+	@mkdir -p $(dir $@)
+	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
+
+$(PLUGIN): $(PLUGIN_OBJ) $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -o $@ $^ -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined-version $(SERVICES_LIB) -pthread
+
+$(BUILD)/tests/%_test: tests/unit/%_test.cc $(CORE_OBJ) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CORE_CXXFLAGS) $< $(CORE_OBJ) -o $@
+
+$(BUILD)/bin/q4m-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h tools/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(TOOL_CXXFLAGS) $(BENCH_SRC) -o $@ $(TOOL_LIBS)
+$(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(TOOL_CXXFLAGS) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)
+
+# README command 1: build, then start a local server (./var) with the engine installed.
+run: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bash scripts/local-server.sh start
+
+stop:
+	@bash scripts/local-server.sh stop
+
+# README command 2: every test (unit tests need no server; integration tests start their own).
+test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bash scripts/run-tests.sh
+
+unit: unit-tests
+	@bash scripts/run-tests.sh --unit-only
+
+bench: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@bash scripts/bench.sh $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,49 @@
+// Consumer: one per client connection; the owner-mode state machine.
+// Used by its own connection thread, except interrupt() (any thread).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "queue_table.h"
+#include "row_filter.h"
+
+namespace q4m {
+
+struct Subscription {
+  std::shared_ptr<QueueTable> table;
+  std::shared_ptr<const RowFilter> filter;  // null = any row
+};
+
+class Consumer {
+ public:
+  Consumer();
+  ~Consumer();  // returns the owned row (and rows claimed for delete) to their queues
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+
+  // queue_wait(): first removes the owned row (like end()), then takes ownership of the
+  // first available row of the first subscription that has a matching one (list order is
+  // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
+  // Returns kInterrupted if interrupt() was called during the wait, kDropped if a table
+  // was dropped while waiting on it.
+  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
+
+  Status end();    // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none
+  Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none
+  void release();  // connection closing: abort() if owning, and drop delete claims; never fails
+
+  void interrupt();  // KILL QUERY: wakes a running wait() (which returns kInterrupted)
+
+  bool owner_mode() const;
+  QueueTable* owned_table() const;  // null if not in owner mode
+  RowId owned_rowid() const;        // 0 if not in owner mode
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace q4m

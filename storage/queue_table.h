@@ -1,0 +1,81 @@
+// QueueTable: one queue table = one append-only data file + its in-memory index.
+// Thread-safe. Engine handlers and Consumers share one instance per table,
+// obtained from TableRegistry (table_registry.h).
+//
+// Visibility rules (Q4M semantics):
+//  - a row owned by a Consumer is visible only to that Consumer;
+//  - a Consumer in owner mode sees only its owned row (and nothing in other tables);
+//  - other rows are visible to everybody.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stats.h"
+#include "status.h"
+
+namespace q4m {
+
+using RowId = uint64_t;  // > 0, strictly increasing in insert order, stable forever
+class Consumer;
+class RowFilter;
+
+struct TableCounters {  // per-table, persisted across reopen where noted
+  Counter rows_inserted;  // persisted
+  Counter rows_removed;   // persisted
+  Counter waits, ends, aborts, handoffs, compactions;
+};
+
+struct TableInfo {
+  uint64_t rows = 0;           // live rows (owned included)
+  uint64_t owned_rows = 0;
+  uint64_t waiters = 0;
+  uint64_t file_bytes = 0;
+  uint64_t removed_bytes = 0;  // reclaimable by compaction
+  uint64_t oldest_row_age_ms = 0;  // 0 when empty (insert time kept in memory / file)
+  RowId next_rowid = 1;
+};
+
+class QueueTable {
+ public:
+  virtual ~QueueTable() = default;
+
+  // ---- producers -------------------------------------------------------
+  // Appends rows; returns once durable per settings().sync() (group commit with
+  // every other concurrent insert/remove on this table). Then hands rows to waiters.
+  // `ids` (optional) receives the assigned row ids.
+  virtual Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) = 0;
+
+  // Relay dedup (queue_set_srcid): appends `row` only if source_rowid is newer than the
+  // last row id recorded for source_id; the new last id is stored durably in the same chunk
+  // and rebuilt by recovery and kept by compaction. *accepted tells which happened.
+  // reset=true (mode 'w') forgets the previous last id for this source first.
+  virtual Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid,
+                                bool reset, bool* accepted) = 0;
+  virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
+
+  // ---- SQL scans (handler) ---------------------------------------------
+  // Next row visible to `viewer` (may be null = a connection with no Consumer) with
+  // id > after. Returns false at the end. Fills *payload if non-null.
+  virtual Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload,
+                              bool* found) = 0;
+  virtual Status read_row(RowId id, std::string* payload, bool* found) = 0;
+  virtual uint64_t visible_count(const Consumer* viewer) = 0;  // instant
+
+  // DELETE: claim a visible row for removal (false if it is gone or owned by another
+  // consumer), then remove all claimed rows durably in one commit. Claimed rows are
+  // invisible to others; if the consumer goes away before remove_claimed they return.
+  virtual bool claim_for_delete(Consumer* viewer, RowId id) = 0;
+  virtual Status remove_claimed(Consumer* viewer) = 0;
+
+  // ---- maintenance -------------------------------------------------------
+  virtual Status truncate() = 0;  // removes every row, owned ones too; waiters keep waiting
+  virtual Status compact() = 0;   // rewrites live rows into a new file (ids kept)
+  virtual TableInfo info() = 0;
+  virtual TableCounters& counters() = 0;
+  virtual const std::string& path() const = 0;
+};
+
+}  // namespace q4m

@@ -1,0 +1,31 @@
+// Lock-free counters: global (SHOW ENGINE QUEUE STATUS) and per table (queue_stats()).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace q4m {
+
+struct Counter {
+  std::atomic<uint64_t> value{0};
+  void add(uint64_t n = 1) { value.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t get() const { return value.load(std::memory_order_relaxed); }
+};
+
+struct GlobalStats {
+  Counter sys_write, sys_read, sys_sync;       // I/O system calls
+  Counter group_commits;                       // chunks written by the log writer
+  Counter rows_written, rows_removed;
+  Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;
+  Counter ends, aborts, disconnect_returns;
+  Counter cond_evals, cond_compiles, cond_cache_hits;
+  Counter compactions, recoveries;
+  // (name, value) pairs in a stable order, for SHOW ENGINE QUEUE STATUS.
+  std::vector<std::pair<std::string, uint64_t>> snapshot() const;
+};
+
+GlobalStats& global_stats();
+
+}  // namespace q4m

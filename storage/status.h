@@ -1,0 +1,35 @@
+// Status: success or an error with a message fit for a SQL error text
+// (it names the file/table and what is wrong).
+#pragma once
+#include <string>
+#include <utility>
+
+namespace q4m {
+
+enum class ErrorCode {
+  kOk = 0,
+  kNotFound,      // table/file does not exist
+  kCorrupt,       // data file damaged (message names file and offset)
+  kIo,            // read/write/sync failed (message has errno text)
+  kNoSpace,       // ENOSPC / EDQUOT
+  kInvalid,       // bad argument
+  kNotOwner,      // connection is not in owner mode / does not own the row
+  kDropped,       // table was dropped or truncated under us
+  kInterrupted,   // a wait was interrupted (KILL)
+  kExists,        // create of an existing table
+};
+
+class Status {
+ public:
+  Status() = default;
+  Status(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == ErrorCode::kOk; }
+  ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+ private:
+  ErrorCode code_ = ErrorCode::kOk;
+  std::string message_;
+};
+
+}  // namespace q4m
