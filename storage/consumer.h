@@ -33,7 +33,9 @@ class Consumer {
   Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none
   void release();  // connection closing: abort() if owning, and drop delete claims; never fails
 
-  void interrupt();  // KILL QUERY: wakes a running wait() (which returns kInterrupted)
+  // KILL QUERY: wakes a running wait() (which returns kInterrupted). No effect when no
+  // wait() is running (the engine checks thd_killed() before starting one).
+  void interrupt();
 
   bool owner_mode() const;
   QueueTable* owned_table() const;  // null if not in owner mode
@@ -41,6 +43,7 @@ class Consumer {
 
   struct Impl;
   Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

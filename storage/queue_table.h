@@ -36,6 +36,7 @@ struct TableInfo {
   uint64_t removed_bytes = 0;  // reclaimable by compaction
   uint64_t oldest_row_age_ms = 0;  // 0 when empty (insert time kept in memory / file)
   RowId next_rowid = 1;
+  uint64_t dropped_tail_bytes = 0;  // torn tail cut off by crash recovery at open
 };
 
 class QueueTable {

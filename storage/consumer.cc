@@ -1,0 +1,185 @@
+// Consumer: owner mode and queue_wait().
+#include "consumer.h"
+
+#include <algorithm>
+
+#include "consumer_impl.h"
+#include "queue_table_impl.h"
+
+namespace q4m {
+
+bool Consumer::Impl::accept(int sub_index, RowId id) {
+  auto mb = mailbox.lock();
+  if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
+  mb->handed = true;
+  mb->waiting = false;
+  mb->handed_sub = sub_index;
+  mb->handed_rowid = id;
+  wake.notify_one();
+  return true;
+}
+
+void Consumer::Impl::table_dropped(const std::string& message) {
+  auto mb = mailbox.lock();
+  if (!mb->waiting || mb->dropped) return;
+  mb->dropped = true;
+  mb->dropped_message = message;
+  wake.notify_one();
+}
+
+Consumer::Consumer() : impl_(new Impl(this)) {}
+
+Consumer::~Consumer() { release(); }
+
+bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
+QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
+RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
+
+namespace {
+
+void leave_owner_mode(Consumer::Impl& c) {
+  c.owned_table.store(nullptr);
+  c.owned_rowid.store(0);
+  c.owned.reset();
+}
+
+Status not_owner(const char* fn) {
+  return Status(ErrorCode::kNotOwner, std::string(fn) + ": this connection does not own a row");
+}
+
+// A deadline far enough for any timeout without overflowing the clock.
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  const auto cap = std::chrono::hours(24 * 365 * 10);
+  auto now = std::chrono::steady_clock::now();
+  return timeout > cap ? now + cap : now + timeout;
+}
+
+}  // namespace
+
+Status Consumer::end() {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_end()");
+  Status s = c.owned->end_row(this, c.owned_rowid.load());
+  if (!s.ok()) return s;  // still in owner mode: the row was not removed
+  c.owned->counters().ends.add();
+  global_stats().ends.add();
+  leave_owner_mode(c);
+  return Status::Ok();
+}
+
+Status Consumer::abort() {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_abort()");
+  c.owned->abort_row(this, c.owned_rowid.load());
+  c.owned->counters().aborts.add();
+  global_stats().aborts.add();
+  leave_owner_mode(c);
+  return Status::Ok();
+}
+
+void Consumer::release() {
+  Impl& c = *impl_;
+  if (c.owned) {
+    c.owned->abort_row(this, c.owned_rowid.load());
+    global_stats().disconnect_returns.add();
+    leave_owner_mode(c);
+  }
+  std::vector<std::weak_ptr<QueueTableImpl>> tables;
+  tables.swap(*c.claim_tables.lock());
+  for (auto& w : tables)
+    if (auto t = w.lock()) t->release_claims(this);
+}
+
+void Consumer::interrupt() {
+  auto mb = impl_->mailbox.lock();
+  if (!mb->in_wait) return;
+  mb->interrupted = true;
+  impl_->wake.notify_one();
+}
+
+Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index) {
+  Impl& c = *impl_;
+  *index = 0;
+  if (subs.empty()) return Status(ErrorCode::kInvalid, "queue_wait(): at least one table is required");
+  for (const Subscription& s : subs)
+    if (!s.table) return Status(ErrorCode::kInvalid, "queue_wait(): null table");
+  global_stats().waits.add();
+  {
+    auto mb = c.mailbox.lock();
+    *mb = Impl::Mailbox();
+    mb->in_wait = true;  // from here interrupt() counts, also during the end() below
+  }
+  struct LeaveWait {  // interrupt() after wait() returns has no effect
+    Impl& c;
+    ~LeaveWait() {
+      auto mb = c.mailbox.lock();
+      mb->in_wait = mb->waiting = false;
+    }
+  } leave{c};
+
+  if (c.owned) {
+    Status s = end();
+    if (!s.ok()) return s;
+  }
+  {
+    auto mb = c.mailbox.lock();
+    if (mb->interrupted) {
+      global_stats().wait_interrupts.add();
+      return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
+    }
+    mb->waiting = true;
+  }
+
+  const bool block = timeout.count() > 0;
+  const auto deadline = deadline_after(timeout);
+  std::vector<QueueTableImpl*> registered;
+  std::string dropped_message;
+  for (size_t i = 0; i < subs.size(); i++) {
+    QueueTableImpl* t = impl_of(subs[i].table.get());
+    t->counters().waits.add();
+    auto r = t->take_or_register(c, static_cast<int>(i), subs[i].filter, block);
+    if (r == QueueTableImpl::Take::kRegistered) {
+      if (std::find(registered.begin(), registered.end(), t) == registered.end()) registered.push_back(t);
+      continue;
+    }
+    if (r == QueueTableImpl::Take::kDropped) {
+      dropped_message = "file " + t->path() + ": table was dropped";
+      break;
+    }
+    if (r != QueueTableImpl::Take::kNone) break;  // taken now, or handed by an earlier table
+  }
+
+  Impl::Mailbox result;
+  {
+    auto mb = c.mailbox.lock();
+    while (block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupted) {
+      // Spurious wake-ups loop; only the deadline itself is a timeout.
+      if (c.wake.wait_until(mb.unique_lock(), deadline) == std::cv_status::timeout &&
+          std::chrono::steady_clock::now() >= deadline)
+        break;
+    }
+    mb->waiting = false;  // no hand-off after this point
+    result = *mb;
+  }
+  for (QueueTableImpl* t : registered) t->unregister(c);
+
+  if (result.handed) {
+    const Subscription& sub = subs[static_cast<size_t>(result.handed_sub)];
+    c.owned = std::static_pointer_cast<QueueTableImpl>(sub.table);
+    c.owned_rowid.store(result.handed_rowid);
+    c.owned_table.store(c.owned.get());
+    *index = result.handed_sub + 1;
+    return Status::Ok();
+  }
+  if (!dropped_message.empty() || result.dropped) {
+    return Status(ErrorCode::kDropped, !dropped_message.empty() ? dropped_message : result.dropped_message);
+  }
+  if (result.interrupted) {
+    global_stats().wait_interrupts.add();
+    return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
+  }
+  global_stats().wait_timeouts.add();
+  return Status::Ok();
+}
+
+}  // namespace q4m

@@ -1,0 +1,50 @@
+// Consumer::Impl (internal header): a consumer's owner-mode state and the mailbox a
+// writer uses to hand it a row while it waits.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "consumer.h"
+#include "guarded.h"
+
+namespace q4m {
+
+class QueueTableImpl;
+
+struct Consumer::Impl {
+  explicit Impl(Consumer* owner) : self(owner) {}
+
+  struct Mailbox {
+    bool in_wait = false;   // inside wait(): interrupt() applies
+    bool waiting = false;   // accepting a row: hand-off allowed
+    bool handed = false;    // a row was given (at most one per wait)
+    int handed_sub = -1;
+    RowId handed_rowid = 0;
+    bool dropped = false;
+    std::string dropped_message;
+    bool interrupted = false;
+  };
+
+  // Called by a table under its state lock (lock order table -> consumer).
+  // Returns true if the consumer took the row.
+  bool accept(int sub_index, RowId id);
+  void table_dropped(const std::string& message);
+
+  Consumer* const self;
+  Guarded<Mailbox> mailbox;
+  std::condition_variable wake;
+
+  // Owner mode. Written only by the consumer's own thread; atomics so a viewer
+  // check from any thread is race-free.
+  std::shared_ptr<QueueTableImpl> owned;
+  std::atomic<QueueTableImpl*> owned_table{nullptr};
+  std::atomic<RowId> owned_rowid{0};
+
+  // Tables in which this consumer holds delete claims (returned by release()).
+  Guarded<std::vector<std::weak_ptr<QueueTableImpl>>> claim_tables;
+};
+
+}  // namespace q4m

@@ -1,0 +1,145 @@
+#include "data_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "stats.h"
+
+namespace q4m {
+
+Status io_error(const std::string& what, const std::string& path, int err) {
+  ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::kNoSpace
+                   : err == ENOENT                 ? ErrorCode::kNotFound
+                                                   : ErrorCode::kIo;
+  return Status(code, "file " + path + ": " + what + " failed: " + std::strerror(err));
+}
+
+DataFile::~DataFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status DataFile::open(const std::string& path, std::shared_ptr<DataFile>* out) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return io_error("open", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return io_error("stat", path, e);
+  }
+  out->reset(new DataFile(fd, path, static_cast<uint64_t>(st.st_size)));
+  return Status::Ok();
+}
+
+Status DataFile::create(const std::string& path, std::shared_ptr<DataFile>* out) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+  if (fd < 0) {
+    if (errno == EEXIST) return Status(ErrorCode::kExists, "file " + path + " already exists");
+    return io_error("create", path, errno);
+  }
+  out->reset(new DataFile(fd, path, 0));
+  return Status::Ok();
+}
+
+Status DataFile::append(const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    global_stats().sys_write.add();
+    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(size_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      if (done > 0 && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
+        // Could not take the torn bytes back: the next append would follow garbage.
+        return io_error("write (and cutting back the partial write)", path_, e);
+      }
+      return io_error("write", path_, e);
+    }
+    done += static_cast<size_t>(n);
+  }
+  size_ += bytes.size();
+  return Status::Ok();
+}
+
+Status DataFile::sync(SyncMode mode) {
+  if (mode == SyncMode::kNone) return Status::Ok();
+  global_stats().sys_sync.add();
+  int rc = mode == SyncMode::kFsync ? ::fsync(fd_) : ::fdatasync(fd_);
+  if (rc != 0) return io_error(mode == SyncMode::kFsync ? "fsync" : "fdatasync", path_, errno);
+  return Status::Ok();
+}
+
+Status DataFile::read(uint64_t offset, size_t length, std::string* out) const {
+  out->resize(length);
+  size_t done = 0;
+  while (done < length) {
+    global_stats().sys_read.add();
+    ssize_t n = ::pread(fd_, &(*out)[done], length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("read", path_, errno);
+    if (n == 0)
+      return Status(ErrorCode::kCorrupt, "file " + path_ + ": unexpected end of file reading " +
+                                             std::to_string(length) + " bytes at offset " + std::to_string(offset));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status DataFile::truncate_to(uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return io_error("truncate", path_, errno);
+  size_ = size;
+  global_stats().sys_sync.add();
+  if (::fsync(fd_) != 0) return io_error("fsync", path_, errno);
+  return Status::Ok();
+}
+
+Status sync_directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error("open directory", dir, errno);
+  global_stats().sys_sync.add();
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) return io_error("fsync directory", dir, e);
+  return Status::Ok();
+}
+
+Status write_file_atomically(const std::string& path, const std::string& contents, bool exclusive) {
+  if (exclusive && file_exists(path)) return Status(ErrorCode::kExists, "file " + path + " already exists");
+  std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  std::shared_ptr<DataFile> f;
+  Status s = DataFile::create(tmp, &f);
+  if (!s.ok()) return s;
+  s = f->append(contents);
+  if (s.ok()) s = f->sync(SyncMode::kFsync);
+  f.reset();
+  if (s.ok()) s = rename_file(tmp, path);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+Status rename_file(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return io_error("rename to " + to, from, errno);
+  Status s = sync_directory_of(to);
+  if (s.ok() && from.substr(0, from.rfind('/')) != to.substr(0, to.rfind('/'))) s = sync_directory_of(from);
+  return s;
+}
+
+Status remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error("unlink", path, errno);
+  return Status::Ok();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace q4m

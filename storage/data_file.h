@@ -1,0 +1,51 @@
+// DataFile: one open data file (POSIX fd). Appends go through one writer at a time
+// (the group-commit leader); reads (pread) may come from any thread. Every error
+// is a Status naming the path and the errno text; ENOSPC/EDQUOT map to kNoSpace.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "settings.h"
+#include "status.h"
+
+namespace q4m {
+
+Status io_error(const std::string& what, const std::string& path, int err);
+
+class DataFile {
+ public:
+  ~DataFile();
+  DataFile(const DataFile&) = delete;
+  DataFile& operator=(const DataFile&) = delete;
+
+  // Opens an existing file for append + read. kNotFound if it does not exist.
+  static Status open(const std::string& path, std::shared_ptr<DataFile>* out);
+  // Creates `path` exclusively (kExists if present), empty.
+  static Status create(const std::string& path, std::shared_ptr<DataFile>* out);
+
+  // Writes `bytes` at the end (one pwrite, retried only on a short write). On failure
+  // the file is cut back to its previous size so no torn bytes precede later chunks.
+  Status append(const std::string& bytes);
+  Status sync(SyncMode mode);  // no-op for kNone
+  Status read(uint64_t offset, size_t length, std::string* out) const;
+  Status truncate_to(uint64_t size);  // used by recovery to cut a torn tail
+
+  uint64_t size() const { return size_; }  // only the writer calls append/truncate_to
+  const std::string& path() const { return path_; }  // fixed; a renamed table reopens
+
+ private:
+  DataFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+};
+
+// Creates `path` atomically with `contents` (write to path.tmp, sync, rename, sync dir).
+Status write_file_atomically(const std::string& path, const std::string& contents, bool exclusive);
+Status sync_directory_of(const std::string& path);
+Status rename_file(const std::string& from, const std::string& to);  // + directory sync
+Status remove_file(const std::string& path);                         // ENOENT is fine
+bool file_exists(const std::string& path);
+
+}  // namespace q4m

@@ -1,0 +1,130 @@
+// On-disk layout of a queue data file (see docs/file-format.md). Pure encoding and
+// decoding; no I/O. All integers are little-endian.
+//
+//   file   := file_header chunk*
+//   header := "Q4MQUEUE" u32 version u32 crc32c(magic+version)
+//   chunk  := u32 magic "Q4MC" | u32 body_len | u32 crc32c(body) | u32 crc32c(previous 12 bytes)
+//             body (records; a record never spans chunks)
+//   record := ROW    u8 1 | u64 rowid | u64 insert_time_ms | u32 len | payload[len]
+//           | REMOVE u8 2 | u32 count | u64 rowid[count]
+//           | SRCID  u8 3 | u32 source_id | u64 last_rowid
+//           | META   u8 4 | u64 next_rowid | u64 rows_inserted | u64 rows_removed
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace q4m {
+using RowId = uint64_t;
+}
+
+namespace q4m::fmt {
+
+constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kFileHeaderSize = 16;
+constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
+constexpr size_t kChunkHeaderSize = 16;
+constexpr uint32_t kMaxChunkBody = 1u << 30;
+// A commit bigger than this is split into several chunks (still one write + one sync).
+constexpr size_t kSplitChunkBody = 256u << 20;
+constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
+
+enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4 };
+constexpr size_t kRowHeaderSize = 1 + 8 + 8 + 4;
+constexpr size_t kRemoveHeaderSize = 1 + 4;
+constexpr size_t kSrcIdSize = 1 + 4 + 8;
+constexpr size_t kMetaSize = 1 + 8 + 8 + 8;
+
+struct Meta {
+  RowId next_rowid = 1;
+  uint64_t rows_inserted = 0;
+  uint64_t rows_removed = 0;
+};
+
+inline void put_u32(std::string* o, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; i++) b[i] = static_cast<char>(v >> (8 * i));
+  o->append(b, 4);
+}
+inline void put_u64(std::string* o, uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; i++) b[i] = static_cast<char>(v >> (8 * i));
+  o->append(b, 8);
+}
+inline uint32_t get_u32(const void* p) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  return uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+}
+inline uint64_t get_u64(const void* p) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  return uint64_t(get_u32(b)) | uint64_t(get_u32(b + 4)) << 32;
+}
+
+std::string file_header();
+// Empty string if `bytes` (kFileHeaderSize of them) is a valid header, else why not.
+std::string check_file_header(std::string_view bytes);
+
+// Appends records to `out`, grouped in chunks. Offsets returned are relative to the
+// start of `out` (the caller adds the file position where `out` will be written).
+class ChunkBuilder {
+ public:
+  explicit ChunkBuilder(std::string* out) : out_(out) {}
+  // Returns the offset of the payload bytes inside `out`.
+  size_t add_row(RowId id, uint64_t time_ms, std::string_view payload);
+  void add_remove(const RowId* ids, size_t count);
+  void add_srcid(uint32_t source_id, RowId last_rowid);
+  void add_meta(const Meta& meta);
+  // Closes the open chunk (fills its header). Safe to call when none is open.
+  void finish();
+  bool empty() const { return out_->empty(); }
+
+ private:
+  void reserve_record(size_t size);  // opens a chunk or splits a full one
+  std::string* out_;
+  size_t chunk_start_ = 0;
+  bool open_ = false;
+};
+
+struct ChunkHeader {
+  uint32_t body_len = 0;
+  uint32_t body_crc = 0;
+};
+// Empty string if the 16 header bytes at `p` are a valid chunk header, else why not.
+std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out);
+
+struct Record {
+  RecordType type = kRow;
+  // kRow
+  RowId rowid = 0;
+  uint64_t time_ms = 0;
+  size_t payload_pos = 0;  // offset of the payload inside the body
+  uint32_t length = 0;
+  // kRemove: `count` ids starting at body offset ids_pos
+  uint32_t count = 0;
+  size_t ids_pos = 0;
+  // kSrcId
+  uint32_t source_id = 0;
+  RowId last_rowid = 0;
+  // kMeta
+  Meta meta;
+};
+
+// Walks the records of one checksummed chunk body.
+class RecordReader {
+ public:
+  explicit RecordReader(std::string_view body) : body_(body) {}
+  // false at the end or on a malformed record (then error() is non-empty).
+  bool next(Record* r);
+  const std::string& error() const { return error_; }
+  size_t position() const { return pos_; }
+  RowId removed_id(const Record& r, uint32_t i) const { return get_u64(body_.data() + r.ids_pos + 8 * i); }
+
+ private:
+  std::string_view body_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+}  // namespace q4m::fmt

@@ -1,0 +1,155 @@
+// QueueTableImpl: opening, SQL-scan reads, visibility, info.
+#include "queue_table_impl.h"
+
+#include <chrono>
+
+#include "consumer_impl.h"
+
+namespace q4m {
+namespace {
+
+// What a viewer may see (see the visibility rules in queue_table.h).
+struct ViewerMode {
+  bool owns_elsewhere = false;
+  RowId owned_here = 0;  // the only row visible when non-zero
+};
+
+ViewerMode mode_of(const Consumer* viewer, const QueueTableImpl* table) {
+  ViewerMode m;
+  if (!viewer) return m;
+  const QueueTableImpl* t = viewer->impl().owned_table.load(std::memory_order_acquire);
+  if (!t) return m;
+  if (t == table) m.owned_here = viewer->impl().owned_rowid.load(std::memory_order_acquire);
+  else m.owns_elsewhere = true;
+  return m;
+}
+
+bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
+  return e.state == RowState::kFree || (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
+}
+
+}  // namespace
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Status QueueTableImpl::open(const std::string& path, std::shared_ptr<QueueTableImpl>* out) {
+  std::shared_ptr<DataFile> file;
+  Status s = DataFile::open(path, &file);
+  if (!s.ok()) return s;
+  // A leftover "<path>.tmp" is an unfinished compaction/truncate: the data file is intact.
+  s = remove_file(path + ".tmp");
+  if (!s.ok()) return s;
+  RecoveredTable rec;
+  s = recover_table(*file, &rec);
+  if (!s.ok()) return s;
+  out->reset(new QueueTableImpl(path, std::move(file), std::move(rec)));
+  return Status::Ok();
+}
+
+QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec) {
+  set_path(path);
+  file_bytes_ = file->size();
+  {
+    auto w = writer_.lock();
+    w->file = file;
+    w->next_rowid = rec.next_rowid;
+    w->sources = std::move(rec.sources);
+  }
+  rows_ = rec.index.live();
+  live_bytes_ = rec.index.live_bytes();
+  next_rowid_ = rec.next_rowid;
+  dropped_tail_bytes_ = rec.dropped_tail_bytes;
+  counters_.rows_inserted.value = rec.rows_inserted;
+  counters_.rows_removed.value = rec.rows_removed;
+  auto st = state_.lock();
+  st->index = std::move(rec.index);
+  st->file = std::move(file);
+}
+
+QueueTableImpl::~QueueTableImpl() = default;
+
+void QueueTableImpl::set_path(const std::string& p) {
+  auto paths = paths_.lock();
+  paths->push_back(p);  // never erased: path() references stay valid for the table's life
+  path_.store(&paths->back(), std::memory_order_release);
+}
+
+Status QueueTableImpl::dropped_status() const {
+  return Status(ErrorCode::kDropped, "file " + path() + ": table was dropped");
+}
+
+Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload,
+                                    bool* found) {
+  *found = false;
+  ViewerMode m = mode_of(viewer, this);
+  if (m.owns_elsewhere) return Status::Ok();
+  std::shared_ptr<DataFile> file;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  {
+    auto st = state_.lock();
+    if (m.owned_here) {
+      RowEntry* e = m.owned_here > after ? st->index.find(m.owned_here) : nullptr;
+      if (!e || e->owner != viewer) return Status::Ok();
+      *id = e->id, offset = e->offset, length = e->length;
+    } else {
+      size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
+      while (pos < end && !visible_in_scan(st->index.at(pos), viewer)) pos++;
+      if (pos == end) return Status::Ok();
+      const RowEntry& e = st->index.at(pos);
+      *id = e.id, offset = e.offset, length = e.length;
+    }
+    file = st->file;
+  }
+  *found = true;
+  // The payload is read outside the lock; `file` keeps the right file alive even if
+  // compaction swaps it meanwhile.
+  return payload ? file->read(offset, length, payload) : Status::Ok();
+}
+
+Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
+  *found = false;
+  std::shared_ptr<DataFile> file;
+  uint64_t offset;
+  uint32_t length;
+  {
+    auto st = state_.lock();
+    RowEntry* e = st->index.find(id);
+    if (!e) return Status::Ok();
+    file = st->file, offset = e->offset, length = e->length;
+  }
+  *found = true;
+  return file->read(offset, length, payload);
+}
+
+uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {
+  ViewerMode m = mode_of(viewer, this);
+  if (m.owns_elsewhere) return 0;
+  if (m.owned_here) return 1;
+  uint64_t rows = rows_.load(std::memory_order_relaxed), owned = owned_.load(std::memory_order_relaxed);
+  return rows > owned ? rows - owned : 0;
+}
+
+TableInfo QueueTableImpl::info() {
+  TableInfo i;
+  auto st = state_.lock();
+  i.rows = st->index.live();
+  i.owned_rows = owned_.load();
+  i.waiters = st->waiters.size();
+  i.file_bytes = file_bytes_.load();
+  uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;
+  i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
+  if (const RowEntry* e = st->index.first_live()) {
+    uint64_t now = now_ms();
+    i.oldest_row_age_ms = now > e->time_ms ? now - e->time_ms : 1;
+  }
+  i.next_rowid = next_rowid_.load();
+  i.dropped_tail_bytes = dropped_tail_bytes_;
+  return i;
+}
+
+}  // namespace q4m

@@ -1,0 +1,164 @@
+// QueueTableImpl: the one implementation of QueueTable (internal header).
+//
+// Three pieces of shared state, each behind its own lock, always taken in this order:
+//   commit_  (short)  the group-commit queue: pending requests + "a leader is busy" flag
+//   writer_  (long)   what only the current writer touches: next row id, relay sources,
+//                     the file being appended to; held by the leader for write+sync
+//   state_   (short)  the row index, waiters, scan cursors, delete claims, readers' file
+//   then a Consumer's own mutex (hand-off), never the other way round.
+// Files: queue_table_impl.cc (reads, visibility), group_commit.cc (insert/remove path),
+// table_handoff.cc (ownership, waiters), table_maintenance.cc (compact/truncate/drop/rename).
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "consumer.h"
+#include "data_file.h"
+#include "guarded.h"
+#include "queue_table.h"
+#include "recovery.h"
+#include "row_filter.h"
+#include "row_index.h"
+
+namespace q4m {
+
+struct Waiter {
+  Consumer::Impl* consumer;
+  int sub_index;
+  std::shared_ptr<const RowFilter> filter;  // null = any row
+};
+
+// Rows before `next` are known not to be Free-and-matching for this filter.
+struct ScanCursor {
+  std::weak_ptr<const RowFilter> filter;  // detects a new filter reusing a dead one's address
+  RowId next = 0;
+};
+
+struct TableState {
+  RowIndex index;
+  std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
+  std::list<Waiter> waiters;       // FIFO
+  RowId first_free_hint = 0;       // cursor of the "any row" filter
+  std::unordered_map<const RowFilter*, ScanCursor> cursors;
+  std::unordered_map<const Consumer*, std::vector<RowId>> claims;
+  bool dropped = false;
+};
+
+struct WriterState {
+  std::shared_ptr<DataFile> file;  // appended to by the leader
+  RowId next_rowid = 1;
+  SourceMap sources;
+  std::string buffer;  // reused chunk buffer
+  Status broken;       // sticky: after a failed sync the file's content is unknown
+};
+
+struct CommitRequest {
+  enum Kind { kInsert, kRelayed, kRemove } kind = kInsert;
+  const std::vector<std::string_view>* rows = nullptr;  // kInsert
+  std::string_view row;                                 // kRelayed
+  uint32_t source_id = 0;
+  RowId source_rowid = 0;
+  bool reset = false;
+  std::vector<RowId> remove_ids;  // kRemove
+  const Consumer* remover = nullptr;
+  // results, written by the leader
+  std::vector<RowId> ids;
+  std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
+  bool accepted = false;
+  Status status;
+  bool done = false;
+};
+
+struct CommitQueue {
+  std::vector<CommitRequest*> pending;
+  bool busy = false;  // a leader (or maintenance) owns the writer turn
+};
+
+class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<QueueTableImpl> {
+ public:
+  // Opens an existing data file with recovery.
+  static Status open(const std::string& path, std::shared_ptr<QueueTableImpl>* out);
+  ~QueueTableImpl() override;
+
+  // QueueTable
+  Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) override;
+  Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid, bool reset,
+                        bool* accepted) override;
+  RowId last_relayed_rowid(uint32_t source_id) override;
+  Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
+  Status read_row(RowId id, std::string* payload, bool* found) override;
+  uint64_t visible_count(const Consumer* viewer) override;
+  bool claim_for_delete(Consumer* viewer, RowId id) override;
+  Status remove_claimed(Consumer* viewer) override;
+  Status truncate() override;
+  Status compact() override;
+  TableInfo info() override;
+  TableCounters& counters() override { return counters_; }
+  const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
+
+  // ---- used by Consumer (table_handoff.cc) ----
+  enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped };
+  // Gives the first Free row matching `filter` to `c` (if c is still waiting), else
+  // registers `c` as a waiter when `register_waiter`.
+  Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
+                        bool register_waiter);
+  void unregister(Consumer::Impl& c);
+  Status end_row(const Consumer* c, RowId id);    // durable removal; Ok if the row vanished
+  void abort_row(const Consumer* c, RowId id);    // back to Free (+ hand to a waiter)
+  void release_claims(const Consumer* c);         // claimed rows back to Free
+
+  // ---- used by TableRegistry ----
+  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  Status rename_to(const std::string& to);
+  void close();  // clean close (flushes nothing: every commit is already durable)
+
+ private:
+  QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec);
+
+  // group_commit.cc
+  void commit(CommitRequest* req);
+  void run_batch(const std::vector<CommitRequest*>& batch);
+  void publish(const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
+  void maybe_auto_compact();
+  class WriterTurn;  // exclusive writer access for maintenance
+
+  // table_handoff.cc (state_ held)
+  void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
+  void row_became_free(TableState& st, RowEntry& e);
+  bool matches(TableState& st, const RowEntry& e, const RowFilter& f, std::string* scratch);
+
+  // table_maintenance.cc
+  Status rewrite_file(bool keep_rows);
+  Status dropped_status() const;
+
+  void set_path(const std::string& p);
+
+  Guarded<CommitQueue> commit_;
+  std::condition_variable commit_cv_;
+  Guarded<WriterState> writer_;
+  Guarded<TableState> state_;
+
+  Guarded<std::deque<std::string>> paths_;  // every name this table had; path_ points into it
+  std::atomic<const std::string*> path_{nullptr};
+
+  // lock-free mirrors for instant info()/visible_count()
+  std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  std::atomic<RowId> next_rowid_{1};
+  std::atomic<bool> dropped_{false};
+  std::atomic<bool> compacting_{false};
+  uint64_t dropped_tail_bytes_ = 0;
+  TableCounters counters_;
+};
+
+uint64_t now_ms();  // wall clock, for insert times
+
+// The QueueTableImpl behind a QueueTable (all tables are ours).
+inline QueueTableImpl* impl_of(QueueTable* t) { return static_cast<QueueTableImpl*>(t); }
+
+}  // namespace q4m

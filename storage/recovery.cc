@@ -1,0 +1,160 @@
+#include "recovery.h"
+
+#include <cstring>
+
+#include "crc32c.h"
+#include "stats.h"
+
+namespace q4m {
+namespace {
+
+// Sequential reader over the file with a large buffer (one pread per block, not per chunk).
+class BlockReader {
+ public:
+  BlockReader(const DataFile& f, uint64_t size) : f_(f), size_(size) {}
+  // Bytes [pos, pos+len) of the file; len must fit in the file.
+  Status get(uint64_t pos, size_t len, const unsigned char** out) {
+    if (pos < start_ || pos + len > start_ + buf_.size()) {
+      size_t want = len > kBlock ? len : kBlock;
+      if (pos + want > size_) want = static_cast<size_t>(size_ - pos);
+      Status s = f_.read(pos, want, &buf_);
+      if (!s.ok()) return s;
+      start_ = pos;
+    }
+    *out = reinterpret_cast<const unsigned char*>(buf_.data()) + (pos - start_);
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr size_t kBlock = 4u << 20;
+  const DataFile& f_;
+  uint64_t size_;
+  uint64_t start_ = 0;
+  std::string buf_;
+};
+
+// Why the chunk at `pos` is bad ("" if it is valid); *end = offset after it when valid.
+std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* end, Status* io) {
+  if (size - pos < fmt::kChunkHeaderSize) return "chunk header is truncated";
+  const unsigned char* p = nullptr;
+  *io = r.get(pos, fmt::kChunkHeaderSize, &p);
+  if (!io->ok()) return "read failed";
+  fmt::ChunkHeader h;
+  std::string why = fmt::parse_chunk_header(p, &h);
+  if (!why.empty()) return why;
+  if (size - pos - fmt::kChunkHeaderSize < h.body_len) return "chunk body is truncated";
+  *io = r.get(pos + fmt::kChunkHeaderSize, h.body_len, &p);
+  if (!io->ok()) return "read failed";
+  if (crc32c(p, h.body_len) != h.body_crc) return "chunk body checksum mismatch";
+  *end = pos + fmt::kChunkHeaderSize + h.body_len;
+  return "";
+}
+
+// Is there any valid chunk starting after `bad`? (Then `bad` is not a torn tail.)
+Status valid_chunk_after(const DataFile& f, uint64_t bad, uint64_t size, bool* found) {
+  *found = false;
+  BlockReader scan(f, size), verify(f, size);
+  unsigned char magic[4];
+  for (int i = 0; i < 4; i++) magic[i] = static_cast<unsigned char>(fmt::kChunkMagic >> (8 * i));
+  for (uint64_t pos = bad + 1; pos + fmt::kChunkHeaderSize <= size; pos++) {
+    const unsigned char* p = nullptr;
+    Status s = scan.get(pos, 4, &p);
+    if (!s.ok()) return s;
+    if (std::memcmp(p, magic, 4) != 0) continue;
+    uint64_t end;
+    std::string why = check_chunk(verify, pos, size, &end, &s);
+    if (!s.ok()) return s;
+    if (why.empty()) {
+      *found = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status corrupt(const DataFile& f, uint64_t pos, const std::string& why) {
+  return Status(ErrorCode::kCorrupt, "file " + f.path() + ": corrupt chunk at offset " + std::to_string(pos) + ": " + why);
+}
+
+Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, RecoveredTable* t, RowId* last_row) {
+  fmt::RecordReader rr(body);
+  fmt::Record rec;
+  uint64_t body_pos = pos + fmt::kChunkHeaderSize;
+  while (rr.next(&rec)) {
+    switch (rec.type) {
+      case fmt::kRow: {
+        if (rec.rowid == 0 || rec.rowid <= *last_row)
+          return corrupt(f, pos, "row id " + std::to_string(rec.rowid) + " is not increasing");
+        *last_row = rec.rowid;
+        RowEntry e;
+        e.id = rec.rowid;
+        e.offset = body_pos + rec.payload_pos;
+        e.length = rec.length;
+        e.time_ms = rec.time_ms;
+        t->index.append(e);
+        t->rows_inserted++;
+        if (rec.rowid >= t->next_rowid) t->next_rowid = rec.rowid + 1;
+        break;
+      }
+      case fmt::kRemove:
+        for (uint32_t i = 0; i < rec.count; i++)
+          if (t->index.remove(rr.removed_id(rec, i))) t->rows_removed++;
+        break;
+      case fmt::kSrcId:
+        t->sources[rec.source_id] = rec.last_rowid;
+        break;
+      case fmt::kMeta:  // absolute state as of this point of the file
+        if (rec.meta.next_rowid > t->next_rowid) t->next_rowid = rec.meta.next_rowid;
+        t->rows_inserted = rec.meta.rows_inserted;
+        t->rows_removed = rec.meta.rows_removed;
+        break;
+    }
+  }
+  if (!rr.error().empty()) return corrupt(f, pos, rr.error());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status recover_table(DataFile& file, RecoveredTable* out) {
+  uint64_t size = file.size();
+  std::string header;
+  if (size < fmt::kFileHeaderSize)
+    return Status(ErrorCode::kCorrupt, "file " + file.path() + ": file header is truncated");
+  Status s = file.read(0, fmt::kFileHeaderSize, &header);
+  if (!s.ok()) return s;
+  std::string why = fmt::check_file_header(header);
+  if (!why.empty()) return Status(ErrorCode::kCorrupt, "file " + file.path() + ": " + why);
+
+  BlockReader reader(file, size);
+  RowId last_row = 0;
+  uint64_t pos = fmt::kFileHeaderSize;
+  while (pos < size) {
+    uint64_t end = 0;
+    why = check_chunk(reader, pos, size, &end, &s);
+    if (!s.ok()) return s;
+    if (!why.empty()) {
+      bool later_valid = false;
+      s = valid_chunk_after(file, pos, size, &later_valid);
+      if (!s.ok()) return s;
+      if (later_valid) return corrupt(file, pos, why);
+      // Torn write at the tail: nothing after it was ever acknowledged.
+      out->dropped_tail_bytes = size - pos;
+      s = file.truncate_to(pos);
+      if (!s.ok()) return s;
+      break;
+    }
+    const unsigned char* body = nullptr;
+    s = reader.get(pos + fmt::kChunkHeaderSize, end - pos - fmt::kChunkHeaderSize, &body);
+    if (!s.ok()) return s;
+    s = apply_chunk(file, pos, std::string_view(reinterpret_cast<const char*>(body), end - pos - fmt::kChunkHeaderSize),
+                    out, &last_row);
+    if (!s.ok()) return s;
+    out->chunks++;
+    pos = end;
+  }
+  global_stats().recoveries.add();
+  return Status::Ok();
+}
+
+}  // namespace q4m

@@ -1,0 +1,30 @@
+// Recovery: rebuilds a table's state by walking the chunks of its data file.
+//  - a bad chunk with no valid chunk anywhere after it is a torn write: the file is
+//    cut back to the last good chunk (reported in dropped_tail_bytes, not an error);
+//  - a bad chunk followed by a valid one is corruption: kCorrupt
+//    "file <path>: corrupt chunk at offset N: <why>" and nothing is changed.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+
+#include "data_file.h"
+#include "file_format.h"
+#include "row_index.h"
+
+namespace q4m {
+
+using SourceMap = std::unordered_map<uint32_t, RowId>;  // relay source -> last row id
+
+struct RecoveredTable {
+  RowIndex index;
+  RowId next_rowid = 1;
+  SourceMap sources;
+  uint64_t rows_inserted = 0;
+  uint64_t rows_removed = 0;
+  uint64_t dropped_tail_bytes = 0;  // torn tail cut off by this recovery
+  uint64_t chunks = 0;
+};
+
+Status recover_table(DataFile& file, RecoveredTable* out);
+
+}  // namespace q4m

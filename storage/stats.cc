@@ -1,0 +1,34 @@
+#include "stats.h"
+
+namespace q4m {
+
+GlobalStats& global_stats() {
+  static GlobalStats s;
+  return s;
+}
+
+std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
+  return {
+      {"sys_write", sys_write.get()},
+      {"sys_read", sys_read.get()},
+      {"sys_sync", sys_sync.get()},
+      {"group_commits", group_commits.get()},
+      {"rows_written", rows_written.get()},
+      {"rows_removed", rows_removed.get()},
+      {"waits", waits.get()},
+      {"wait_immediate", wait_immediate.get()},
+      {"wait_handoff", wait_handoff.get()},
+      {"wait_timeouts", wait_timeouts.get()},
+      {"wait_interrupts", wait_interrupts.get()},
+      {"ends", ends.get()},
+      {"aborts", aborts.get()},
+      {"disconnect_returns", disconnect_returns.get()},
+      {"cond_evals", cond_evals.get()},
+      {"cond_compiles", cond_compiles.get()},
+      {"cond_cache_hits", cond_cache_hits.get()},
+      {"compactions", compactions.get()},
+      {"recoveries", recoveries.get()},
+  };
+}
+
+}  // namespace q4m
