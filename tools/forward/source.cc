@@ -1,0 +1,106 @@
+#include "source.h"
+
+#include <cstdio>
+
+#include "db_error.h"
+#include "log.h"
+#include "shutdown.h"
+
+namespace q4m::forward {
+
+std::string Source::lock_name() const {
+  // GET_LOCK names are at most 64 characters: long table names are hashed (FNV-1a).
+  std::string full = opt_.src.db + "." + opt_.src.table;
+  std::string name = "q4m-forward:" + full;
+  if (name.size() <= 64) return name;
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : full) h = (h ^ c) * 1099511628211ULL;
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return "q4m-forward:#" + std::string(hex);
+}
+
+bool Source::acquire_relay_lock() {
+  std::string name = conn_.quote(lock_name());
+  bool told = false;
+  while (!shutdown_requested()) {
+    auto got = conn_.query("SELECT GET_LOCK(" + name + ", 1)");
+    if (!got.empty() && got[0][0] && *got[0][0] == "1") return true;
+    auto holder = conn_.query("SELECT IS_USED_LOCK(" + name + ")");
+    if (holder.empty() || !holder[0][0]) continue;  // released meanwhile
+    unsigned long id = std::stoul(*holder[0][0]);
+    if (previous_session_ != 0 && id == previous_session_) {
+      // Our own earlier session, cut off without the server noticing yet. It may still own
+      // a row; ending it returns that row before we take any newer one.
+      log_line("source: ending our previous session %lu, which still holds the relay lock", id);
+      try {
+        conn_.execute("KILL CONNECTION " + std::to_string(id));
+      } catch (const DbError& e) {
+        if (e.kind == ErrorKind::kTransient) throw;  // else it is already gone
+      }
+    } else if (!told) {
+      log_line("source: waiting for the relay lock of %s, held by connection %lu "
+               "(another q4m-forward relaying this table?)", opt_.src.describe().c_str(), id);
+      told = true;
+    }
+  }
+  return false;
+}
+
+bool Source::open(const std::vector<std::string>& columns) {
+  close();
+  conn_.open(opt_.src, opt_.io_timeout, opt_.wait_timeout + opt_.io_timeout);
+  if (!acquire_relay_lock()) {
+    close();
+    return false;
+  }
+  previous_session_ = conn_.server_thread_id();
+
+  std::string list;
+  for (const std::string& c : columns) list += quote_identifier(c) + ", ";
+  char timeout[32];
+  snprintf(timeout, sizeof timeout, "%.3f", opt_.wait_timeout);
+  std::string sql = "SELECT " + list + "queue_rowid() FROM " + quote_identifier(opt_.src.db) + "." +
+                    quote_identifier(opt_.src.table) + " WHERE queue_wait(" +
+                    conn_.quote(opt_.src.db + "." + opt_.src.table) + ", " + timeout + ")";
+  stmt_ = mysql_stmt_init(conn_.handle());
+  if (!stmt_) conn_.fail("mysql_stmt_init");
+  my_bool update_max_length = 1;
+  mysql_stmt_attr_set(stmt_, STMT_ATTR_UPDATE_MAX_LENGTH, &update_max_length);
+  if (mysql_stmt_prepare(stmt_, sql.data(), sql.size())) conn_.fail(stmt_, "prepare " + sql);
+  row_.configure(stmt_);
+  if (row_.size() != columns.size() + 1) throw DbError(ErrorKind::kFatal, 0, "source: unexpected result shape of " + sql);
+  return true;
+}
+
+void Source::close() {
+  if (stmt_) mysql_stmt_close(stmt_);
+  stmt_ = nullptr;
+  conn_.close();
+}
+
+bool Source::take_next() {
+  if (mysql_stmt_execute(stmt_)) conn_.fail(stmt_, "queue_wait");
+  if (mysql_stmt_store_result(stmt_)) conn_.fail(stmt_, "queue_wait (reading the row)");
+  my_ulonglong rows = mysql_stmt_num_rows(stmt_);
+  if (rows == 0) {
+    mysql_stmt_free_result(stmt_);
+    return false;
+  }
+  if (rows != 1)
+    throw DbError(ErrorKind::kFatal, 0, "source: queue_wait() statement returned " + std::to_string(rows) +
+                                            " rows; owner mode must show exactly the owned row");
+  if (!row_.bind_result(stmt_)) conn_.fail(stmt_, "binding the row");
+  int rc = mysql_stmt_fetch(stmt_);
+  if (rc == MYSQL_DATA_TRUNCATED && !row_.refetch_truncated(stmt_)) conn_.fail(stmt_, "fetching a long column");
+  if (rc == 1) conn_.fail(stmt_, "fetching the row");
+  mysql_stmt_free_result(stmt_);
+  const ColumnValue& id = row_.column(row_.size() - 1);
+  if (id.is_null) throw DbError(ErrorKind::kFatal, 0, "source: queue_rowid() is NULL for an owned row");
+  rowid_ = *reinterpret_cast<const unsigned long long*>(id.data.data());
+  return true;
+}
+
+void Source::finish_owned() { conn_.execute("SELECT queue_end()"); }
+
+}  // namespace q4m::forward
