@@ -1,0 +1,81 @@
+#!/bin/bash
+# `make bench`: starts a throwaway MariaDB server (temp datadir, our plugin dir),
+# installs the QUEUE engine, runs build/bin/q4m-bench with defaults sized for a
+# small machine (a few minutes on 2 cores), prints the machine, stops the server.
+# Extra arguments go to q4m-bench and override the defaults, e.g.
+#   scripts/bench.sh --concurrency 4,16 --sync none --messages 50000
+#   scripts/bench.sh --engines innodb          # without the QUEUE engine
+# Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+BENCH=$REPO/build/bin/q4m-bench
+PLUGIN_DIR=$REPO/build/plugin
+log() { echo "[bench] $*" >&2; }
+
+[ -x "$BENCH" ] || { log "missing $BENCH (run: make tools)"; exit 2; }
+
+# Does the run include the QUEUE engine? (q4m-bench's --engines, default both)
+want_queue=1
+prev=""
+for a in "$@"; do
+  engines=""
+  case "$a" in
+    --engines=*) engines=${a#--engines=} ;;
+    *) [ "$prev" = "--engines" ] && engines=$a ;;
+  esac
+  if [ -n "$engines" ]; then case ",$engines," in *,queue,*) want_queue=1 ;; *) want_queue=0 ;; esac; fi
+  prev=$a
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/q4m-bench.XXXXXX")
+SOCK=$TMP/mysqld.sock
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    mariadb-admin --no-defaults --socket="$SOCK" -uroot shutdown >/dev/null 2>&1 || kill "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  fi
+  if [ "${Q4M_BENCH_KEEP:-0}" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+
+log "initializing a throwaway server in $TMP"
+mariadb-install-db --no-defaults --datadir="$TMP/data" --auth-root-authentication-method=normal \
+  --skip-test-db >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; exit 2; }
+
+# InnoDB sized for a 2-core / small-memory machine; everything else default.
+# innodb_flush_log_at_trx_commit and queue_sync_mode are set per run by q4m-bench (--sync).
+USER_OPT=""; [ "$(id -u)" = 0 ] && USER_OPT="--user=root"
+mariadbd --no-defaults $USER_OPT --datadir="$TMP/data" --socket="$SOCK" --skip-networking \
+  --pid-file="$TMP/mysqld.pid" --log-error="$TMP/error.log" --plugin-dir="$PLUGIN_DIR" \
+  --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --innodb-flush-method=O_DIRECT \
+  --max-connections=1100 --thread-cache-size=300 --skip-log-bin &
+SERVER_PID=$!
+for _ in $(seq 1 300); do
+  mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1 && break
+  kill -0 "$SERVER_PID" 2>/dev/null || { log "server failed to start:"; cat "$TMP/error.log" >&2; exit 2; }
+  sleep 0.1
+done
+mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1 || { log "server did not come up"; exit 2; }
+
+if [ $want_queue = 1 ]; then
+  if ! out=$(mariadb --no-defaults --socket="$SOCK" -uroot -e "INSTALL SONAME 'ha_queue'" 2>&1); then
+    log "INSTALL SONAME 'ha_queue' failed (plugin dir $PLUGIN_DIR): $out"
+    log "build it with 'make plugin', or run with --engines innodb"
+    exit 2
+  fi
+fi
+
+echo "== machine =="
+uname -a
+lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket)' || true
+echo "server: $(mariadb --no-defaults --socket="$SOCK" -uroot -N -e 'SELECT VERSION()')"
+echo
+
+status=0
+"$BENCH" --socket "$SOCK" --user root \
+  --concurrency 1,4,16,64 --sync none,durable --messages 20000 \
+  "$@" || status=$?
+[ $status = 0 ] || log "q4m-bench exited with status $status (1 = a run failed verification or errored)"
+exit $status

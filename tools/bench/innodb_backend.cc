@@ -1,0 +1,116 @@
+// The InnoDB baseline: the usual SQL work queue. A consumer, in a READ COMMITTED
+// transaction, locks the oldest row nobody else has locked, deletes it, commits.
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "queue_backend.h"
+
+namespace q4m::bench {
+
+namespace {
+
+class InnodbSession : public QueueSession {
+ public:
+  InnodbSession(client::DbConn* conn, const MessageCodec& codec, const std::string& claim_sql,
+                uint32_t poll_sleep_us)
+      : conn_(conn), codec_(codec), claim_sql_(claim_sql),
+        delete_prefix_("DELETE FROM " + codec.table() + " WHERE id="), poll_sleep_us_(poll_sleep_us) {
+    conn_->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    conn_->exec("SET SESSION autocommit = 0");
+  }
+
+  void insert(uint64_t id) override {
+    codec_.insert_sql(id, &sql_);
+    conn_->exec(sql_);
+    conn_->exec("COMMIT");
+  }
+
+  bool consume(Delivered* out) override {
+    uint64_t row_id;
+    {
+      client::DbResult res = conn_->query(claim_sql_);
+      MYSQL_ROW row = res.next();
+      if (!row) {
+        // Everything left is locked by other consumers (or the table is empty).
+        conn_->exec("ROLLBACK");
+        ++empty_polls_;
+        if (poll_sleep_us_) std::this_thread::sleep_for(std::chrono::microseconds(poll_sleep_us_));
+        return false;
+      }
+      row_id = std::strtoull(row[0], nullptr, 10);
+      codec_.decode(row, res.lengths(), 1, out);
+    }
+    sql_.assign(delete_prefix_);
+    sql_.append(std::to_string(row_id));
+    conn_->exec(sql_);
+    conn_->exec("COMMIT");
+    return true;
+  }
+
+  bool finish() override {
+    conn_->exec("ROLLBACK");  // nothing is held between messages; this just ends cleanly
+    return false;
+  }
+
+ private:
+  client::DbConn* conn_;
+  const MessageCodec& codec_;
+  const std::string& claim_sql_;
+  const std::string delete_prefix_;
+  const uint32_t poll_sleep_us_;
+  std::string sql_;
+};
+
+class InnodbBackend : public QueueBackend {
+ public:
+  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us)
+      : QueueBackend(MessageCodec("q4m_bench_innodb", payload)), poll_sleep_us_(poll_sleep_us),
+        claim_sql_("SELECT id, v" + std::string(payload.enabled() ? ", s" : "") + " FROM " + table() +
+                   " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED") {}
+
+  Engine engine() const override { return Engine::kInnodb; }
+
+  std::vector<std::string> describe_sql() const override {
+    return {create_sql(),
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION autocommit = 0",
+            codec_.insert_prefix() + (codec_.payload().enabled() ? "(<id>,'<payload>')" : "(<id>)") +
+                "; COMMIT",
+            claim_sql_ + "; DELETE FROM " + table() + " WHERE id=<id>; COMMIT",
+            "ROLLBACK  -- after a claim that found no unlocked row"};
+  }
+
+  void recreate_table(client::DbConn& admin) override {
+    drop_table(admin);
+    admin.exec(create_sql());
+  }
+
+  void apply_sync(client::DbConn& admin, SyncMode mode) override {
+    // 2 = write the log at commit, fsync once a second: survives a server crash,
+    // not a machine crash, exactly like queue_sync_mode=none.
+    admin.exec(std::string("SET GLOBAL innodb_flush_log_at_trx_commit = ") +
+               (mode == SyncMode::kNone ? "2" : "1"));
+  }
+
+  std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
+    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_);
+  }
+
+ private:
+  std::string create_sql() const {
+    return "CREATE TABLE " + table() +
+           " (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, v BIGINT UNSIGNED NOT NULL" +
+           (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=InnoDB";
+  }
+
+  const uint32_t poll_sleep_us_;
+  const std::string claim_sql_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us) {
+  return std::make_unique<InnodbBackend>(payload, poll_sleep_us);
+}
+
+}  // namespace q4m::bench

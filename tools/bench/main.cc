@@ -1,0 +1,106 @@
+// q4m-bench: QUEUE engine vs an InnoDB SKIP LOCKED queue vs the SELECT 1
+// ceiling, on one server in one run. See docs/benchmarks.md.
+#include <cstdio>
+#include <memory>
+
+#include "machine_info.h"
+#include "options.h"
+#include "queue_backend.h"
+#include "report.h"
+#include "scenarios.h"
+
+using namespace q4m;
+using namespace q4m::bench;
+
+namespace {
+
+// Connects without a database, creates it if needed, then uses it.
+client::DbConn connect_admin(const Options& opt) {
+  client::ConnParams p = opt.conn;
+  p.db.clear();
+  p.read_timeout_s = 600;
+  client::DbConn admin(p);
+  admin.exec("CREATE DATABASE IF NOT EXISTS `" + opt.conn.db + "`");
+  admin.exec("USE `" + opt.conn.db + "`");
+  return admin;
+}
+
+bool queue_engine_installed(client::DbConn& admin) {
+  std::string support =
+      admin.scalar("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE = 'QUEUE'", "NO");
+  return support == "YES" || support == "DEFAULT";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse_options(argc, argv);
+  if (mysql_library_init(0, nullptr, nullptr) != 0) {
+    std::fprintf(stderr, "q4m-bench: mysql_library_init failed\n");
+    return 2;
+  }
+  Report rep;
+  std::vector<std::unique_ptr<QueueBackend>> backends;
+  client::DbConn admin;
+  try {
+    admin = connect_admin(opt);
+    PayloadSpec payload(opt.payload, opt.var_length);
+    for (Engine e : opt.engines) {
+      if (e == Engine::kQueue) {
+        if (!queue_engine_installed(admin)) {
+          std::fprintf(stderr, "q4m-bench: the QUEUE engine is not installed on %s "
+                               "(INSTALL SONAME 'ha_queue'), or use --engines innodb\n",
+                       client::DbConn::describe(opt.conn).c_str());
+          return 2;
+        }
+        backends.push_back(make_queue_engine_backend(payload, opt.wait_timeout_s));
+        rep.queue_sql = backends.back()->describe_sql();
+      } else {
+        backends.push_back(make_innodb_backend(payload, opt.poll_sleep_us));
+        rep.innodb_sql = backends.back()->describe_sql();
+      }
+    }
+    rep.machine = collect_machine_info(admin);
+    std::fprintf(stderr, "machine: %s\n", rep.machine.line().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "q4m-bench: setup failed: %s\n", e.what());
+    return 2;
+  }
+
+  auto record = [&](RunResult r) {
+    std::fprintf(stderr, "%s\n", progress_line(r).c_str());
+    if (!r.ok()) std::fprintf(stderr, "    %s %s\n", r.error.c_str(), r.verification.c_str());
+    rep.runs.push_back(std::move(r));
+  };
+
+  for (SyncMode sync : opt.sync) {
+    try {
+      for (auto& b : backends) b->apply_sync(admin, sync);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "q4m-bench: cannot set sync mode %s: %s\n", sync_name(sync), e.what());
+      return 2;
+    }
+    for (int c : opt.concurrency) {
+      if (opt.select1) record(run_select1(opt, sync, c));
+      for (Scenario sc : opt.scenarios)
+        for (auto& b : backends) record(run_queue_scenario(opt, *b, admin, sc, sync, c));
+    }
+  }
+
+  if (!opt.keep_tables) {
+    for (auto& b : backends) {
+      try {
+        b->drop_table(admin);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "q4m-bench: dropping %s: %s\n", b->table().c_str(), e.what());
+      }
+    }
+  }
+  if (opt.json)
+    print_json(opt, rep, stdout);
+  else
+    print_tables(opt, rep, stdout);
+  admin.close();
+  mysql_library_end();
+  return rep.all_ok() ? 0 : 1;
+}

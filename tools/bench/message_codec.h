@@ -1,0 +1,38 @@
+// How a benchmark message travels as SQL: the INSERT that enqueues it and the
+// decoding of a fetched row (id column `v`, optional payload column `s`).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "payload.h"
+
+namespace q4m::bench {
+
+struct Delivered {
+  uint64_t id = 0;
+  bool payload_ok = true;
+};
+
+class MessageCodec {
+ public:
+  MessageCodec(std::string table, const PayloadSpec& payload);
+
+  const std::string& table() const { return table_; }
+  const PayloadSpec& payload() const { return payload_; }
+  // "INSERT INTO t (v[,s]) VALUES " — the prefix of every enqueue.
+  const std::string& insert_prefix() const { return insert_prefix_; }
+  // Appends "(id[,'payload'])".
+  void append_values(uint64_t id, std::string* sql) const;
+  // Replaces `sql` with the single-row INSERT of message `id`.
+  void insert_sql(uint64_t id, std::string* sql) const;
+  // Fills `out` from a fetched row whose id is text column `v_col` (payload follows it).
+  void decode(const char* const* row, const unsigned long* lengths, unsigned v_col,
+              Delivered* out) const;
+
+ private:
+  std::string table_;
+  PayloadSpec payload_;
+  std::string insert_prefix_;
+};
+
+}  // namespace q4m::bench

@@ -1,0 +1,170 @@
+#include "options.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace q4m::bench {
+
+const char* engine_name(Engine e) { return e == Engine::kQueue ? "queue" : "innodb"; }
+
+const char* scenario_name(Scenario s) {
+  switch (s) {
+    case Scenario::kMultireader: return "multireader";
+    case Scenario::kMultirw: return "multirw";
+    case Scenario::kMultiwait: return "multiwait";
+  }
+  return "?";
+}
+
+const char* sync_name(SyncMode s) { return s == SyncMode::kNone ? "none" : "durable"; }
+
+namespace {
+
+const char kUsage[] = R"(usage: q4m-bench [options]
+Compares the QUEUE engine with an InnoDB SKIP LOCKED queue and the SELECT 1 ceiling.
+Every run verifies exactly-once delivery; a failed verification exits with status 1.
+
+  --messages N          messages per run (default 100000)
+  --concurrency LIST    client connections, e.g. 1,4,16,64 (default 4)
+  --payload BYTES       payload bytes per message (default 0: id column only)
+  --var-length          payload length uniform in [0, BYTES), like Q4M's VAR_LENGTH
+  --sync LIST           none,durable (default none): none = queue_sync_mode=none and
+                        innodb_flush_log_at_trx_commit=2; durable = fdatasync and =1
+  --engines LIST        queue,innodb (default both)
+  --scenarios LIST      multireader,multirw,multiwait,select1 (default all)
+  --circulating N       multiwait: messages in circulation (default concurrency/4)
+  --wait-timeout SEC    queue_wait() timeout (default 1)
+  --poll-sleep-us N     InnoDB: sleep after an empty poll (default 0 = retry at once)
+  --run-timeout SEC     fail a run that takes longer (default 600)
+  --socket PATH --host H --port P --user U --password PW --db DB
+  --json                machine-readable output on stdout
+  --keep-tables         do not drop the benchmark tables at the end
+)";
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "q4m-bench: %s\n\n%s", msg.c_str(), kUsage);
+  std::exit(2);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  if (out.empty()) usage_error("empty list: '" + s + "'");
+  return out;
+}
+
+uint64_t parse_u64(const std::string& opt, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || v[0] == '-') usage_error(opt + ": not a number: '" + v + "'");
+  return n;
+}
+
+double parse_seconds(const std::string& opt, const std::string& v) {
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || !(d >= 0)) usage_error(opt + ": not a number of seconds: '" + v + "'");
+  return d;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string val;
+    bool has_inline = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      val = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline = true;
+    }
+    auto value = [&]() -> std::string {
+      if (has_inline) return val;
+      if (i + 1 >= argc) usage_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--messages") {
+      o.messages = parse_u64(arg, value());
+      if (o.messages == 0) usage_error("--messages must be > 0");
+    } else if (arg == "--concurrency") {
+      o.concurrency.clear();
+      for (auto& c : split_list(value())) {
+        uint64_t n = parse_u64(arg, c);
+        if (n == 0 || n > 4096) usage_error("--concurrency: out of range: " + c);
+        o.concurrency.push_back(static_cast<int>(n));
+      }
+    } else if (arg == "--payload") {
+      uint64_t n = parse_u64(arg, value());
+      if (n > (16u << 20)) usage_error("--payload: at most 16 MiB");
+      o.payload = static_cast<uint32_t>(n);
+    } else if (arg == "--var-length") {
+      o.var_length = true;
+    } else if (arg == "--sync") {
+      o.sync.clear();
+      for (auto& s : split_list(value())) {
+        if (s == "none") o.sync.push_back(SyncMode::kNone);
+        else if (s == "durable") o.sync.push_back(SyncMode::kDurable);
+        else usage_error("--sync: expected none or durable, got '" + s + "'");
+      }
+    } else if (arg == "--engines") {
+      o.engines.clear();
+      for (auto& e : split_list(value())) {
+        if (e == "queue") o.engines.push_back(Engine::kQueue);
+        else if (e == "innodb") o.engines.push_back(Engine::kInnodb);
+        else usage_error("--engines: expected queue or innodb, got '" + e + "'");
+      }
+    } else if (arg == "--scenarios") {
+      o.scenarios.clear();
+      o.select1 = false;
+      for (auto& s : split_list(value())) {
+        if (s == "multireader") o.scenarios.push_back(Scenario::kMultireader);
+        else if (s == "multirw") o.scenarios.push_back(Scenario::kMultirw);
+        else if (s == "multiwait") o.scenarios.push_back(Scenario::kMultiwait);
+        else if (s == "select1") o.select1 = true;
+        else usage_error("--scenarios: unknown scenario '" + s + "'");
+      }
+    } else if (arg == "--circulating") {
+      o.circulating = parse_u64(arg, value());
+    } else if (arg == "--wait-timeout") {
+      o.wait_timeout_s = parse_seconds(arg, value());
+    } else if (arg == "--poll-sleep-us") {
+      o.poll_sleep_us = static_cast<uint32_t>(parse_u64(arg, value()));
+    } else if (arg == "--run-timeout") {
+      o.run_timeout_s = static_cast<unsigned>(parse_u64(arg, value()));
+    } else if (arg == "--socket") {
+      o.conn.socket = value();
+    } else if (arg == "--host") {
+      o.conn.host = value();
+    } else if (arg == "--port") {
+      o.conn.port = static_cast<unsigned>(parse_u64(arg, value()));
+    } else if (arg == "--user") {
+      o.conn.user = value();
+    } else if (arg == "--password") {
+      o.conn.password = value();
+    } else if (arg == "--db") {
+      o.conn.db = value();
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--keep-tables") {
+      o.keep_tables = true;
+    } else {
+      usage_error("unknown option '" + arg + "'");
+    }
+  }
+  if (o.conn.db.empty()) o.conn.db = "q4m_bench";
+  return o;
+}
+
+}  // namespace q4m::bench

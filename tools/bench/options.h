@@ -1,0 +1,41 @@
+// Command-line options of q4m-bench.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../common/db_conn.h"
+
+namespace q4m::bench {
+
+enum class Engine { kQueue, kInnodb };
+enum class Scenario { kMultireader, kMultirw, kMultiwait };
+enum class SyncMode { kNone, kDurable };
+
+const char* engine_name(Engine e);
+const char* scenario_name(Scenario s);
+const char* sync_name(SyncMode s);
+
+struct Options {
+  client::ConnParams conn;
+  uint64_t messages = 100000;
+  std::vector<int> concurrency = {4};
+  uint32_t payload = 0;     // bytes per message (the maximum with var_length)
+  bool var_length = false;  // Q4M's VAR_LENGTH: length uniform in [0, payload)
+  std::vector<SyncMode> sync = {SyncMode::kNone};
+  std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
+  std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait};
+  bool select1 = true;
+  // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.
+  uint64_t circulating = 0;
+  double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end
+  uint32_t poll_sleep_us = 0;   // InnoDB: pause after an empty SKIP LOCKED poll (0 = retry at once)
+  unsigned run_timeout_s = 600; // a run that takes longer fails (engine hang)
+  bool json = false;
+  bool keep_tables = false;
+};
+
+// Parses argv; prints usage and exits on --help or a bad option.
+Options parse_options(int argc, char** argv);
+
+}  // namespace q4m::bench

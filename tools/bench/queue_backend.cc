@@ -1,0 +1,32 @@
+#include "queue_backend.h"
+
+namespace q4m::bench {
+
+namespace {
+// Keeps preload statements well under the default max_allowed_packet (16 MiB).
+constexpr size_t kPreloadStatementBytes = 1 << 20;
+}  // namespace
+
+void QueueBackend::drop_table(client::DbConn& admin) { admin.exec("DROP TABLE IF EXISTS " + table()); }
+
+void QueueBackend::preload(client::DbConn& admin, uint64_t first, uint64_t count) {
+  std::string sql = codec_.insert_prefix();
+  bool pending = false;
+  for (uint64_t id = first; id < first + count; ++id) {
+    if (pending) sql.push_back(',');
+    codec_.append_values(id, &sql);
+    pending = true;
+    if (sql.size() >= kPreloadStatementBytes) {
+      admin.exec(sql);
+      sql = codec_.insert_prefix();
+      pending = false;
+    }
+  }
+  if (pending) admin.exec(sql);
+}
+
+uint64_t QueueBackend::rows_left(client::DbConn& admin) {
+  return admin.scalar_u64("SELECT COUNT(*) FROM " + table());
+}
+
+}  // namespace q4m::bench

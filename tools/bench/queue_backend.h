@@ -1,0 +1,60 @@
+// The two queues under test behind one interface: the QUEUE engine (owner mode,
+// queue_wait) and an InnoDB table consumed with FOR UPDATE SKIP LOCKED.
+// A backend owns the table; a session is one client connection using it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/db_conn.h"
+#include "message_codec.h"
+#include "options.h"
+
+namespace q4m::bench {
+
+class QueueSession {
+ public:
+  virtual ~QueueSession() = default;
+  // Enqueues message `id` (durable per the sync mode when it returns).
+  virtual void insert(uint64_t id) = 0;
+  // Takes the next message. False when none came: QUEUE waited the wait
+  // timeout in vain; InnoDB found no unlocked row.
+  virtual bool consume(Delivered* out) = 0;
+  // Acknowledges what the session still holds (QUEUE: queue_end()); true if
+  // that was work (the last message's removal), false if nothing was held.
+  virtual bool finish() = 0;
+  uint64_t empty_polls() const { return empty_polls_; }
+
+ protected:
+  uint64_t empty_polls_ = 0;
+};
+
+class QueueBackend {
+ public:
+  virtual ~QueueBackend() = default;
+  virtual Engine engine() const = 0;
+  // The statements of the table and of a session, for the report and docs/benchmarks.md.
+  virtual std::vector<std::string> describe_sql() const = 0;
+
+  virtual void recreate_table(client::DbConn& admin) = 0;
+  virtual void apply_sync(client::DbConn& admin, SyncMode mode) = 0;
+  // The session prepares `conn` (session variables) and uses it until destroyed.
+  virtual std::unique_ptr<QueueSession> open_session(client::DbConn* conn) = 0;
+
+  const std::string& table() const { return codec_.table(); }
+  void drop_table(client::DbConn& admin);
+  // Inserts ids [first, first+count) with multi-row INSERTs (not timed).
+  void preload(client::DbConn& admin, uint64_t first, uint64_t count);
+  uint64_t rows_left(client::DbConn& admin);
+
+ protected:
+  explicit QueueBackend(MessageCodec codec) : codec_(std::move(codec)) {}
+  MessageCodec codec_;
+};
+
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload,
+                                                        double wait_timeout_s);
+std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us);
+
+}  // namespace q4m::bench

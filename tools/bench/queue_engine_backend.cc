@@ -1,0 +1,96 @@
+// The QUEUE engine, used the way Q4M clients use it: one statement per message,
+//   SELECT * FROM t WHERE queue_wait('t', timeout)
+// removes the row this connection owned and takes ownership of the next one.
+#include <cstdio>
+
+#include "queue_backend.h"
+
+namespace q4m::bench {
+
+namespace {
+
+class QueueEngineSession : public QueueSession {
+ public:
+  QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql)
+      : conn_(conn), codec_(codec), consume_sql_(consume_sql) {}
+
+  void insert(uint64_t id) override {
+    codec_.insert_sql(id, &sql_);
+    conn_->exec(sql_);
+  }
+
+  bool consume(Delivered* out) override {
+    client::DbResult res = conn_->query(consume_sql_);
+    MYSQL_ROW row = res.next();
+    // A timeout (no row) has still removed the previously owned row and left owner mode.
+    owning_ = row != nullptr;
+    if (!row) {
+      ++empty_polls_;
+      return false;
+    }
+    codec_.decode(row, res.lengths(), 0, out);
+    return true;
+  }
+
+  bool finish() override {
+    if (!owning_) return false;
+    conn_->exec("SELECT queue_end()");
+    owning_ = false;
+    return true;
+  }
+
+ private:
+  client::DbConn* conn_;
+  const MessageCodec& codec_;
+  const std::string& consume_sql_;
+  std::string sql_;  // reused: no allocation per insert
+  bool owning_ = false;
+};
+
+class QueueEngineBackend : public QueueBackend {
+ public:
+  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s)
+      : QueueBackend(MessageCodec("q4m_bench_queue", payload)) {
+    char timeout[32];
+    std::snprintf(timeout, sizeof timeout, "%g", wait_timeout_s);
+    consume_sql_ = "SELECT * FROM " + table() + " WHERE queue_wait('" + table() + "', " + timeout + ")";
+  }
+
+  Engine engine() const override { return Engine::kQueue; }
+
+  std::vector<std::string> describe_sql() const override {
+    return {create_sql(),
+            codec_.insert_prefix() + (codec_.payload().enabled() ? "(<id>,'<payload>')" : "(<id>)"),
+            consume_sql_ + "  -- one per message", "SELECT queue_end()  -- once, after the last message"};
+  }
+
+  void recreate_table(client::DbConn& admin) override {
+    drop_table(admin);
+    admin.exec(create_sql());
+  }
+
+  void apply_sync(client::DbConn& admin, SyncMode mode) override {
+    admin.exec(std::string("SET GLOBAL queue_sync_mode = '") +
+               (mode == SyncMode::kNone ? "none" : "fdatasync") + "'");
+  }
+
+  std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
+    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_);
+  }
+
+ private:
+  std::string create_sql() const {
+    return "CREATE TABLE " + table() + " (v BIGINT UNSIGNED NOT NULL" +
+           (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=QUEUE";
+  }
+
+  std::string consume_sql_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s) {
+  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s);
+}
+
+}  // namespace q4m::bench

@@ -1,0 +1,168 @@
+#include "scenarios.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "delivery_ledger.h"
+#include "run_control.h"
+
+namespace q4m::bench {
+
+namespace {
+
+// Worker connections must outlive a queue_wait() that times out, but not a hung server.
+client::ConnParams worker_params(const Options& opt) {
+  client::ConnParams p = opt.conn;
+  p.read_timeout_s = static_cast<unsigned>(opt.wait_timeout_s) + 120;
+  return p;
+}
+
+std::vector<client::DbConn> open_connections(const Options& opt, int n) {
+  std::vector<client::DbConn> conns(n);
+  for (auto& c : conns) c.connect(worker_params(opt));
+  return conns;
+}
+
+// Obtains one message, retrying empty polls / timed-out waits until one comes,
+// `give_up()` says the run is over, or the run is stopped. Times the whole
+// attempt: polling or waiting for a message is part of its cost.
+template <typename GiveUp>
+bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d) {
+  Clock::time_point t0 = Clock::now();
+  while (!s.consume(d)) {
+    if (give_up() || ctl.should_stop()) return false;
+  }
+  Clock::time_point t1 = Clock::now();
+  st.consume.add(t0, t1);
+  st.last_progress = t1;
+  return true;
+}
+
+void timed_insert(QueueSession& s, WorkerStats& st, uint64_t id) {
+  Clock::time_point t0 = Clock::now();
+  s.insert(id);
+  Clock::time_point t1 = Clock::now();
+  st.insert.add(t0, t1);
+  st.last_progress = t1;
+}
+
+void finish_session(QueueSession& s, WorkerStats& st) {
+  if (s.finish()) st.last_progress = Clock::now();
+}
+
+// Share of `total` for worker i of n (the first total%n workers take one more).
+uint64_t share(uint64_t total, int n, int i) { return total / n + (static_cast<uint64_t>(i) < total % n ? 1 : 0); }
+uint64_t share_start(uint64_t total, int n, int i) {
+  return static_cast<uint64_t>(i) * (total / n) + std::min<uint64_t>(i, total % n);
+}
+
+}  // namespace
+
+RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::DbConn& admin,
+                             Scenario scenario, SyncMode sync, int concurrency) {
+  RunResult r;
+  r.scenario = scenario_name(scenario);
+  r.engine = engine_name(backend.engine());
+  r.sync = sync;
+  r.concurrency = concurrency;
+  const uint64_t m = opt.messages;
+  const int n = concurrency;
+  uint64_t circulating = opt.circulating ? opt.circulating : std::max<uint64_t>(1, n / 4);
+  circulating = std::min(circulating, m);
+
+  try {
+    backend.recreate_table(admin);
+    if (scenario == Scenario::kMultireader) backend.preload(admin, 0, m);
+    if (scenario == Scenario::kMultiwait) backend.preload(admin, 0, circulating);
+
+    DeliveryLedger ledger(m);
+    RunControl ctl(opt.run_timeout_s);
+    std::atomic<uint64_t> next_id{circulating};  // multiwait: the next id to enqueue
+    WorkersOutcome out;
+    {
+      std::vector<client::DbConn> conns = open_connections(opt, n);
+      std::vector<std::unique_ptr<QueueSession>> sessions;
+      for (auto& c : conns) sessions.push_back(backend.open_session(&c));
+      auto all_received = [&] { return ledger.received() >= m; };
+
+      out = run_workers(n, ctl, [&](int i, WorkerStats& st) {
+        QueueSession& s = *sessions[i];
+        Delivered d;
+        switch (scenario) {
+          case Scenario::kMultireader:
+            while (!all_received() && take_one(s, ctl, st, all_received, &d)) ledger.record(d.id, d.payload_ok);
+            break;
+          case Scenario::kMultirw: {
+            const uint64_t first = share_start(m, n, i), count = share(m, n, i);
+            for (uint64_t id = first; id < first + count; ++id) {
+              timed_insert(s, st, id);
+              if (!take_one(s, ctl, st, [] { return false; }, &d)) break;
+              ledger.record(d.id, d.payload_ok);
+            }
+            break;
+          }
+          case Scenario::kMultiwait:
+            while (!all_received() && take_one(s, ctl, st, all_received, &d)) {
+              ledger.record(d.id, d.payload_ok);
+              uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+              if (id < m) timed_insert(s, st, id);
+            }
+            break;
+        }
+        finish_session(s, st);
+        st.empty_polls = s.empty_polls();
+      });
+    }  // sessions end and connections close before the table is checked
+    r.seconds = out.seconds;
+    r.consume = out.merged.consume.summarize();
+    r.insert = out.merged.insert.summarize();
+    r.empty_polls = out.merged.empty_polls;
+    r.messages = ledger.received();
+    r.rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds : 0;
+    r.error = ctl.error();
+    Verification v = ledger.verify(backend.rows_left(admin));
+    r.verified = v.ok();
+    r.verification = v.describe();
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
+  RunResult r;
+  r.scenario = "select1";
+  r.engine = "server";
+  r.sync = sync;
+  r.concurrency = concurrency;
+  const uint64_t m = opt.messages;
+  try {
+    std::vector<client::DbConn> conns = open_connections(opt, concurrency);
+    RunControl ctl(opt.run_timeout_s);
+    WorkersOutcome out = run_workers(concurrency, ctl, [&](int i, WorkerStats& st) {
+      const uint64_t count = share(m, concurrency, i);
+      for (uint64_t k = 0; k < count && !ctl.should_stop(); ++k) {
+        Clock::time_point t0 = Clock::now();
+        client::DbResult res = conns[i].query("SELECT 1");
+        MYSQL_ROW row = res.next();
+        if (!row || !row[0] || row[0][0] != '1') throw client::DbError(0, "SELECT 1 returned no 1");
+        Clock::time_point t1 = Clock::now();
+        st.consume.add(t0, t1);
+        st.last_progress = t1;
+      }
+    });
+    r.seconds = out.seconds;
+    r.consume = out.merged.consume.summarize();
+    r.messages = r.consume.count;
+    r.rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds : 0;
+    r.error = ctl.error();
+    r.verified = r.messages == m;
+    r.verification = std::to_string(r.messages) + "/" + std::to_string(m) + " queries";
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace q4m::bench

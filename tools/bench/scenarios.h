@@ -1,0 +1,39 @@
+// The benchmark scenarios (after Q4M's t/05-multi*.t), each run against one
+// queue backend on a fresh table, and the SELECT 1 ceiling.
+//   multireader: preload M messages; N readers consume them all.
+//   multirw:     each client inserts one, then consumes one (M in total).
+//   multiwait:   K messages circulate (default N/4, Q4M's "semi-starvation"):
+//                consume one, insert one, until M were consumed.
+//   select1:     N clients run M x SELECT 1 in total.
+#pragma once
+#include <string>
+
+#include "../common/db_conn.h"
+#include "latency.h"
+#include "options.h"
+#include "queue_backend.h"
+
+namespace q4m::bench {
+
+struct RunResult {
+  std::string scenario;
+  std::string engine;  // "queue", "innodb", or "server" for select1
+  SyncMode sync = SyncMode::kNone;
+  int concurrency = 0;
+  uint64_t messages = 0;  // messages consumed (select1: queries run)
+  double seconds = 0;
+  double rate = 0;        // messages (select1: queries) per second
+  LatencySummary consume; // time to obtain one message / run one SELECT 1
+  LatencySummary insert;
+  uint64_t empty_polls = 0;
+  std::string verification;  // the ledger's findings
+  bool verified = false;
+  std::string error;
+  bool ok() const { return verified && error.empty(); }
+};
+
+RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::DbConn& admin,
+                             Scenario scenario, SyncMode sync, int concurrency);
+RunResult run_select1(const Options& opt, SyncMode sync, int concurrency);
+
+}  // namespace q4m::bench
