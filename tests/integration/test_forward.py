@@ -1,0 +1,351 @@
+"""q4m-forward: relaying between two servers with no loss and no duplication.
+
+Each test starts two throwaway servers (source and destination) through the shared
+server_factory. The crash test's size is set by environment knobs:
+  Q4M_FORWARD_MESSAGES  rows relayed in the crash test (default 3000)
+  Q4M_FORWARD_EVENTS    kill -9 events (relay, source server, destination server; default 8)
+  Q4M_FORWARD_SEED      random seed (default: random, printed on failure)
+"""
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from q4m_server import REPO
+from sqlcheck import expect_error, query, value, wait_until
+
+FORWARD = REPO / "build" / "bin" / "q4m-forward"
+WAIT_S = 120  # generous bound for "eventually" (never a pass/fail on speed)
+
+# Binary-protocol copy must keep every value exact, including charsets, NULLs and extremes.
+WIDE_COLUMNS = """
+  i TINYINT, u BIGINT UNSIGNED, s SMALLINT, m MEDIUMINT UNSIGNED, n INT,
+  f FLOAT, d DOUBLE, dec_ DECIMAL(40,10),
+  dt DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(2), da DATE, y YEAR,
+  vc VARCHAR(50) CHARACTER SET utf8mb4, l1 VARCHAR(20) CHARACTER SET latin1, ch CHAR(5),
+  bn VARBINARY(20), bl LONGBLOB, tx TEXT, b BIT(12), e ENUM('a','b','c'), st SET('x','y','z'),
+  j JSON"""
+WIDE_COLUMN_NAMES = ["i", "u", "s", "m", "n", "f", "d", "dec_", "dt", "ts", "tm", "da", "y", "vc", "l1",
+                     "ch", "bn", "bl", "tx", "b", "e", "st", "j"]
+WIDE_ROWS = [
+    "(-128, 18446744073709551615, -32768, 16777215, -2147483648, 3.4028e38, 0.1+0.2,"
+    " '-123456789012345678901234567890.0123456789', '1000-01-01 00:00:00.000001',"
+    " '2001-02-03 04:05:06.789', '-838:59:59.99', '1000-01-01', 1901,"
+    " 'h\u00e9llo \U0001F600 \u4e16\u754c', 'caf\u00e9', 'ab', X'00FF00', REPEAT(X'00FE', 70000),"
+    " REPEAT('text;', 5000), b'101010101010', 'c', 'x,z', '{\"k\": [1, 2.5, null]}')",
+    "(" + ", ".join(["NULL"] * 23) + ")",
+    "(0, 0, 0, 0, 0, -1.17549e-38, 2.2250738585072014e-308, 0, '9999-12-31 23:59:59.999999',"
+    " '2030-01-01 00:00:00.5', '838:59:59', '9999-12-31', 2155, '', '', '', X'', X'',"
+    " '', b'0', 'a', '', '[]')",
+]
+
+
+# ---- helpers -----------------------------------------------------------------
+def dsn(server, table):
+    return f"socket={server.socket};user=root;db=test;table={table}"
+
+
+class Relay:
+    """One q4m-forward process; its stderr goes to a log file kept for failure reports."""
+
+    count = 0
+
+    def __init__(self, src, dst, source_id, *extra, src_table="src", dst_table="dst"):
+        Relay.count += 1
+        self.log_path = src.root.parent / f"forward-{os.getpid()}-{Relay.count}.log"
+        self.args = [str(FORWARD), "--src", dsn(src, src_table), "--dst", dsn(dst, dst_table),
+                     "--source-id", str(source_id), "--max-backoff", "0.5",
+                     "--stats-interval", "5"] + [str(a) for a in extra]
+        self.proc = None
+
+    def start(self):
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout=WAIT_S):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"q4m-forward still running after {timeout}s\n{self.log()}")
+        self._log.close()
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self._log.close()
+
+    def terminate(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.wait()
+
+    def log(self, tail=40):
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-tail:])
+
+
+@pytest.fixture
+def pair(server_factory):
+    """(source, destination): two private servers with the plugin installed."""
+    src, dst = server_factory.new(), server_factory.new()
+    yield src, dst
+    keep = bool(os.environ.get("Q4M_KEEP_TMP"))
+    src.destroy(keep_dir=keep)
+    dst.destroy(keep_dir=keep)
+
+
+@pytest.fixture
+def relays():
+    """Relay processes started by a test; any still running are killed at the end."""
+    started = []
+    yield started
+    for r in started:
+        if r.running():
+            r.kill9()
+
+
+def make_queues(src, dst, columns="seq INT, payload VARCHAR(200)"):
+    src.sql(f"CREATE TABLE test.src ({columns}) ENGINE=QUEUE")
+    dst.sql(f"CREATE TABLE test.dst ({columns}) ENGINE=QUEUE")
+
+
+def insert_seq(server, first, last, table="src"):
+    """Rows seq=first..last, in order, in multi-row INSERTs."""
+    for lo in range(first, last + 1, 500):
+        hi = min(last, lo + 499)
+        server.sql(f"INSERT INTO test.{table} VALUES "
+                   + ", ".join(f"({i}, 'message {i} {'x' * (i % 50)}')" for i in range(lo, hi + 1)))
+
+
+def count(server, table):
+    return server.value(f"SELECT COUNT(*) FROM test.{table}")
+
+
+def seqs(server, table="dst"):
+    return [r[0] for r in server.sql(f"SELECT seq FROM test.{table}")]
+
+
+# ---- relaying ------------------------------------------------------------------
+def test_relays_every_row_once_in_order(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 1000)
+    r = Relay(src, dst, 1, "--idle-exit", "1").start()
+    relays.append(r)
+    assert r.wait() == 0, r.log()
+    assert seqs(dst) == list(range(1, 1001)), r.log()
+    assert [row[1] for row in dst.sql("SELECT seq, payload FROM test.dst")][:2] == \
+        ["message 1 x", "message 2 xx"]
+    assert count(src, "src") == 0
+    assert "final: relayed=1000 " in r.log(), r.log()
+
+
+def test_values_are_copied_exactly(pair, relays):
+    src, dst = pair
+    make_queues(src, dst, WIDE_COLUMNS)
+    dst.sql(f"CREATE TABLE test.ref ({WIDE_COLUMNS}) ENGINE=MyISAM")
+    for row in WIDE_ROWS:
+        src.sql(f"INSERT INTO test.src VALUES {row}")
+        dst.sql(f"INSERT INTO test.ref VALUES {row}")
+    r = Relay(src, dst, 1, "--idle-exit", "1").start()
+    relays.append(r)
+    assert r.wait() == 0, r.log()
+    # HEX() shows the stored bytes of strings, the exact bits of BIT; floats compare by value.
+    cols = WIDE_COLUMN_NAMES
+    exprs = ", ".join(f"{c}, HEX({c})" for c in cols)
+    expected = dst.sql(f"SELECT {exprs} FROM test.ref")
+    got = dst.sql(f"SELECT {exprs} FROM test.dst")
+    assert len(got) == len(WIDE_ROWS)
+    for want_row, got_row in zip(expected, got):
+        for i, (w, g) in enumerate(zip(want_row, got_row)):
+            assert w == g, f"column {cols[i // 2]}: expected {w!r}, got {g!r}"
+
+
+def test_max_rows_stops_and_leaves_the_rest(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 30)
+    r = Relay(src, dst, 1, "--max-rows", "10").start()
+    relays.append(r)
+    assert r.wait() == 0, r.log()
+    assert seqs(dst) == list(range(1, 11))
+    # The tenth row was ended (queue_end), not returned: the source holds exactly 11..30.
+    assert seqs(src, "src") == list(range(11, 31))
+
+
+def test_sigterm_exits_cleanly_and_returns_nothing(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 5)
+    r = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+    relays.append(r)
+    wait_until(lambda: count(dst, "dst") == 5, WAIT_S, what="5 rows at the destination")
+    assert r.terminate() == 0, r.log()
+    assert "shutdown requested" in r.log()
+    assert count(src, "src") == 0
+    assert seqs(dst) == [1, 2, 3, 4, 5]
+
+
+def test_second_relay_waits_for_the_first(pair, relays):
+    """Only one relay per source table: a second one waits on the source lock, then takes over."""
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 200)
+    first = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+    relays.append(first)
+    wait_until(lambda: count(dst, "dst") == 200, WAIT_S, what="the first batch")
+    second = Relay(src, dst, 1, "--wait-timeout", "0.5", "--idle-exit", "2").start()
+    relays.append(second)
+    wait_until(lambda: "waiting for the relay lock" in second.log(), WAIT_S,
+               what="the second relay to wait for the lock")
+    insert_seq(src, 201, 400)
+    first.kill9()
+    assert second.wait() == 0, second.log()
+    assert seqs(dst) == list(range(1, 401))
+    assert count(src, "src") == 0
+
+
+# ---- failures --------------------------------------------------------------------
+def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    total = int(os.environ.get("Q4M_FORWARD_MESSAGES", "3000"))
+    n_events = int(os.environ.get("Q4M_FORWARD_EVENTS", "8"))
+    seed = int(os.environ.get("Q4M_FORWARD_SEED", str(random.randrange(1 << 30))))
+    rng = random.Random(seed)
+    k = max(1, n_events // 4)
+    events = ["source"] * k + ["destination"] * k + ["relay"] * max(1, n_events - 2 * k)
+    rng.shuffle(events)
+    context = f"seed={seed} events={events}"
+    # Rows arrive in batches between events so there is always a transfer to interrupt.
+    bounds = [total * (i + 1) // (len(events) + 1) for i in range(len(events) + 1)]
+    insert_seq(src, 1, bounds[0])
+    relay = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+    relays.append(relay)
+    for i, event in enumerate(events):
+        before = count(dst, "dst")
+        wait_until(lambda: count(dst, "dst") > before or count(src, "src") == 0, WAIT_S,
+                   what=f"progress before killing the {event} ({context})")
+        time.sleep(rng.uniform(0.0, 0.4))  # a random point of the transfer
+        if event == "relay":
+            relay.kill9()
+            relay = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+            relays.append(relay)
+        elif event == "source":
+            src.restart(kill=True)
+        else:
+            dst.restart(kill=True)
+        insert_seq(src, bounds[i] + 1, bounds[i + 1])
+    wait_until(lambda: count(dst, "dst") >= total and count(src, "src") == 0, WAIT_S,
+               what=f"every row at the destination ({context})\n{relay.log()}")
+    assert relay.terminate() == 0, relay.log()
+    got = seqs(dst)
+    dups = len(got) - len(set(got))
+    missing = sorted(set(range(1, total + 1)) - set(got))
+    assert dups == 0 and not missing, f"{context}: {dups} duplicates, missing {missing[:20]}"
+    assert got == list(range(1, total + 1)), f"{context}: rows out of order"
+    assert count(src, "src") == 0
+
+
+def test_dedup_record_survives_destination_crash(fresh_server):
+    s = fresh_server
+    s.sql("CREATE TABLE test.q (v VARCHAR(20)) ENGINE=QUEUE")
+    c = s.connect()
+    assert value(c, "SELECT queue_set_srcid(7, 'a', 100)") == 1
+    query(c, "INSERT INTO test.q VALUES ('first')")
+    assert value(c, "SELECT queue_set_srcid(7, 'a', 100)") == 1
+    query(c, "INSERT INTO test.q VALUES ('same id')")
+    assert [r[0] for r in s.sql("SELECT v FROM test.q")] == ["first"]
+
+    s.restart(kill=True)
+    c = s.connect()
+    for rowid, v in [(100, "replay"), (99, "older")]:
+        assert value(c, f"SELECT queue_set_srcid(7, 'a', {rowid})") == 1
+        query(c, f"INSERT INTO test.q VALUES ('{v}')")
+    assert [r[0] for r in s.sql("SELECT v FROM test.q")] == ["first"]
+    assert value(c, "SELECT queue_set_srcid(7, 'a', 101)") == 1
+    query(c, "INSERT INTO test.q VALUES ('newer')")
+    assert value(c, "SELECT queue_set_srcid(8, 'a', 1)") == 1  # another source: its own record
+    query(c, "INSERT INTO test.q VALUES ('other source')")
+    assert [r[0] for r in s.sql("SELECT v FROM test.q")] == ["first", "newer", "other source"]
+
+
+def test_dedup_record_survives_consumption_compaction_and_crash(fresh_server):
+    """The record must outlive the rows that carried it: consume them, compact, crash."""
+    s = fresh_server
+    s.sql("CREATE TABLE test.q (v VARCHAR(20)) ENGINE=QUEUE")
+    c = s.connect()
+    for rowid in (10, 20):
+        assert value(c, f"SELECT queue_set_srcid(3, 'a', {rowid})") == 1
+        query(c, f"INSERT INTO test.q VALUES ('r{rowid}')")
+    for _ in range(2):
+        assert value(c, "SELECT queue_wait('test.q', 0)") == 1
+    assert value(c, "SELECT queue_end()") == 1
+    assert count(s, "q") == 0
+    s.sql("SELECT queue_compact('test.q')")
+    s.restart(kill=True)
+    c = s.connect()
+    assert value(c, "SELECT queue_set_srcid(3, 'a', 20)") == 1
+    query(c, "INSERT INTO test.q VALUES ('replay')")
+    assert count(s, "q") == 0
+    assert value(c, "SELECT queue_set_srcid(3, 'a', 21)") == 1
+    query(c, "INSERT INTO test.q VALUES ('r21')")
+    assert [r[0] for r in s.sql("SELECT v FROM test.q")] == ["r21"]
+
+
+def test_stops_when_destination_record_is_ahead_of_the_source(pair, relays):
+    """Another writer with our source id: relaying on would drop (lose) rows, so stop (exit 2)."""
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 3)
+    r = Relay(src, dst, 5, "--wait-timeout", "0.5").start()
+    relays.append(r)
+    wait_until(lambda: count(dst, "dst") == 3, WAIT_S, what="the first rows")
+    c = dst.connect()
+    assert value(c, "SELECT queue_set_srcid(5, 'a', 1000000000000)") == 1
+    query(c, "INSERT INTO test.dst VALUES (-1, 'impostor')")
+    insert_seq(src, 4, 6)
+    assert r.wait() == 2, r.log()
+    assert "is --source-id 5 used for another source" in r.log()
+    assert seqs(src, "src") == [4, 5, 6]  # nothing lost: the refused row went back
+
+
+# ---- configuration errors ------------------------------------------------------------
+@pytest.mark.parametrize("setup, fragment", [
+    ("missing_table", "does not exist"),
+    ("innodb_destination", "is not a QUEUE table"),
+    ("missing_column", "has no column `payload`"),
+])
+def test_configuration_errors_exit_1(pair, setup, fragment):
+    src, dst = pair
+    src.sql("CREATE TABLE test.src (seq INT, payload VARCHAR(200)) ENGINE=QUEUE")
+    if setup == "innodb_destination":
+        dst.sql("CREATE TABLE test.dst (seq INT, payload VARCHAR(200)) ENGINE=InnoDB")
+    elif setup == "missing_column":
+        dst.sql("CREATE TABLE test.dst (seq INT) ENGINE=QUEUE")
+    r = Relay(src, dst, 1).start()
+    assert r.wait() == 1, r.log()
+    assert fragment in r.log(), r.log()
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["--src", "db=test;table=src", "--dst", "db=test"],
+    ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "x"],
+    ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "1", "--wait-timeout", "0"],
+    ["--src", "db=test;table=src;colour=blue", "--dst", "db=test", "--source-id", "1"],
+    ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "4294967296"],
+])
+def test_bad_command_lines_exit_1(args):
+    p = subprocess.run([str(FORWARD)] + args, capture_output=True, timeout=30)
+    assert p.returncode == 1, p.stderr
