@@ -79,3 +79,29 @@ struct SyncModeScope {  // tests run with sync none unless they say otherwise
 };
 
 }  // namespace q4m_test
+
+#include <fstream>
+#include <iterator>
+
+namespace q4m_test {
+
+inline std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline void write_file_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace q4m_test
+
+#include <sys/stat.h>
+
+namespace q4m_test {
+inline bool file_exists_for_test(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+}  // namespace q4m_test

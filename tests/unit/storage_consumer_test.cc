@@ -1,0 +1,382 @@
+// Consumers: owner mode, hand-off, priorities, filters, timeouts, interrupt, drop, truncate.
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "../../storage/row_filter.h"
+#include "check.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct PrefixFilter : RowFilter {
+  explicit PrefixFilter(std::string p) : prefix(std::move(p)) {}
+  bool matches(std::string_view payload) const override { return payload.substr(0, prefix.size()) == prefix; }
+  std::string prefix;
+};
+
+void wait_for_waiters(QueueTable& t, uint64_t n) {
+  while (t.info().waiters < n) std::this_thread::sleep_for(milliseconds(1));
+}
+
+std::string owned_payload(QueueTable& t, const Consumer& c) {
+  std::string p;
+  bool found = false;
+  t.read_row(c.owned_rowid(), &p, &found);
+  return found ? p : "<none>";
+}
+
+}  // namespace
+
+TEST(producers_and_consumers_consume_every_row_exactly_once) {
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  const int kProducers = 4, kConsumers = 4, kPerProducer = 2000;
+  std::atomic<int> consumed{0};
+  std::mutex mu;
+  std::map<std::string, int> seen;
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kProducers; p++)
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; i++) insert1(*t, std::to_string(p) + ":" + std::to_string(i));
+    });
+  for (int c = 0; c < kConsumers; c++)
+    threads.emplace_back([&] {
+      Consumer con;
+      int idx;
+      while (consumed.load() < kProducers * kPerProducer) {
+        if (!con.wait({{t, nullptr}}, milliseconds(50), &idx).ok() || idx == 0) continue;
+        std::string payload = owned_payload(*t, con);
+        {
+          std::lock_guard<std::mutex> g(mu);
+          seen[payload]++;
+        }
+        consumed++;
+      }
+      con.end();
+    });
+  for (auto& th : threads) th.join();
+  CHECK_EQ(seen.size(), static_cast<size_t>(kProducers * kPerProducer));
+  int dups = 0;
+  for (auto& kv : seen) dups += kv.second != 1;
+  CHECK_EQ(dups, 0);
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().owned_rows, 0u);
+}
+
+TEST(abort_returns_row_to_queue_and_to_a_waiter) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  RowId id;
+  REQUIRE(insert1(*t, "only", &id).ok());
+  Consumer a, b;
+  int idx;
+  REQUIRE(a.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  REQUIRE(idx == 1);
+  Status s;
+  int bidx = -1;
+  std::thread th([&] { s = b.wait({{t, nullptr}}, std::chrono::seconds(10), &bidx); });
+  wait_for_waiters(*t, 1);
+  REQUIRE(a.abort().ok());
+  th.join();
+  CHECK(s.ok());
+  CHECK_EQ(bidx, 1);
+  CHECK_EQ(b.owned_rowid(), id);
+  CHECK(!a.owner_mode());
+}
+
+TEST(release_and_destructor_return_the_row) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "r").ok());
+  int idx;
+  {
+    Consumer a;
+    REQUIRE(a.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+    CHECK_EQ(t->visible_count(nullptr), 0u);
+    a.release();
+    CHECK(!a.owner_mode());
+    CHECK_EQ(t->visible_count(nullptr), 1u);
+    a.release();  // twice is fine
+    REQUIRE(a.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+    CHECK_EQ(idx, 1);
+  }  // destructor returns it
+  CHECK_EQ(t->visible_count(nullptr), 1u);
+  CHECK_EQ(t->info().owned_rows, 0u);
+}
+
+TEST(multi_subscription_priority_order) {
+  TempDir dir;
+  auto hi = create_and_open(dir.file("hi"));
+  auto lo = create_and_open(dir.file("lo"));
+  REQUIRE(hi && lo);
+  REQUIRE(insert1(*lo, "lo1").ok());
+  REQUIRE(insert1(*hi, "hi1").ok());
+  REQUIRE(insert1(*lo, "lo2").ok());
+  Consumer c;
+  int idx;
+  std::vector<Subscription> subs{{hi, nullptr}, {lo, nullptr}};
+  REQUIRE(c.wait(subs, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  CHECK(c.owned_table() == hi.get());
+  // owner mode: the other table looks empty, this one shows only the owned row
+  CHECK_EQ(scan(*lo, &c).size(), 0u);
+  CHECK_EQ(lo->visible_count(&c), 0u);
+  CHECK_EQ(scan(*hi, &c).size(), 1u);
+  REQUIRE(c.wait(subs, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(owned_payload(*lo, c), "lo1");
+  REQUIRE(c.wait(subs, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(owned_payload(*lo, c), "lo2");
+  REQUIRE(c.wait(subs, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 0);
+  CHECK_EQ(hi->info().rows + lo->info().rows, 0u);
+}
+
+TEST(filters_select_rows_and_same_table_twice) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  for (const char* r : {"low-1", "high-1", "low-2", "high-2"}) REQUIRE(insert1(*t, r).ok());
+  auto high = std::make_shared<PrefixFilter>("high");
+  auto low = std::make_shared<PrefixFilter>("low");
+  std::vector<Subscription> subs{{t, high}, {t, low}};
+  Consumer c;
+  int idx;
+  std::vector<std::string> got;
+  for (int i = 0; i < 4; i++) {
+    REQUIRE(c.wait(subs, milliseconds(0), &idx).ok());
+    got.push_back(std::to_string(idx) + owned_payload(*t, c));
+  }
+  CHECK(got == (std::vector<std::string>{"1high-1", "1high-2", "2low-1", "2low-2"}));
+  REQUIRE(c.end().ok());
+  // a filtered waiter is not handed rows that do not match
+  Status s;
+  int widx = -1;
+  std::thread th([&] { s = c.wait({{t, high}}, std::chrono::seconds(10), &widx); });
+  wait_for_waiters(*t, 1);
+  REQUIRE(insert1(*t, "low-3").ok());
+  REQUIRE(insert1(*t, "high-3").ok());
+  th.join();
+  CHECK(s.ok());
+  CHECK_EQ(widx, 1);
+  CHECK_EQ(owned_payload(*t, c), "high-3");
+}
+
+TEST(filter_cursor_resets_when_an_earlier_row_returns) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  for (int i = 0; i < 50; i++) REQUIRE(insert1(*t, "skip").ok());
+  RowId want;
+  REQUIRE(insert1(*t, "want", &want).ok());
+  auto f = std::make_shared<PrefixFilter>("want");
+  Consumer a, b;
+  int idx;
+  REQUIRE(a.wait({{t, f}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(a.owned_rowid(), want);
+  REQUIRE(b.wait({{t, f}}, milliseconds(0), &idx).ok());  // cursor is past `want`
+  CHECK_EQ(idx, 0);
+  REQUIRE(a.abort().ok());  // `want` is Free again: the cursor must go back
+  REQUIRE(b.wait({{t, f}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(b.owned_rowid(), want);
+}
+
+TEST(wait_timeout_zero_and_short) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Consumer c;
+  int idx = -1;
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 0);
+  CHECK_EQ(t->info().waiters, 0u);
+  // The original failed at once on waits under 1 s.
+  t0 = std::chrono::steady_clock::now();
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(100), &idx).ok());
+  auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK_EQ(idx, 0);
+  CHECK(waited >= milliseconds(95));
+  CHECK_EQ(t->info().waiters, 0u);
+  // a huge timeout does not overflow; interrupt ends it
+  Status s;
+  std::thread th([&] { s = c.wait({{t, nullptr}}, milliseconds::max(), &idx); });
+  wait_for_waiters(*t, 1);
+  c.interrupt();
+  th.join();
+  CHECK(s.code() == ErrorCode::kInterrupted);
+}
+
+TEST(interrupt_wakes_wait_and_does_not_stick) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Consumer c;
+  c.interrupt();  // no wait running: no effect
+  int idx = -1;
+  Status s;
+  std::thread th([&] { s = c.wait({{t, nullptr}}, std::chrono::seconds(30), &idx); });
+  wait_for_waiters(*t, 1);
+  c.interrupt();
+  th.join();
+  CHECK(s.code() == ErrorCode::kInterrupted);
+  CHECK_EQ(t->info().waiters, 0u);
+  REQUIRE(insert1(*t, "x").ok());
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // not interrupted again
+  CHECK_EQ(idx, 1);
+}
+
+TEST(drop_while_waiting_is_kdropped) {
+  TempDir dir;
+  std::string path = dir.file("gone");
+  auto t = create_and_open(path);
+  auto other = create_and_open(dir.file("other"));
+  REQUIRE(t && other);
+  Consumer c;
+  int idx = -1;
+  Status s;
+  std::thread th([&] { s = c.wait({{other, nullptr}, {t, nullptr}}, std::chrono::seconds(30), &idx); });
+  wait_for_waiters(*t, 1);
+  REQUIRE(TableRegistry::instance().drop(path).ok());
+  th.join();
+  CHECK(s.code() == ErrorCode::kDropped);
+  CHECK(s.message().find(path) != std::string::npos);
+  CHECK_EQ(other->info().waiters, 0u);
+  CHECK(!file_exists_for_test(path));
+  // waiting on an already dropped table fails at once
+  s = c.wait({{t, nullptr}}, std::chrono::seconds(30), &idx);
+  CHECK(s.code() == ErrorCode::kDropped);
+}
+
+TEST(drop_with_owned_row_then_end_and_abort_just_leave_owner_mode) {
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "a").ok());
+  REQUIRE(insert1(*t, "b").ok());
+  Consumer c1, c2;
+  int idx;
+  REQUIRE(c1.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  REQUIRE(c2.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  REQUIRE(TableRegistry::instance().drop(path).ok());
+  CHECK(c1.end().ok());
+  CHECK(!c1.owner_mode());
+  CHECK(c2.abort().ok());
+  CHECK(!c2.owner_mode());
+}
+
+TEST(truncate_with_owned_row_and_waiter) {
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId a;
+  REQUIRE(insert1(*t, "a", &a).ok());
+  REQUIRE(insert1(*t, "b").ok());
+  Consumer owner, waiter;
+  int idx;
+  REQUIRE(owner.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  REQUIRE(t->truncate().ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->visible_count(nullptr), 0u);
+  CHECK_EQ(scan(*t, &owner).size(), 0u);
+  CHECK(owner.end().ok());  // the row vanished: end just leaves owner mode
+  CHECK(!owner.owner_mode());
+  // a waiter keeps waiting across TRUNCATE and gets the next row
+  Status s;
+  int widx = -1;
+  std::thread th([&] { s = waiter.wait({{t, nullptr}}, std::chrono::seconds(10), &widx); });
+  wait_for_waiters(*t, 1);
+  REQUIRE(t->truncate().ok());
+  RowId n;
+  REQUIRE(insert1(*t, "new", &n).ok());
+  th.join();
+  CHECK(s.ok());
+  CHECK_EQ(widx, 1);
+  CHECK_EQ(waiter.owned_rowid(), n);
+  CHECK(n > a);
+  // durable: the truncated rows do not come back, ids stay monotonic
+  waiter.release();
+  t.reset();
+  t = reopen(path, &s);
+  REQUIRE(t);
+  auto rows = scan(*t);
+  REQUIRE(rows.size() == 1);
+  CHECK_EQ(rows[0].first, n);
+}
+
+TEST(rename_keeps_waiters_and_owners) {
+  TempDir dir;
+  std::string from = dir.file("a"), to = dir.file("b");
+  auto t = create_and_open(from);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "x").ok());
+  Consumer owner, waiter;
+  int idx;
+  REQUIRE(owner.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  Status s;
+  int widx = -1;
+  std::thread th([&] { s = waiter.wait({{t, nullptr}}, std::chrono::seconds(10), &widx); });
+  wait_for_waiters(*t, 1);
+  REQUIRE(TableRegistry::instance().rename(from, to).ok());
+  CHECK_EQ(t->path(), to);
+  std::shared_ptr<QueueTable> same;
+  REQUIRE(TableRegistry::instance().acquire(to, &same).ok());
+  CHECK(same == t);
+  REQUIRE(insert1(*t, "y").ok());
+  th.join();
+  CHECK(s.ok() && widx == 1);
+  CHECK(owner.end().ok());
+  CHECK(waiter.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK(!file_exists_for_test(from));
+}
+
+TEST(delete_claims) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  RowId a, b, c;
+  REQUIRE(insert1(*t, "a", &a).ok());
+  REQUIRE(insert1(*t, "b", &b).ok());
+  REQUIRE(insert1(*t, "c", &c).ok());
+  Consumer owner, deleter, other;
+  int idx;
+  REQUIRE(owner.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // owns a
+  CHECK(!t->claim_for_delete(&deleter, a));  // never a row owned by another consumer
+  CHECK(t->claim_for_delete(&deleter, b));
+  CHECK(!t->claim_for_delete(&other, b));
+  CHECK(t->claim_for_delete(&deleter, c));
+  // claimed rows are invisible to others, visible to the claimer
+  CHECK_EQ(scan(*t, &other).size(), 0u);
+  CHECK_EQ(scan(*t, &deleter).size(), 2u);
+  // a consumer going away returns its claims
+  deleter.release();
+  CHECK_EQ(scan(*t, &other).size(), 2u);
+  CHECK(t->claim_for_delete(&deleter, b));
+  REQUIRE(t->remove_claimed(&deleter).ok());
+  auto left = scan(*t, &other);
+  REQUIRE(left.size() == 1);
+  CHECK_EQ(left[0].first, c);
+  CHECK(!t->claim_for_delete(&deleter, b));  // gone
+  // an owner may delete its own row; its end() then just leaves owner mode
+  CHECK(t->claim_for_delete(&owner, a));
+  REQUIRE(t->remove_claimed(&owner).ok());
+  CHECK(owner.end().ok());
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK_EQ(t->info().owned_rows, 0u);
+}

@@ -1,0 +1,101 @@
+// Encoding level: CRC32C and the chunk/record format.
+#include <cstring>
+
+#include "../../storage/crc32c.h"
+#include "../../storage/file_format.h"
+#include "check.h"
+
+using namespace q4m;
+
+TEST(crc32c_known_vectors) {
+  CHECK_EQ(crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  CHECK_EQ(crc32c("", 0), 0u);
+  std::string zeros(32, '\0');
+  CHECK_EQ(crc32c(zeros), 0x8A9136AAu);  // RFC 3720 B.4
+  std::string ones(32, '\xff');
+  CHECK_EQ(crc32c(ones), 0x62A8AB43u);
+}
+
+TEST(crc32c_extend_equals_whole) {
+  std::string s;
+  for (int i = 0; i < 1000; i++) s.push_back(static_cast<char>(i * 7));
+  for (size_t cut : {0u, 1u, 7u, 8u, 9u, 500u, 999u, 1000u}) {
+    uint32_t part = crc32c_extend(crc32c(s.data(), cut), s.data() + cut, s.size() - cut);
+    CHECK_EQ(part, crc32c(s));
+  }
+}
+
+TEST(file_header_round_trip) {
+  std::string h = fmt::file_header();
+  CHECK_EQ(h.size(), fmt::kFileHeaderSize);
+  CHECK(fmt::check_file_header(h).empty());
+  h[9] ^= 1;
+  CHECK(!fmt::check_file_header(h).empty());
+}
+
+TEST(chunk_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  fmt::Meta m;
+  m.next_rowid = 77;
+  m.rows_inserted = 5;
+  m.rows_removed = 3;
+  b.add_meta(m);
+  size_t p1 = b.add_row(10, 1234, "hello");
+  RowId ids[] = {3, 4, 5};
+  b.add_remove(ids, 3);
+  b.add_srcid(9, 4444);
+  b.finish();
+  CHECK_EQ(buf.substr(p1, 5), "hello");
+  fmt::ChunkHeader h;
+  REQUIRE(fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(buf.data()), &h).empty());
+  REQUIRE(h.body_len == buf.size() - fmt::kChunkHeaderSize);
+  std::string_view body(buf.data() + fmt::kChunkHeaderSize, h.body_len);
+  CHECK_EQ(crc32c(body.data(), body.size()), h.body_crc);
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kMeta);
+  CHECK_EQ(r.meta.next_rowid, 77u);
+  CHECK_EQ(r.meta.rows_removed, 3u);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kRow);
+  CHECK_EQ(r.rowid, 10u);
+  CHECK_EQ(r.time_ms, 1234u);
+  CHECK_EQ(body.substr(r.payload_pos, r.length), "hello");
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kRemove);
+  CHECK_EQ(r.count, 3u);
+  CHECK_EQ(rr.removed_id(r, 2), 5u);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kSrcId);
+  CHECK_EQ(r.source_id, 9u);
+  CHECK_EQ(r.last_rowid, 4444u);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
+}
+
+TEST(malformed_record_is_reported) {
+  std::string body("\x01\x02\x03", 3);  // a ROW record cut short
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  CHECK(!rr.next(&r));
+  CHECK(!rr.error().empty());
+  std::string unknown("\x09", 1);
+  fmt::RecordReader rr2(unknown);
+  CHECK(!rr2.next(&r));
+  CHECK(rr2.error().find("unknown record type") != std::string::npos);
+}
+
+TEST(chunk_header_damage_detected) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  b.add_row(1, 1, "x");
+  b.finish();
+  for (size_t i = 0; i < fmt::kChunkHeaderSize; i++) {
+    std::string bad = buf;
+    bad[i] ^= 0x10;
+    fmt::ChunkHeader h;
+    CHECK(!fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(bad.data()), &h).empty());
+  }
+}
