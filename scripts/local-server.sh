@@ -1,0 +1,110 @@
+#!/bin/bash
+# A local mariadbd with the q4m engine, for trying it out (`make run` / `make stop`).
+# Everything lives in ./var (datadir, socket, error log, pid); it persists across stop/start.
+# Listens on its unix socket only; set Q4M_PORT to also listen on 127.0.0.1:$Q4M_PORT.
+#   scripts/local-server.sh start|stop|status
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VAR=$ROOT/var
+DATADIR=$VAR/data
+SOCK=$VAR/mysqld.sock
+ERRLOG=$VAR/mysqld.err
+PIDFILE=$VAR/mysqld.pid
+PLUGIN_DIR=$ROOT/build/plugin
+
+find_tool() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || true; }
+MARIADBD=$(find_tool mariadbd)
+INSTALL_DB=$(find_tool mariadb-install-db)
+CLIENT=$(find_tool mariadb)
+[ -n "$MARIADBD" ] && [ -n "$INSTALL_DB" ] && [ -n "$CLIENT" ] \
+  || { echo "mariadbd/mariadb-install-db/mariadb not found: run scripts/setup-deps.sh" >&2; exit 1; }
+AS_ROOT=(); [ "$(id -u)" = 0 ] && AS_ROOT=(--user=root)
+
+sql() { "$CLIENT" --no-defaults -S "$SOCK" -uroot -N -B -e "$1"; }
+running_pid() {
+  local pid
+  pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+answers() { sql "SELECT 1" >/dev/null 2>&1; }
+
+print_usage_hint() {
+  cat <<EOF
+q4m server running (pid $(running_pid)), data in $VAR
+  connect:  mariadb -S $SOCK -uroot test
+  try:      CREATE TABLE q (v TEXT) ENGINE=QUEUE; INSERT INTO q VALUES ('hi');
+            SELECT * FROM q WHERE queue_wait('q', 0);
+  log:      $ERRLOG
+  stop:     make stop
+EOF
+}
+
+start() {
+  if running_pid >/dev/null && answers; then
+    echo "already running"
+    print_usage_hint
+    return 0
+  fi
+  [ -f "$PLUGIN_DIR/ha_queue.so" ] || { echo "$PLUGIN_DIR/ha_queue.so is missing: run make plugin" >&2; exit 1; }
+  mkdir -p "$VAR"
+  if [ ! -d "$DATADIR/mysql" ]; then
+    echo "creating $DATADIR (mariadb-install-db)"
+    rm -rf "$DATADIR"
+    "$INSTALL_DB" --no-defaults --datadir="$DATADIR" --auth-root-authentication-method=normal \
+      --skip-test-db "${AS_ROOT[@]}" >"$VAR/install-db.log" 2>&1 \
+      || { echo "mariadb-install-db failed, see $VAR/install-db.log" >&2; tail -20 "$VAR/install-db.log" >&2; exit 1; }
+  fi
+  local net=(--skip-networking)
+  [ -n "${Q4M_PORT:-}" ] && net=(--bind-address=127.0.0.1 --port="$Q4M_PORT")
+  setsid "$MARIADBD" --no-defaults --datadir="$DATADIR" --socket="$SOCK" "${net[@]}" \
+    --plugin-dir="$PLUGIN_DIR" --log-error="$ERRLOG" --pid-file="$PIDFILE" "${AS_ROOT[@]}" \
+    </dev/null >/dev/null 2>&1 &
+  local pid=$! i
+  for i in $(seq 600); do
+    answers && break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "mariadbd exited during start; last lines of $ERRLOG:" >&2
+      tail -30 "$ERRLOG" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  answers || { echo "mariadbd did not answer within 60 s; see $ERRLOG" >&2; exit 1; }
+  if [ -z "$(sql "SELECT 1 FROM information_schema.ENGINES WHERE ENGINE='QUEUE'")" ]; then
+    sql "INSTALL SONAME 'ha_queue'" || { echo "INSTALL SONAME 'ha_queue' failed; see $ERRLOG" >&2; exit 1; }
+  fi
+  sql "CREATE DATABASE IF NOT EXISTS test"
+  print_usage_hint
+}
+
+stop() {
+  local pid
+  if ! pid=$(running_pid); then
+    echo "not running"
+    return 0
+  fi
+  kill -TERM "$pid"
+  for _ in $(seq 600); do
+    kill -0 "$pid" 2>/dev/null || { echo "stopped"; return 0; }
+    sleep 0.1
+  done
+  echo "mariadbd (pid $pid) did not stop within 60 s" >&2
+  exit 1
+}
+
+status() {
+  if running_pid >/dev/null && answers; then
+    print_usage_hint
+  else
+    echo "not running"
+    return 3
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,109 @@
+"""Fixtures: `server` (a shared server, cleaned after each test) and `fresh_server` (a private
+server per test, for restarts and crashes). Both have the q4m plugin installed and a `test` database.
+"""
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from q4m_server import PLUGIN_SO, Server, ServerDied, make_pristine_datadir
+
+SYSTEM_DATABASES = {"information_schema", "mysql", "performance_schema", "sys", "test"}
+
+
+@pytest.fixture(scope="session")
+def tmp_root():
+    root = Path(tempfile.mkdtemp(prefix="q4m-it-"))
+    yield root
+    if not os.environ.get("Q4M_KEEP_TMP"):
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pristine(tmp_root):
+    if not PLUGIN_SO.exists():
+        pytest.fail(f"{PLUGIN_SO} is missing: run `make plugin` first")
+    d = tmp_root / "pristine"
+    make_pristine_datadir(d)
+    return d
+
+
+class _ServerFactory:
+    def __init__(self, tmp_root, pristine):
+        self.tmp_root, self.pristine, self.n = tmp_root, pristine, 0
+
+    def new(self, extra_args=(), install=True):
+        self.n += 1
+        s = Server(self.tmp_root / f"s{self.n}", self.pristine, extra_args)
+        s.start()
+        if install:
+            s.install_plugin()
+        return s
+
+
+@pytest.fixture(scope="session")
+def server_factory(tmp_root, pristine):
+    return _ServerFactory(tmp_root, pristine)
+
+
+@pytest.fixture(scope="session")
+def _shared(server_factory):
+    holder = {"server": server_factory.new()}
+    yield holder
+    holder["server"].destroy()
+
+
+def _queue_variables(s):
+    return dict(s.sql("SHOW GLOBAL VARIABLES LIKE 'queue\\_%'"))
+
+
+def _clean(s, saved_vars):
+    for (db,) in s.sql("SHOW DATABASES"):
+        if db not in SYSTEM_DATABASES:
+            s.sql(f"DROP DATABASE `{db}`")
+    for (t,) in s.sql("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA='test'"):
+        s.sql(f"DROP TABLE IF EXISTS test.`{t}`")
+    for name, val in _queue_variables(s).items():
+        if saved_vars.get(name, val) != val:
+            old = saved_vars[name]
+            s.sql(f"SET GLOBAL {name} = %s", (int(old) if old.isdigit() else old,))
+
+
+@pytest.fixture
+def server(_shared, server_factory):
+    """The shared server. The test's connections are closed and its tables dropped afterwards;
+    the test fails if mariadbd died during it."""
+    s = _shared["server"]
+    if not s.alive():  # an earlier test killed it; that test already failed
+        s.destroy(keep_dir=True)
+        s = _shared["server"] = server_factory.new()
+    saved_vars = _queue_variables(s)
+    yield s
+    try:
+        s.check_alive("during the test")
+        s._close_conns()
+        _clean(s, saved_vars)
+    except ServerDied as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture
+def fresh_server(server_factory):
+    """A private server for tests that restart or kill it."""
+    s = server_factory.new()
+    yield s
+    s.destroy(keep_dir=bool(os.environ.get("Q4M_KEEP_TMP")))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Appends the server error log tail to a failing test's report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for name in ("server", "fresh_server"):
+            s = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if isinstance(s, Server):
+                report.sections.append((f"mariadbd error log ({name}, tail)", s.err_log(tail=40)))

@@ -1,0 +1,206 @@
+"""A throwaway mariadbd with the q4m plugin, for integration tests (Test::mysqld style).
+
+One pristine datadir is made per test session (mariadb-install-db is the slow part);
+each Server copies it, so every server starts from the same clean state.
+Servers listen only on their own unix socket (--skip-networking).
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pymysql
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_DIR = REPO / "build" / "plugin"
+PLUGIN_SO = PLUGIN_DIR / "ha_queue.so"
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 60
+# A hung engine must fail a test, not hang the suite: every client read has a deadline.
+READ_TIMEOUT_S = 180
+
+
+def _tool(name):
+    path = shutil.which(name)
+    for d in ("/usr/sbin", "/usr/bin"):
+        if path is None and os.path.exists(os.path.join(d, name)):
+            path = os.path.join(d, name)
+    if path is None:
+        raise RuntimeError(f"{name} not found; run scripts/setup-deps.sh")
+    return path
+
+
+def _as_root_args():
+    # mariadbd refuses to run as root unless told to.
+    return ["--user=root"] if os.geteuid() == 0 else []
+
+
+def make_pristine_datadir(dest: Path):
+    """mariadb-install-db into dest, plus an empty `test` database."""
+    log = dest.parent / "install-db.log"
+    with open(log, "w") as out:
+        rc = subprocess.call(
+            [_tool("mariadb-install-db"), "--no-defaults", f"--datadir={dest}",
+             "--auth-root-authentication-method=normal", "--skip-test-db"] + _as_root_args(),
+            stdout=out, stderr=subprocess.STDOUT)
+    if rc != 0:
+        raise RuntimeError(f"mariadb-install-db failed (rc={rc}):\n{log.read_text()[-3000:]}")
+    # A directory in the datadir is a database.
+    (dest / "test").mkdir()
+
+
+class ServerDied(Exception):
+    pass
+
+
+class Server:
+    """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir."""
+
+    def __init__(self, root: Path, pristine: Path, extra_args=()):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.datadir = self.root / "data"
+        self.socket = self.root / "mysqld.sock"
+        self.errlog_path = self.root / "mysqld.err"
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self._conns = []
+        self._admin = None
+        shutil.copytree(pristine, self.datadir, symlinks=True)
+
+    # ---- lifecycle ---------------------------------------------------------
+    def start(self, extra_args=None):
+        assert not self.alive(), "server already running"
+        args = [_tool("mariadbd"), "--no-defaults", f"--datadir={self.datadir}",
+                f"--socket={self.socket}", "--skip-networking", f"--plugin-dir={PLUGIN_DIR}",
+                f"--log-error={self.errlog_path}", f"--pid-file={self.root / 'mysqld.pid'}",
+                "--innodb-buffer-pool-size=32M", "--skip-name-resolve", "--max-connections=300",
+                "--local-infile=1", f"--secure-file-priv={self.root}"] + _as_root_args()
+        args += self.extra_args + list(extra_args or [])
+        self._log_mark = self.errlog_path.stat().st_size if self.errlog_path.exists() else 0
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                raise ServerDied(f"mariadbd exited with {self.proc.returncode} during start\n"
+                                 + self.err_log(tail=60))
+            try:
+                self._raw_connect(db=None).close()
+                break
+            except pymysql.MySQLError:
+                if time.monotonic() > deadline:
+                    self.kill9()
+                    raise ServerDied("mariadbd did not answer within "
+                                     f"{START_TIMEOUT_S}s\n" + self.err_log(tail=60))
+                time.sleep(0.05)
+        return self
+
+    def install_plugin(self):
+        """INSTALL SONAME 'ha_queue' unless the engine is already loaded (idempotent)."""
+        if not self.value("SELECT COUNT(*) FROM information_schema.ENGINES WHERE ENGINE='QUEUE'"):
+            self.sql("INSTALL SONAME 'ha_queue'")
+
+    def stop(self):
+        """Clean shutdown (SIGTERM), waits for exit."""
+        self._close_conns()
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+                raise ServerDied(f"clean shutdown took more than {STOP_TIMEOUT_S}s\n"
+                                 + self.err_log(tail=60))
+        rc = self.proc.returncode
+        self.proc = None
+        if rc != 0:
+            raise ServerDied(f"mariadbd exited with {rc} on shutdown\n" + self.err_log(tail=60))
+
+    def kill9(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        self._close_conns()
+
+    def restart(self, kill=False, extra_args=None):
+        self.kill9() if kill else self.stop()
+        return self.start(extra_args)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def destroy(self, keep_dir=False):
+        self.kill9()
+        if not keep_dir:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # ---- clients -----------------------------------------------------------
+    def _raw_connect(self, db="test", **kw):
+        kw.setdefault("read_timeout", READ_TIMEOUT_S)
+        kw.setdefault("write_timeout", READ_TIMEOUT_S)
+        kw.setdefault("autocommit", True)
+        return pymysql.connect(unix_socket=str(self.socket), user="root", password="",
+                               database=db, connect_timeout=10, **kw)
+
+    def connect(self, db="test", **kw):
+        """A new client connection (closed automatically at teardown/stop)."""
+        c = self._raw_connect(db=db, **kw)
+        self._conns.append(c)
+        return c
+
+    def _close_conns(self):
+        for c in self._conns + ([self._admin] if self._admin else []):
+            try:
+                c.close()
+            except Exception:
+                pass
+        self._conns = []
+        self._admin = None
+
+    def admin(self):
+        """A shared helper connection for sql()/value()."""
+        if self._admin is None or not self._admin.open:
+            self._admin = self._raw_connect()
+        return self._admin
+
+    def sql(self, query, args=None, conn=None):
+        """Runs one statement; returns all rows (tuples). Raises ServerDied if mariadbd died."""
+        c = conn or self.admin()
+        try:
+            with c.cursor() as cur:
+                cur.execute(query, args)
+                return list(cur.fetchall())
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError):
+            self.check_alive(f"while running {query!r}")
+            raise
+
+    def value(self, query, args=None, conn=None):
+        rows = self.sql(query, args, conn)
+        assert len(rows) == 1 and len(rows[0]) == 1, f"{query!r} returned {rows!r}"
+        return rows[0][0]
+
+    def check_alive(self, context=""):
+        if self.proc is not None and self.proc.poll() is not None:
+            rc = self.proc.returncode
+            raise ServerDied(f"mariadbd died (exit {rc}) {context}\n" + self.err_log(tail=60))
+
+    # ---- logs ----------------------------------------------------------------
+    def err_log(self, tail=None):
+        try:
+            text = self.errlog_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no error log)"
+        if tail is not None:
+            text = "\n".join(text.splitlines()[-tail:])
+        return text
+
+    def err_log_since_start(self):
+        text = self.errlog_path.read_bytes()[getattr(self, "_log_mark", 0):]
+        return text.decode(errors="replace")

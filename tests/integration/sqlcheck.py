@@ -1,0 +1,91 @@
+"""Small helpers the integration tests share: error assertions and background statements."""
+import threading
+import time
+
+import pymysql
+
+ER_QUERY_INTERRUPTED = 1317
+
+
+def query(conn, sql, args=None):
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def value(conn, sql, args=None):
+    rows = query(conn, sql, args)
+    assert len(rows) == 1 and len(rows[0]) == 1, f"{sql!r} returned {rows!r}"
+    return rows[0][0]
+
+
+def sql_error(conn, sql, args=None):
+    """Runs sql, which must fail; returns (errno, message)."""
+    try:
+        rows = query(conn, sql, args)
+    except pymysql.MySQLError as e:
+        code = e.args[0] if e.args else None
+        msg = e.args[1] if len(e.args) > 1 else str(e)
+        return code, msg
+    raise AssertionError(f"{sql!r} succeeded with {rows!r}; an error was expected")
+
+
+def expect_error(conn, sql, *fragments, args=None, code=None):
+    """sql must fail with a message containing every fragment (and errno `code` if given)."""
+    errno, msg = sql_error(conn, sql, args)
+    for f in fragments:
+        assert f in msg, f"{sql!r}: error {errno} {msg!r} does not contain {f!r}"
+    if code is not None:
+        assert errno == code, f"{sql!r}: errno {errno} ({msg!r}), expected {code}"
+    return errno, msg
+
+
+class Background:
+    """Runs fn() in a thread; .join() returns its result or re-raises its exception."""
+
+    def __init__(self, fn, *args):
+        self.result = None
+        self.error = None
+        self.started = time.monotonic()
+        self.finished = None
+        self._thread = threading.Thread(target=self._run, args=(fn,) + args, daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, *args):
+        try:
+            self.result = fn(*args)
+        except BaseException as e:  # noqa: B902 - handed to the joining test
+            self.error = e
+        finally:
+            self.finished = time.monotonic()
+
+    def done(self):
+        return not self._thread.is_alive()
+
+    def join(self, timeout=120):
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"background statement still running after {timeout}s"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    @property
+    def elapsed(self):
+        return (self.finished or time.monotonic()) - self.started
+
+
+def wait_until(predicate, timeout=30, interval=0.02, what="condition"):
+    """Polls predicate() until true; fails after timeout (never a pass/fail on timing itself)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(interval)
+
+
+def wait_for_waiter(server, conn_id, timeout=30):
+    """Waits until connection conn_id is running a statement (e.g. blocked in queue_wait)."""
+    def running():
+        rows = server.sql("SELECT COMMAND, INFO FROM information_schema.PROCESSLIST WHERE ID=%s",
+                          (conn_id,))
+        return bool(rows) and rows[0][0] == "Query" and rows[0][1] is not None
+    wait_until(running, timeout, what=f"connection {conn_id} to be running a statement")
