@@ -107,6 +107,14 @@ std::vector<MYSQL_BIND> RowBuffer::param_binds(size_t count) {
   std::vector<MYSQL_BIND> binds(count, MYSQL_BIND{});
   for (size_t i = 0; i < count; ++i) {
     ColumnValue& c = columns_[i];
+    if (c.wire_type == MYSQL_TYPE_TIME && !c.is_null) {
+      // Fetching puts a TIME's whole hours (up to 838) in `hour`, but the client library
+      // sends `hour` as one byte and the days separately: move whole days into `day`.
+      // Idempotent, so a retried INSERT sends the same value.
+      auto* t = reinterpret_cast<MYSQL_TIME*>(c.data.data());
+      t->day += t->hour / 24;
+      t->hour %= 24;
+    }
     MYSQL_BIND& b = binds[i];
     b.buffer_type = c.wire_type;
     b.buffer = c.data.data();
