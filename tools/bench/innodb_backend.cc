@@ -1,5 +1,6 @@
 // The InnoDB baseline: the usual SQL work queue. A consumer, in a READ COMMITTED
 // transaction, locks the oldest row nobody else has locked, deletes it, commits.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -35,9 +36,10 @@ class InnodbSession : public QueueSession {
         // Everything left is locked by other consumers (or the table is empty).
         conn_->exec("ROLLBACK");
         ++empty_polls_;
-        if (poll_sleep_us_) std::this_thread::sleep_for(std::chrono::microseconds(poll_sleep_us_));
+        back_off();
         return false;
       }
+      backoff_us_ = 0;
       row_id = std::strtoull(row[0], nullptr, 10);
       codec_.decode(row, res.lengths(), 1, out);
     }
@@ -54,11 +56,21 @@ class InnodbSession : public QueueSession {
   }
 
  private:
+  // What a polling worker does when it finds nothing: the first retry is
+  // immediate, then sleeps of 50 us doubling up to poll_sleep_us (0: never sleep).
+  // Without it idle pollers starve the busy ones of CPU.
+  void back_off() {
+    if (poll_sleep_us_ == 0) return;
+    if (backoff_us_) std::this_thread::sleep_for(std::chrono::microseconds(backoff_us_));
+    backoff_us_ = backoff_us_ ? std::min(backoff_us_ * 2, poll_sleep_us_) : std::min(50u, poll_sleep_us_);
+  }
+
   client::DbConn* conn_;
   const MessageCodec& codec_;
   const std::string& claim_sql_;
   const std::string delete_prefix_;
   const uint32_t poll_sleep_us_;
+  uint32_t backoff_us_ = 0;
   std::string sql_;
 };
 

@@ -37,7 +37,8 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --scenarios LIST      multireader,multirw,multiwait,select1 (default all)
   --circulating N       multiwait: messages in circulation (default concurrency/4)
   --wait-timeout SEC    queue_wait() timeout (default 1)
-  --poll-sleep-us N     InnoDB: sleep after an empty poll (default 0 = retry at once)
+  --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
+                        50 us doubling up to N (default 1000; 0 = never sleep)
   --run-timeout SEC     fail a run that takes longer (default 600)
   --socket PATH --host H --port P --user U --password PW --db DB
   --json                machine-readable output on stdout

@@ -29,7 +29,7 @@ struct Options {
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.
   uint64_t circulating = 0;
   double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end
-  uint32_t poll_sleep_us = 0;   // InnoDB: pause after an empty SKIP LOCKED poll (0 = retry at once)
+  uint32_t poll_sleep_us = 1000;  // InnoDB: longest back-off sleep after empty polls (0 = never sleep)
   unsigned run_timeout_s = 600; // a run that takes longer fails (engine hang)
   bool json = false;
   bool keep_tables = false;

@@ -93,7 +93,7 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "machine: %s\n", rep.machine.line().c_str());
   std::fprintf(out, "server variables:");
   for (const auto& [k, v] : rep.machine.server_variables) std::fprintf(out, " %s=%s", k.c_str(), v.c_str());
-  std::fprintf(out, "\nmessages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll sleep: %u us\n",
+  std::fprintf(out, "\nmessages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll back-off: up to %u us\n",
                static_cast<unsigned long long>(opt.messages), payload_desc(opt).c_str(), opt.wait_timeout_s,
                opt.poll_sleep_us);
 

@@ -6,6 +6,7 @@
 
 #include "delivery_ledger.h"
 #include "run_control.h"
+#include "work_split.h"
 
 namespace q4m::bench {
 
@@ -49,12 +50,6 @@ void timed_insert(QueueSession& s, WorkerStats& st, uint64_t id) {
 
 void finish_session(QueueSession& s, WorkerStats& st) {
   if (s.finish()) st.last_progress = Clock::now();
-}
-
-// Share of `total` for worker i of n (the first total%n workers take one more).
-uint64_t share(uint64_t total, int n, int i) { return total / n + (static_cast<uint64_t>(i) < total % n ? 1 : 0); }
-uint64_t share_start(uint64_t total, int n, int i) {
-  return static_cast<uint64_t>(i) * (total / n) + std::min<uint64_t>(i, total % n);
 }
 
 }  // namespace
