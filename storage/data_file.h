@@ -32,7 +32,9 @@ class DataFile {
   Status truncate_to(uint64_t size);  // used by recovery to cut a torn tail
 
   uint64_t size() const { return size_; }  // only the writer calls append/truncate_to
-  const std::string& path() const { return path_; }  // fixed; a renamed table reopens
+  const std::string& path() const { return path_; }
+  // After rename(2) of a file nobody else holds yet (a replacement being installed).
+  void set_path_unshared(const std::string& path) { path_ = path; }
 
  private:
   DataFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <deque>
 #include <list>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,7 @@ struct WriterState {
   SourceMap sources;
   std::string buffer;  // reused chunk buffer
   Status broken;       // sticky: after a failed sync the file's content is unknown
+  uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
 };
 
 struct CommitRequest {
@@ -126,15 +128,36 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   void run_batch(const std::vector<CommitRequest*>& batch);
   void publish(const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
   void maybe_auto_compact();
-  class WriterTurn;  // exclusive writer access for maintenance
+
+  // Exclusive use of the writer for maintenance: waits for the current leader, then
+  // keeps new commits queued until destroyed (a queued follower then leads).
+  class WriterTurn {
+   public:
+    explicit WriterTurn(QueueTableImpl& t) : t_(t) {
+      auto q = t_.commit_.lock();
+      while (q->busy) t_.commit_cv_.wait(q.unique_lock());
+      q->busy = true;
+    }
+    ~WriterTurn() {
+      auto q = t_.commit_.lock();
+      q->busy = false;
+      t_.commit_cv_.notify_all();
+    }
+    WriterTurn(const WriterTurn&) = delete;
+    WriterTurn& operator=(const WriterTurn&) = delete;
+
+   private:
+    QueueTableImpl& t_;
+  };
 
   // table_handoff.cc (state_ held)
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
   bool matches(TableState& st, const RowEntry& e, const RowFilter& f, std::string* scratch);
 
+  // compaction.cc
+  Status compact_now();
   // table_maintenance.cc
-  Status rewrite_file(bool keep_rows);
   Status dropped_status() const;
 
   void set_path(const std::string& p);
@@ -151,7 +174,7 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
-  std::atomic<bool> compacting_{false};
+  std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t dropped_tail_bytes_ = 0;
   TableCounters counters_;
 };
