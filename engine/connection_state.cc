@@ -1,0 +1,34 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+
+#include "connection_state.h"
+#include "plugin.h"
+
+namespace q4m_engine {
+
+ConnectionState* find_connection_state(THD* thd) {
+  return static_cast<ConnectionState*>(thd_get_ha_data(thd, queue_hton));
+}
+
+ConnectionState& connection_state(THD* thd) {
+  ConnectionState* s = find_connection_state(thd);
+  if (!s) {
+    s = new ConnectionState();
+    // Setting ha_data also makes the server call kill_query/close_connection for this THD.
+    thd_set_ha_data(thd, queue_hton, s);
+  }
+  return *s;
+}
+
+void destroy_connection_state(THD* thd) {
+  ConnectionState* s = find_connection_state(thd);
+  if (!s) return;
+  // thd_set_ha_data takes LOCK_thd_data, which a concurrent KILL holds while it calls
+  // kill_query: once this returns no killer can still be using `s`.
+  thd_set_ha_data(thd, queue_hton, nullptr);
+  s->consumer().release();
+  delete s;
+}
+
+}  // namespace q4m_engine

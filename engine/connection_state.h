@@ -1,0 +1,53 @@
+// Per-connection state of the QUEUE engine: the connection's Consumer (owner mode,
+// DELETE claims) and a pending queue_set_srcid(). Stored in the THD's ha_data slot of
+// the QUEUE handlerton so the server calls close_connection/kill_query for it.
+// Used only by its own connection thread, except Consumer::interrupt() (KILL QUERY).
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "../storage/consumer.h"
+
+class THD;
+
+namespace q4m_engine {
+
+// queue_set_srcid(source_id, mode, rowid): applies to the next row this connection inserts.
+struct PendingRelay {
+  uint32_t source_id = 0;
+  uint64_t source_rowid = 0;
+  bool reset = false;  // mode 'w'
+};
+
+class ConnectionState {
+ public:
+  q4m::Consumer& consumer() { return consumer_; }
+
+  void set_pending_relay(const PendingRelay& r) { pending_relay_ = r; }
+  bool has_pending_relay() const { return pending_relay_.has_value(); }
+  // Returns and clears the pending relay declaration.
+  std::optional<PendingRelay> take_pending_relay() {
+    std::optional<PendingRelay> r = pending_relay_;
+    pending_relay_.reset();
+    return r;
+  }
+
+ private:
+  q4m::Consumer consumer_;
+  std::optional<PendingRelay> pending_relay_;
+};
+
+// The connection's state, or null if it never needed one.
+ConnectionState* find_connection_state(THD* thd);
+// The connection's state, created on first use.
+ConnectionState& connection_state(THD* thd);
+// Connection closing: returns the owned row and claims, frees the state.
+void destroy_connection_state(THD* thd);
+
+// The Consumer whose view a scan by this connection uses (null = plain viewer).
+inline const q4m::Consumer* viewer_of(THD* thd) {
+  ConnectionState* s = find_connection_state(thd);
+  return s ? &s->consumer() : nullptr;
+}
+
+}  // namespace q4m_engine

@@ -1,0 +1,337 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <sql_lex.h>
+#include <log.h>
+
+#include "ha_queue.h"
+
+#include "../storage/table_registry.h"
+#include "connection_state.h"
+#include "row_codec.h"
+#include "sql_errors.h"
+
+namespace q4m_engine {
+
+namespace {
+
+// A row that was visible when read but is now gone or owned by another connection
+// (it was consumed concurrently). print_error() stays silent for it, so a single-table
+// DELETE skips the row without counting it.
+constexpr int kErrRowVanished = HA_ERR_RECORD_DELETED;
+
+// Rows of a multi-row INSERT are committed together; past this many buffered bytes
+// they are committed early so memory stays bounded.
+constexpr size_t kBulkFlushBytes = 1u << 20;
+
+std::string data_file_path(const char* table_path) {
+  return std::string(table_path) + q4m::kDataFileExtension;
+}
+
+bool is_update(THD* thd) {
+  int cmd = thd_sql_command(thd);
+  return cmd == SQLCOM_UPDATE || cmd == SQLCOM_UPDATE_MULTI;
+}
+
+// The table name the user wrote, for CREATE/ALTER messages: ALTER builds the new
+// table under a temporary "#sql-..." name.
+std::string user_table_label(THD* thd, const TABLE_SHARE* s) {
+  const TABLE_LIST* tl = thd->lex->query_tables;
+  if (strncmp(s->table_name.str, "#sql", 4) == 0 && tl)
+    return std::string(tl->db.str, tl->db.length) + "." +
+           std::string(tl->table_name.str, tl->table_name.length);
+  return std::string(s->db.str, s->db.length) + "." +
+         std::string(s->table_name.str, s->table_name.length);
+}
+
+}  // namespace
+
+ha_queue::ha_queue(handlerton* hton, TABLE_SHARE* share) : handler(hton, share) {
+  ref_length = sizeof(q4m::RowId);
+}
+
+ha_queue::~ha_queue() = default;
+
+ulonglong ha_queue::table_flags() const {
+  // HA_HAS_RECORDS (not HA_STATS_RECORDS_IS_EXACT): COUNT(*) is answered by records()
+  // without a scan, while the optimizer never treats a 0/1-row queue as a constant
+  // table, which would read or skip it before `WHERE queue_wait(...)` runs.
+  return HA_NO_TRANSACTIONS | HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
+         HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
+         HA_CAN_FORCE_BULK_DELETE;
+}
+
+std::string ha_queue::table_label() const {
+  return std::string(table_share->db.str, table_share->db.length) + "." +
+         std::string(table_share->table_name.str, table_share->table_name.length);
+}
+
+int ha_queue::raise(const q4m::Status& st) {
+  error_raised_ = true;
+  return raise_status_error(st);
+}
+
+void ha_queue::print_error(int error, myf errflag) {
+  if (error_raised_) {
+    error_raised_ = false;
+    if (ha_thd()->is_error()) return;  // our precise message is already the statement's error
+  }
+  if (error == kErrRowVanished) return;
+  handler::print_error(error, errflag);
+}
+
+// ---- DDL ------------------------------------------------------------------
+
+int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
+  THD* thd = ha_thd();
+  const TABLE_SHARE* s = form->s;
+  if (s->keys > 0 || s->found_next_number_field) {
+    std::string what;
+    if (s->keys > 0) {
+      const KEY& k = form->key_info[0];
+      what = s->primary_key == 0 ? "PRIMARY KEY" : (k.flags & HA_NOSAME) ? "UNIQUE KEY `" : "KEY `";
+      if (s->primary_key != 0) what += std::string(k.name.str, k.name.length) + "`";
+    } else {
+      what = "AUTO_INCREMENT column `" +
+             std::string(s->found_next_number_field[0]->field_name.str) + "` (it needs a key)";
+    }
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                    "QUEUE table '%s' cannot have indexes: remove %s; a queue is read in insert "
+                    "order only",
+                    MYF(0), user_table_label(thd, s).c_str(), what.c_str());
+    return HA_ERR_UNSUPPORTED;
+  }
+  q4m::Status st = q4m::TableRegistry::instance().create(data_file_path(name));
+  return st.ok() ? 0 : raise_status_error(st);
+}
+
+int ha_queue::open(const char* name, int, uint) {
+  q4m::Status st = q4m::TableRegistry::instance().acquire(data_file_path(name), &queue_);
+  if (!st.ok()) return raise_status_error(st);  // the server prints nothing more once set
+  lock_shared_ha_data();
+  share_ = static_cast<QueueShare*>(get_ha_share_ptr());
+  if (!share_) {
+    share_ = new QueueShare();
+    set_ha_share_ptr(share_);
+  }
+  unlock_shared_ha_data();
+  thr_lock_data_init(&share_->lock, &lock_, nullptr);
+  return 0;
+}
+
+int ha_queue::close() {
+  queue_.reset();
+  return 0;
+}
+
+int ha_queue::delete_table(const char* name) {
+  q4m::Status st = q4m::TableRegistry::instance().drop(data_file_path(name));
+  if (st.ok() || st.code() == q4m::ErrorCode::kNotFound) return 0;  // nothing left to remove
+  return raise_status_error(st);
+}
+
+int ha_queue::rename_table(const char* from, const char* to) {
+  q4m::Status st =
+      q4m::TableRegistry::instance().rename(data_file_path(from), data_file_path(to));
+  return st.ok() ? 0 : raise_status_error(st);
+}
+
+int ha_queue::truncate() {
+  q4m::Status st = queue_->truncate();
+  return st.ok() ? 0 : raise(st);
+}
+
+// DELETE without WHERE must not remove rows owned by other connections: the server
+// then deletes row by row through the visibility rules.
+int ha_queue::delete_all_rows() { return HA_ERR_WRONG_COMMAND; }
+
+// ---- writes ---------------------------------------------------------------
+
+void ha_queue::start_bulk_insert(ha_rows, uint) {
+  bulk_insert_ = true;
+  bulk_rows_.clear();
+  bulk_bytes_ = 0;
+}
+
+int ha_queue::end_bulk_insert() {
+  bulk_insert_ = false;
+  q4m::Status st = commit_bulk_rows();
+  return st.ok() ? 0 : raise(st);
+}
+
+q4m::Status ha_queue::commit_bulk_rows() {
+  if (bulk_rows_.empty()) return q4m::Status::Ok();
+  std::vector<std::string_view> views(bulk_rows_.begin(), bulk_rows_.end());
+  q4m::Status st = queue_->insert(views, nullptr);
+  bulk_rows_.clear();
+  bulk_bytes_ = 0;
+  return st;
+}
+
+int ha_queue::write_row(const uchar* buf) {
+  encode_row(table, buf, &encoded_);
+  ConnectionState* cs = find_connection_state(ha_thd());
+  if (cs && cs->has_pending_relay()) {
+    // queue_set_srcid() applies to exactly this row; earlier rows commit first to keep order.
+    q4m::Status st = commit_bulk_rows();
+    if (!st.ok()) return raise(st);
+    PendingRelay r = *cs->take_pending_relay();
+    bool accepted = false;
+    st = queue_->insert_relayed(encoded_, r.source_id, r.source_rowid, r.reset, &accepted);
+    return st.ok() ? 0 : raise(st);
+  }
+  if (bulk_insert_) {
+    bulk_bytes_ += encoded_.size();
+    bulk_rows_.push_back(std::move(encoded_));
+    encoded_ = std::string();
+    if (bulk_bytes_ < kBulkFlushBytes) return 0;
+    q4m::Status st = commit_bulk_rows();
+    return st.ok() ? 0 : raise(st);
+  }
+  std::vector<std::string_view> rows{encoded_};
+  q4m::Status st = queue_->insert(rows, nullptr);
+  return st.ok() ? 0 : raise(st);
+}
+
+int ha_queue::reject_update() {
+  my_printf_error(ER_ILLEGAL_HA,
+                  "QUEUE table '%s' does not support UPDATE: rows are immutable messages; "
+                  "consume with queue_wait()/queue_end() or DELETE, and INSERT a new row",
+                  MYF(0), table_label().c_str());
+  error_raised_ = true;
+  return HA_ERR_WRONG_COMMAND;
+}
+
+int ha_queue::update_row(const uchar*, const uchar*) { return reject_update(); }
+
+int ha_queue::delete_row(const uchar*) {
+  THD* thd = ha_thd();
+  ConnectionState& cs = connection_state(thd);
+  if (!queue_->claim_for_delete(&cs.consumer(), current_id_)) {
+    // Consumed by another connection since we read it. A single-table DELETE skips it
+    // (not counted, LIMIT not used up); other statements treat it as already deleted.
+    return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
+  }
+  claims_pending_ = true;
+  if (bulk_delete_) return 0;
+  q4m::Status st = commit_claims();
+  return st.ok() ? 0 : raise(st);
+}
+
+bool ha_queue::start_bulk_delete() {
+  bulk_delete_ = true;
+  return false;  // batching used
+}
+
+int ha_queue::end_bulk_delete() {
+  bulk_delete_ = false;
+  q4m::Status st = commit_claims();
+  return st.ok() ? 0 : raise(st);
+}
+
+q4m::Status ha_queue::commit_claims() {
+  if (!claims_pending_) return q4m::Status::Ok();
+  claims_pending_ = false;
+  ConnectionState& cs = connection_state(ha_thd());
+  return queue_->remove_claimed(&cs.consumer());
+}
+
+// ---- reads ----------------------------------------------------------------
+
+int ha_queue::rnd_init(bool) {
+  scan_after_ = 0;
+  current_id_ = 0;
+  return 0;
+}
+
+int ha_queue::rnd_end() { return 0; }
+
+int ha_queue::rnd_next(uchar* buf) {
+  q4m::RowId id = 0;
+  bool found = false;
+  q4m::Status st = queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
+  if (!st.ok()) return raise(st);
+  if (!found) return HA_ERR_END_OF_FILE;
+  scan_after_ = id;
+  return read_into(buf, id);
+}
+
+int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
+  q4m::RowId id = uint8korr(pos);
+  bool found = false;
+  q4m::Status st = queue_->read_row(id, &payload_, &found);
+  if (!st.ok()) return raise(st);
+  if (!found) return HA_ERR_KEY_NOT_FOUND;  // removed since it was positioned
+  return read_into(buf, id);
+}
+
+int ha_queue::read_into(uchar* buf, q4m::RowId id) {
+  current_id_ = id;
+  if (decode_row(table, payload_, buf)) return 0;
+  std::string msg = "QUEUE table '" + table_label() + "': row " + std::to_string(id) + " (" +
+                    std::to_string(payload_.size()) + " bytes) in " + queue_->path() +
+                    " does not match the table definition";
+  return raise(q4m::Status(q4m::ErrorCode::kCorrupt, msg));
+}
+
+void ha_queue::position(const uchar*) { int8store(ref, current_id_); }
+
+int ha_queue::info(uint flag) {
+  if (flag & HA_STATUS_VARIABLE) {
+    stats.records = queue_->visible_count(viewer_of(ha_thd()));
+    stats.deleted = 0;
+    q4m::TableInfo ti = queue_->info();
+    stats.data_file_length = ti.file_bytes;
+    stats.delete_length = ti.removed_bytes;
+    uint64_t live = ti.file_bytes > ti.removed_bytes ? ti.file_bytes - ti.removed_bytes : 0;
+    stats.mean_rec_length = ti.rows ? static_cast<ulong>(live / ti.rows) : 0;
+  }
+  return 0;
+}
+
+ha_rows ha_queue::records() { return queue_->visible_count(viewer_of(ha_thd())); }
+
+// ---- locking and statement boundaries ---------------------------------------
+
+THR_LOCK_DATA** ha_queue::store_lock(THD* thd, THR_LOCK_DATA** to, enum thr_lock_type lock_type) {
+  if (lock_type != TL_IGNORE && lock_.type == TL_UNLOCK) {
+    // Inserts, deletes and reads of a queue run concurrently: the core serializes what
+    // must be serialized (group commit, claims, ownership).
+    if (lock_type >= TL_WRITE_CONCURRENT_INSERT && lock_type <= TL_WRITE &&
+        !thd_in_lock_tables(thd) && !thd_tablespace_op(thd))
+      lock_type = TL_WRITE_ALLOW_WRITE;
+    if (lock_type == TL_READ_NO_INSERT && !thd_in_lock_tables(thd)) lock_type = TL_READ;
+    lock_.type = lock_type;
+  }
+  *to++ = &lock_;
+  return to;
+}
+
+int ha_queue::external_lock(THD* thd, int lock_type) {
+  if (lock_type == F_UNLCK) return reset();
+  if (lock_type == F_WRLCK && is_update(thd)) return reject_update();
+  return 0;
+}
+
+int ha_queue::start_stmt(THD* thd, thr_lock_type lock_type) {
+  // Under LOCK TABLES each statement starts here instead of in external_lock().
+  if (lock_type >= TL_WRITE_ALLOW_WRITE && is_update(thd)) return reject_update();
+  return 0;
+}
+
+// End of statement (also under LOCK TABLES). Normally end_bulk_insert/end_bulk_delete
+// already committed everything; this only catches paths that skipped them.
+// The statement's result may already be set, so failures are logged, not raised.
+int ha_queue::reset() {
+  if (!queue_) return 0;
+  bulk_insert_ = false;
+  bulk_delete_ = false;
+  for (const q4m::Status& st : {commit_bulk_rows(), commit_claims()}) {
+    if (!st.ok())
+      sql_print_error("QUEUE: end of statement on %s: %s", table_label().c_str(),
+                      st.message().c_str());
+  }
+  return 0;
+}
+
+}  // namespace q4m_engine

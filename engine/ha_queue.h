@@ -1,0 +1,102 @@
+// ha_queue: the QUEUE storage engine's handler. A thin adapter from the server's
+// handler API onto q4m::QueueTable (storage/queue_table.h); rows are encoded by
+// row_codec, visibility follows the connection's Consumer (owner mode).
+#pragma once
+#include <my_global.h>
+#include <handler.h>
+#include <thr_lock.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../storage/queue_table.h"
+
+namespace q4m_engine {
+
+// One per TABLE_SHARE: the table lock shared by all handlers of the table.
+class QueueShare : public Handler_share {
+ public:
+  QueueShare() { thr_lock_init(&lock); }
+  ~QueueShare() override { thr_lock_delete(&lock); }
+  THR_LOCK lock;
+};
+
+class ha_queue final : public handler {
+ public:
+  ha_queue(handlerton* hton, TABLE_SHARE* share);
+  ~ha_queue() override;
+
+  ulonglong table_flags() const override;
+  ulong index_flags(uint, uint, bool) const override { return 0; }
+  // Keys are "supported" only so that create() can reject them with our own message.
+  uint max_supported_keys() const override { return MAX_KEY; }
+  uint max_supported_key_parts() const override { return MAX_REF_PARTS; }
+  uint max_supported_key_length() const override { return 3072; }
+  uint max_supported_record_length() const override { return HA_MAX_REC_LENGTH; }
+  double scan_time() override { return static_cast<double>(stats.records) / 20.0 + 10; }
+
+  int create(const char* name, TABLE* form, HA_CREATE_INFO* info) override;
+  int open(const char* name, int mode, uint test_if_locked) override;
+  int close() override;
+  int delete_table(const char* name) override;
+  int rename_table(const char* from, const char* to) override;
+  int truncate() override;
+  int delete_all_rows() override;
+
+  int write_row(const uchar* buf) override;
+  int update_row(const uchar* old_data, const uchar* new_data) override;
+  int delete_row(const uchar* buf) override;
+  bool start_bulk_delete() override;
+  int end_bulk_delete() override;
+
+  int rnd_init(bool scan) override;
+  int rnd_end() override;
+  int rnd_next(uchar* buf) override;
+  int rnd_pos(uchar* buf, uchar* pos) override;
+  void position(const uchar* record) override;
+
+  int info(uint flag) override;
+  ha_rows records() override;
+  int extra(enum ha_extra_function) override { return 0; }
+  int external_lock(THD* thd, int lock_type) override;
+  int start_stmt(THD* thd, thr_lock_type lock_type) override;
+  int reset() override;
+  THR_LOCK_DATA** store_lock(THD* thd, THR_LOCK_DATA** to, enum thr_lock_type lock_type) override;
+  void print_error(int error, myf errflag) override;
+
+ protected:
+  void start_bulk_insert(ha_rows rows, uint flags) override;
+  int end_bulk_insert() override;
+
+ private:
+  q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
+  q4m::Status commit_claims();     // rows claimed by delete_row()
+  int reject_update();
+  int read_into(uchar* buf, q4m::RowId id);
+  int raise(const q4m::Status& st);
+  std::string table_label() const;  // "db.table" for messages
+
+  QueueShare* share_ = nullptr;
+  THR_LOCK_DATA lock_;
+  std::shared_ptr<q4m::QueueTable> queue_;
+
+  // Scan state. payload_ holds the current row: BLOB fields of the record point into it.
+  q4m::RowId scan_after_ = 0;
+  q4m::RowId current_id_ = 0;
+  std::string payload_;
+
+  // Multi-row INSERT: rows are buffered and committed together.
+  bool bulk_insert_ = false;
+  std::vector<std::string> bulk_rows_;
+  size_t bulk_bytes_ = 0;
+  std::string encoded_;
+
+  // DELETE: claimed rows are removed together at end_bulk_delete(), else one by one.
+  bool bulk_delete_ = false;
+  bool claims_pending_ = false;
+
+  bool error_raised_ = false;  // an SQL error was already raised for the returned code
+};
+
+}  // namespace q4m_engine

@@ -1,0 +1,102 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <sql_i_s.h>
+#include <sql_parse.h>
+#include <sql_table.h>
+#include <mysql/plugin.h>
+
+#include <filesystem>
+#include <string>
+
+#include "../storage/table_registry.h"
+#include "info_schema.h"
+
+bool schema_table_store_record(THD* thd, TABLE* table);
+
+namespace q4m_engine {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
+              kOldestAgeMs, kNextRowid };
+
+ST_FIELD_INFO queue_tables_fields[] = {
+    Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
+    Show::Column("TABLE_NAME", Show::Name(), NOT_NULL),
+    Show::Column("ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("OWNED_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("WAITERS", Show::ULonglong(), NOT_NULL),
+    Show::Column("FILE_BYTES", Show::ULonglong(), NOT_NULL),
+    Show::Column("REMOVED_BYTES", Show::ULonglong(), NOT_NULL),
+    Show::Column("OLDEST_AGE_MS", Show::ULonglong(), NOT_NULL),
+    Show::Column("NEXT_ROWID", Show::ULonglong(), NOT_NULL),
+    Show::CEnd()};
+
+std::string decoded_name(const std::string& file_name) {
+  char buf[NAME_LEN + 1];
+  size_t n = filename_to_tablename(file_name.c_str(), buf, sizeof(buf), false);
+  return std::string(buf, n);
+}
+
+bool may_see(THD* thd, const std::string& db, const std::string& name) {
+  LEX_CSTRING db_name = {db.c_str(), db.size()};
+  LEX_CSTRING table_name = {name.c_str(), name.size()};
+  TABLE_LIST tl;
+  tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
+  return !check_table_access(thd, SELECT_ACL, &tl, true, 1, true);
+}
+
+// Data files live at ./<db>/<table>.Q4M relative to the datadir (the server's cwd),
+// the same paths the handler gives the registry.
+int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
+  TABLE* t = tables->table;
+  const std::string ext = q4m::kDataFileExtension;
+  std::error_code ec;
+  for (const fs::directory_entry& db_dir : fs::directory_iterator(".", ec)) {
+    if (!db_dir.is_directory(ec)) continue;
+    const std::string db_file = db_dir.path().filename().string();
+    std::error_code ec2;
+    for (const fs::directory_entry& f : fs::directory_iterator(db_dir.path(), ec2)) {
+      const std::string file = f.path().filename().string();
+      if (file.size() <= ext.size() || file.compare(file.size() - ext.size(), ext.size(), ext) != 0)
+        continue;
+      if (file.compare(0, 4, "#sql") == 0) continue;  // ALTER/TRUNCATE work files
+      const std::string table_file = file.substr(0, file.size() - ext.size());
+      const std::string db = decoded_name(db_file), name = decoded_name(table_file);
+      if (!may_see(thd, db, name)) continue;
+
+      std::shared_ptr<q4m::QueueTable> queue;
+      std::string path = "./" + db_file + "/" + file;
+      if (!q4m::TableRegistry::instance().acquire(path, &queue).ok()) continue;
+      q4m::TableInfo info = queue->info();
+
+      t->field[kSchema]->store(db.c_str(), db.size(), system_charset_info);
+      t->field[kName]->store(name.c_str(), name.size(), system_charset_info);
+      t->field[kRows]->store(info.rows, true);
+      t->field[kOwnedRows]->store(info.owned_rows, true);
+      t->field[kWaiters]->store(info.waiters, true);
+      t->field[kFileBytes]->store(info.file_bytes, true);
+      t->field[kRemovedBytes]->store(info.removed_bytes, true);
+      t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
+      t->field[kNextRowid]->store(info.next_rowid, true);
+      if (schema_table_store_record(thd, t)) return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+st_mysql_information_schema queue_tables_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
+
+int queue_tables_init(void* p) {
+  ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
+  schema->fields_info = queue_tables_fields;
+  schema->fill_table = fill_queue_tables;
+  return 0;
+}
+
+}  // namespace q4m_engine

@@ -1,0 +1,59 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <field.h>
+#include <table.h>
+
+#include "schema.h"
+
+namespace q4m_engine {
+
+q4m::ColumnKind column_kind(const Field* field) {
+  using q4m::ColumnKind;
+  if (field->flags & BLOB_FLAG) return ColumnKind::kBlob;  // BLOB/TEXT/JSON/GEOMETRY
+  switch (field->real_type()) {
+    case MYSQL_TYPE_TINY:
+    case MYSQL_TYPE_SHORT:
+    case MYSQL_TYPE_INT24:
+    case MYSQL_TYPE_LONG:
+    case MYSQL_TYPE_LONGLONG: return ColumnKind::kInt;
+    case MYSQL_TYPE_YEAR: return ColumnKind::kYear;
+    case MYSQL_TYPE_NEWDATE: return ColumnKind::kDate;
+    case MYSQL_TYPE_DATETIME2: return ColumnKind::kDatetime;
+    case MYSQL_TYPE_TIMESTAMP2: return ColumnKind::kTimestamp;
+    case MYSQL_TYPE_TIME2: return ColumnKind::kTime;
+    case MYSQL_TYPE_STRING: return ColumnKind::kChar;
+    case MYSQL_TYPE_VARCHAR:
+    case MYSQL_TYPE_VARCHAR_COMPRESSED: return ColumnKind::kVarchar;
+    case MYSQL_TYPE_FLOAT: return ColumnKind::kFloat;
+    case MYSQL_TYPE_DOUBLE: return ColumnKind::kDouble;
+    default: return ColumnKind::kOther;  // DECIMAL, ENUM, SET, BIT, old temporal formats, ...
+  }
+}
+
+q4m::TableSchema schema_of(const TABLE_SHARE* share) {
+  q4m::TableSchema schema;
+  schema.table_name.assign(share->db.str, share->db.length);
+  schema.table_name += '.';
+  schema.table_name.append(share->table_name.str, share->table_name.length);
+  schema.null_bytes = share->null_bytes;
+  const uchar* record = share->default_values;
+  for (uint i = 0; i < share->fields; i++) {
+    const Field* f = share->field[i];
+    q4m::ColumnInfo c;
+    c.name.assign(f->field_name.str, f->field_name.length);
+    c.kind = column_kind(f);
+    bool variable = c.kind == q4m::ColumnKind::kVarchar || c.kind == q4m::ColumnKind::kBlob;
+    c.length = variable ? 0 : f->pack_length();
+    c.is_unsigned = (f->flags & UNSIGNED_FLAG) != 0;
+    c.decimals = f->decimals();
+    if (f->null_ptr) {
+      c.null_byte = static_cast<uint32_t>(f->null_ptr - record);
+      c.null_mask = f->null_bit;
+    }
+    schema.columns.push_back(std::move(c));
+  }
+  return schema;
+}
+
+}  // namespace q4m_engine

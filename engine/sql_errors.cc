@@ -1,0 +1,41 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <my_base.h>
+#include <mysqld_error.h>
+#include <sql_class.h>
+
+#include "sql_errors.h"
+
+namespace q4m_engine {
+
+unsigned sql_errno_for(q4m::ErrorCode code) {
+  switch (code) {
+    case q4m::ErrorCode::kNotFound: return ER_NO_SUCH_TABLE;
+    case q4m::ErrorCode::kNoSpace: return ER_RECORD_FILE_FULL;
+    case q4m::ErrorCode::kInterrupted: return ER_QUERY_INTERRUPTED;
+    case q4m::ErrorCode::kExists: return ER_TABLE_EXISTS_ERROR;
+    case q4m::ErrorCode::kInvalid: return ER_WRONG_ARGUMENTS;
+    default: return ER_UNKNOWN_ERROR;
+  }
+}
+
+static int handler_error_for(q4m::ErrorCode code) {
+  switch (code) {
+    case q4m::ErrorCode::kNotFound: return HA_ERR_NO_SUCH_TABLE;
+    case q4m::ErrorCode::kCorrupt: return HA_ERR_CRASHED;
+    case q4m::ErrorCode::kNoSpace: return HA_ERR_RECORD_FILE_FULL;
+    case q4m::ErrorCode::kInterrupted: return HA_ERR_ABORTED_BY_USER;
+    case q4m::ErrorCode::kExists: return HA_ERR_TABLE_EXIST;
+    default: return HA_ERR_INTERNAL_ERROR;
+  }
+}
+
+int raise_status_error(const q4m::Status& st) {
+  if (st.code() == q4m::ErrorCode::kInterrupted)
+    my_error(ER_QUERY_INTERRUPTED, MYF(0));  // the standard text clients recognise
+  else
+    my_printf_error(sql_errno_for(st.code()), "%s", MYF(0), st.message().c_str());
+  return handler_error_for(st.code());
+}
+
+}  // namespace q4m_engine

@@ -1,0 +1,100 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <mysql/plugin.h>
+
+#include "../storage/settings.h"
+#include "sysvars.h"
+
+namespace q4m_engine {
+
+namespace {
+
+// Backing stores of the variables; the server writes them, update callbacks mirror
+// them into q4m::settings() which the storage layer reads on each operation.
+unsigned long sync_mode = static_cast<unsigned long>(q4m::SyncMode::kFdatasync);
+char use_concurrent_compaction = 1;
+unsigned long long concurrent_compaction_interval = 1ull << 20;
+unsigned long long mmap_max = 1ull << 30;
+unsigned int compact_removed_percent = 50;
+unsigned long long compact_min_bytes = 16ull << 20;
+
+// Same order as q4m::SyncMode.
+const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
+TYPELIB sync_mode_typelib = {array_elements(sync_mode_names) - 1, "sync_mode_typelib",
+                             sync_mode_names, nullptr};
+
+template <typename T>
+T stored(void* var_ptr, const void* save) {
+  T v = *static_cast<const T*>(save);
+  *static_cast<T*>(var_ptr) = v;
+  return v;
+}
+
+void update_sync_mode(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().sync_mode.store(static_cast<int>(stored<unsigned long>(var_ptr, save)));
+}
+void update_use_concurrent_compaction(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().use_concurrent_compaction.store(stored<char>(var_ptr, save) != 0);
+}
+void update_concurrent_compaction_interval(THD*, st_mysql_sys_var*, void* var_ptr,
+                                           const void* save) {
+  q4m::settings().concurrent_compaction_interval.store(
+      stored<unsigned long long>(var_ptr, save));
+}
+void update_mmap_max(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().mmap_max.store(stored<unsigned long long>(var_ptr, save));
+}
+void update_compact_removed_percent(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().compaction_removed_percent.store(
+      static_cast<int>(stored<unsigned int>(var_ptr, save)));
+}
+void update_compact_min_bytes(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().compaction_min_file_bytes.store(stored<unsigned long long>(var_ptr, save));
+}
+
+MYSQL_SYSVAR_ENUM(sync_mode, sync_mode, PLUGIN_VAR_RQCMDARG,
+                  "How INSERT/DELETE/queue_end() wait for durability: fdatasync (default) or "
+                  "fsync per group commit; none = write only (survives a server crash, not a "
+                  "machine crash)",
+                  nullptr, update_sync_mode, static_cast<unsigned long>(q4m::SyncMode::kFdatasync),
+                  &sync_mode_typelib);
+MYSQL_SYSVAR_BOOL(use_concurrent_compaction, use_concurrent_compaction, PLUGIN_VAR_RQCMDARG,
+                  "Serve INSERTs while compaction copies rows", nullptr,
+                  update_use_concurrent_compaction, 1);
+MYSQL_SYSVAR_ULONGLONG(concurrent_compaction_interval, concurrent_compaction_interval,
+                       PLUGIN_VAR_RQCMDARG,
+                       "Bytes compaction copies between serving waiting writers", nullptr,
+                       update_concurrent_compaction_interval, 1ull << 20, 4096, ULLONG_MAX, 0);
+MYSQL_SYSVAR_ULONGLONG(mmap_max, mmap_max, PLUGIN_VAR_RQCMDARG,
+                       "Upper bound of a data file mapped for reads (bytes)", nullptr,
+                       update_mmap_max, 1ull << 30, 0, ULLONG_MAX, 0);
+MYSQL_SYSVAR_UINT(compact_removed_percent, compact_removed_percent, PLUGIN_VAR_RQCMDARG,
+                  "Compact a table automatically when this percentage of its file is removed "
+                  "rows (and the file is at least queue_compact_min_bytes)",
+                  nullptr, update_compact_removed_percent, 50, 1, 100, 0);
+MYSQL_SYSVAR_ULONGLONG(compact_min_bytes, compact_min_bytes, PLUGIN_VAR_RQCMDARG,
+                       "Smallest data file automatic compaction considers (bytes)", nullptr,
+                       update_compact_min_bytes, 16ull << 20, 0, ULLONG_MAX, 0);
+
+}  // namespace
+
+st_mysql_sys_var* queue_system_variables[] = {
+    MYSQL_SYSVAR(sync_mode),
+    MYSQL_SYSVAR(use_concurrent_compaction),
+    MYSQL_SYSVAR(concurrent_compaction_interval),
+    MYSQL_SYSVAR(mmap_max),
+    MYSQL_SYSVAR(compact_removed_percent),
+    MYSQL_SYSVAR(compact_min_bytes),
+    nullptr};
+
+void apply_system_variables() {
+  q4m::StorageSettings& s = q4m::settings();
+  s.sync_mode.store(static_cast<int>(sync_mode));
+  s.use_concurrent_compaction.store(use_concurrent_compaction != 0);
+  s.concurrent_compaction_interval.store(concurrent_compaction_interval);
+  s.mmap_max.store(mmap_max);
+  s.compaction_removed_percent.store(static_cast<int>(compact_removed_percent));
+  s.compaction_min_file_bytes.store(compact_min_bytes);
+}
+
+}  // namespace q4m_engine

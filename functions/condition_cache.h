@@ -1,0 +1,35 @@
+// Compiled conditions of queue_wait('t:expr'), shared by all connections and keyed by
+// (data file path, table definition version, expression): an ALTER TABLE changes the
+// version, so a stale filter is never reused for a new row layout.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "../storage/guarded.h"
+#include "../storage/row_filter.h"
+#include "../storage/row_payload.h"
+#include "../storage/status.h"
+
+namespace q4m_functions {
+
+class ConditionCache {
+ public:
+  static ConditionCache& instance();
+
+  // The filter for `expr`; compiles it (with the schema from make_schema) on a miss.
+  q4m::Status get(const std::string& path, std::string_view table_version, std::string_view expr,
+                  const std::function<q4m::TableSchema()>& make_schema,
+                  std::shared_ptr<const q4m::RowFilter>* out);
+
+ private:
+  // Bound on entries; the cache is simply emptied when it is reached (conditions are
+  // normally a handful of fixed strings, so this only stops unbounded growth).
+  static constexpr size_t kMaxEntries = 4096;
+  using Map = std::unordered_map<std::string, std::shared_ptr<const q4m::RowFilter>>;
+  q4m::Guarded<Map> filters_;
+};
+
+}  // namespace q4m_functions

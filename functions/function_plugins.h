@@ -1,0 +1,17 @@
+// The SQL functions' plugin descriptors (MariaDB_FUNCTION_PLUGIN), listed by
+// engine/plugin.cc in the library's one plugin declaration.
+#pragma once
+
+class Plugin_function;
+
+namespace q4m_functions {
+
+extern Plugin_function queue_wait_plugin;
+extern Plugin_function queue_end_plugin;
+extern Plugin_function queue_abort_plugin;
+extern Plugin_function queue_rowid_plugin;
+extern Plugin_function queue_set_srcid_plugin;
+extern Plugin_function queue_compact_plugin;
+extern Plugin_function queue_stats_plugin;
+
+}  // namespace q4m_functions

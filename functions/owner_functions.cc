@@ -1,0 +1,121 @@
+// queue_end(), queue_abort(), queue_rowid(): the owner-mode functions without a table.
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <item_create.h>
+#include <mysql/plugin_function.h>
+
+#include "../engine/connection_state.h"
+#include "../engine/sql_errors.h"
+#include "function_plugins.h"
+#include "queue_item.h"
+
+namespace q4m_functions {
+
+void raise_argument_count_error(const char* message) {
+  my_printf_error(ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, "%s", MYF(0), message);
+}
+
+namespace {
+
+enum class OwnerAction { kEnd, kAbort };
+
+// queue_end() / queue_abort(): leave owner mode, removing or returning the owned row.
+template <OwnerAction kAction>
+class Item_func_owner_action final : public Item_queue_action {
+ public:
+  explicit Item_func_owner_action(THD* thd) : Item_queue_action(thd) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING end = {STRING_WITH_LEN("queue_end")};
+    static LEX_CSTRING abort = {STRING_WITH_LEN("queue_abort")};
+    return kAction == OwnerAction::kEnd ? end : abort;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 1;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_owner_action>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
+    q4m::Status st = !cs ? q4m::Status(q4m::ErrorCode::kNotOwner, "")
+                     : kAction == OwnerAction::kEnd ? cs->consumer().end()
+                                                    : cs->consumer().abort();
+    if (st.code() == q4m::ErrorCode::kNotOwner) {
+      my_printf_error(ER_WRONG_ARGUMENTS, "%s(): this connection does not own a row", MYF(0),
+                      func_name());
+      return 0;
+    }
+    if (!st.ok()) {
+      q4m_engine::raise_status_error(st);
+      return 0;
+    }
+    return 1;
+  }
+};
+
+// queue_rowid(): the owned row's id, NULL outside owner mode. No side effects.
+class Item_func_queue_rowid final : public Item_queue_int_func {
+ public:
+  explicit Item_func_queue_rowid(THD* thd) : Item_queue_int_func(thd) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_rowid")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    unsigned_flag = true;
+    max_length = 20;
+    set_maybe_null();
+    return false;
+  }
+  const Type_handler* type_handler() const override { return &type_handler_ulonglong; }
+  longlong val_int() override {
+    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(current_thd);
+    q4m::RowId id = cs ? cs->consumer().owned_rowid() : 0;
+    null_value = id == 0;
+    return static_cast<longlong>(id);
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_rowid>(thd, this);
+  }
+};
+
+// Builders for the no-argument functions; `Message` is the wrong-count error text.
+template <typename ItemT, const char* Message>
+class Create_func_no_args : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    if (args && args->elements) {
+      raise_argument_count_error(Message);
+      return nullptr;
+    }
+    mark_statement_side_effects(thd);
+    return new (thd->mem_root) ItemT(thd);
+  }
+  static Create_func_no_args s_singleton;
+};
+
+template <typename ItemT, const char* Message>
+Create_func_no_args<ItemT, Message> Create_func_no_args<ItemT, Message>::s_singleton;
+
+constexpr char kEndArgs[] = "queue_end() takes no arguments";
+constexpr char kAbortArgs[] = "queue_abort() takes no arguments";
+constexpr char kRowidArgs[] = "queue_rowid() takes no arguments";
+
+using Create_queue_end = Create_func_no_args<Item_func_owner_action<OwnerAction::kEnd>, kEndArgs>;
+using Create_queue_abort =
+    Create_func_no_args<Item_func_owner_action<OwnerAction::kAbort>, kAbortArgs>;
+using Create_queue_rowid = Create_func_no_args<Item_func_queue_rowid, kRowidArgs>;
+
+}  // namespace
+
+Plugin_function queue_end_plugin(&Create_queue_end::s_singleton);
+Plugin_function queue_abort_plugin(&Create_queue_abort::s_singleton);
+Plugin_function queue_rowid_plugin(&Create_queue_rowid::s_singleton);
+
+}  // namespace q4m_functions

@@ -1,0 +1,84 @@
+// queue_wait(tbl [, tbl ...] [, timeout]): consume the owned row (if any), then wait for
+// and take ownership of the next row of the first listed table that has one.
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <item_create.h>
+#include <mysql/plugin_function.h>
+
+#include <vector>
+
+#include "../engine/connection_state.h"
+#include "../engine/sql_errors.h"
+#include "function_plugins.h"
+#include "queue_item.h"
+#include "table_resolver.h"
+#include "wait_arguments.h"
+
+namespace q4m_functions {
+
+namespace {
+
+class Item_func_queue_wait final : public Item_queue_action {
+ public:
+  Item_func_queue_wait(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_wait")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 11;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_wait>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    WaitArguments wa;
+    if (!parse_wait_arguments(args, arg_count, &wa)) return 0;
+    std::vector<q4m::Subscription> subs;
+    for (unsigned i = 0; i < wa.tables.size(); i++) {
+      ResolvedTable t;
+      TableArgument a{"queue_wait", i + 1, wa.tables[i], true, SELECT_ACL | DELETE_ACL};
+      if (!resolve_table(thd, a, &t)) return 0;
+      subs.push_back(std::move(t.subscription));
+    }
+    // Creating the state before waiting also makes KILL QUERY reach kill_query().
+    q4m::Consumer& consumer = q4m_engine::connection_state(thd).consumer();
+    if (thd_killed(thd)) {
+      my_error(ER_QUERY_INTERRUPTED, MYF(0));
+      return 0;
+    }
+    int index = 0;
+    q4m::Status st = consumer.wait(subs, wa.timeout, &index);
+    if (!st.ok()) {
+      if (st.code() == q4m::ErrorCode::kDropped)
+        my_printf_error(ER_NO_SUCH_TABLE, "queue_wait(): %s", MYF(0), st.message().c_str());
+      else
+        q4m_engine::raise_status_error(st);
+      return 0;
+    }
+    return index;
+  }
+};
+
+class Create_func_queue_wait : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    mark_statement_side_effects(thd);
+    List<Item> empty;
+    return new (thd->mem_root) Item_func_queue_wait(thd, args ? *args : empty);
+  }
+  static Create_func_queue_wait s_singleton;
+};
+
+Create_func_queue_wait Create_func_queue_wait::s_singleton;
+
+}  // namespace
+
+Plugin_function queue_wait_plugin(&Create_func_queue_wait::s_singleton);
+
+}  // namespace q4m_functions

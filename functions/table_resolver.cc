@@ -1,0 +1,164 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <sql_base.h>
+#include <sql_parse.h>
+#include <table_cache.h>
+#include <mdl.h>
+
+#include "table_resolver.h"
+
+#include "../engine/plugin.h"
+#include "../engine/schema.h"
+#include "../engine/sql_errors.h"
+#include "../storage/table_registry.h"
+#include "condition_cache.h"
+
+namespace q4m_functions {
+
+namespace {
+
+// What the table definition says about a queue table, copied out so the share and the
+// metadata lock can be released before a (long) wait: DROP/ALTER must not wait for us.
+struct Definition {
+  std::string path;     // data file
+  std::string version;  // tabledef_version, for the condition cache
+  std::shared_ptr<const q4m::RowFilter> filter;
+};
+
+struct Names {
+  std::string db, table, condition;
+  bool has_condition = false;
+};
+
+void raise(const TableArgument& a, unsigned err, const std::string& what) {
+  my_printf_error(err, "%s(): argument %u: %s", MYF(0), a.function, a.position, what.c_str());
+}
+
+std::string label(const Names& n) { return n.db + "." + n.table; }
+
+bool split(THD* thd, const TableArgument& a, Names* n) {
+  std::string_view text = a.text, name = text;
+  size_t colon = text.find(':');
+  if (colon != std::string_view::npos) {
+    if (!a.allow_condition) {
+      raise(a, ER_WRONG_ARGUMENTS,
+            "'" + std::string(text) + "': a condition is only allowed in queue_wait()");
+      return false;
+    }
+    name = text.substr(0, colon);
+    n->condition = std::string(text.substr(colon + 1));
+    n->has_condition = true;
+  }
+  size_t dot = name.find('.');
+  if (dot != std::string_view::npos) {
+    n->db = std::string(name.substr(0, dot));
+    n->table = std::string(name.substr(dot + 1));
+  } else {
+    if (!thd->db.str) {
+      raise(a, ER_NO_DB_ERROR,
+            "no database selected for table '" + std::string(name) + "' (use 'db.table')");
+      return false;
+    }
+    n->db.assign(thd->db.str, thd->db.length);
+    n->table = std::string(name);
+  }
+  if (n->table.empty() || n->db.empty()) {
+    raise(a, ER_WRONG_ARGUMENTS, "'" + std::string(text) + "' is not a table name");
+    return false;
+  }
+  return true;
+}
+
+// The names as the metadata lock and the table cache key them.
+std::string cache_name(const std::string& s) {
+  std::string out = s;
+  if (lower_case_table_names && !out.empty()) {
+    out.resize(my_casedn_str(files_charset_info, out.data()));
+  }
+  return out;
+}
+
+bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share,
+                      Definition* def) {
+  if (share->is_view || share->db_type() != q4m_engine::queue_hton) {
+    raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' is not a QUEUE table");
+    return false;
+  }
+  def->path = std::string(share->normalized_path.str, share->normalized_path.length) +
+              q4m::kDataFileExtension;
+  def->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str),
+                      share->tabledef_version.length);
+  if (!n.has_condition) return true;
+  q4m::Status st = ConditionCache::instance().get(
+      def->path, def->version, n.condition,
+      [&] {
+        q4m::TableSchema schema = q4m_engine::schema_of(share);
+        schema.table_name = label(n);
+        return schema;
+      },
+      &def->filter);
+  if (!st.ok()) {
+    raise(a, ER_WRONG_ARGUMENTS, st.message());
+    return false;
+  }
+  return true;
+}
+
+bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definition* def) {
+  std::string db = cache_name(n.db), table = cache_name(n.table);
+  if (db.size() > NAME_LEN || table.size() > NAME_LEN) {
+    raise(a, ER_NO_SUCH_TABLE, "table '" + label(n) + "' does not exist");
+    return false;
+  }
+  // Temporary tables shadow base tables of the same name, as in any statement.
+  if (TABLE_SHARE* tmp = thd->find_tmp_table_share(db.c_str(), table.c_str()))
+    return check_definition(thd, a, n, tmp, def);
+
+  LEX_CSTRING db_name = {db.c_str(), db.size()};
+  LEX_CSTRING table_name = {table.c_str(), table.size()};
+  TABLE_LIST tl;
+  tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
+  if (check_table_access(thd, a.privileges, &tl, false, 1, false)) return false;
+
+  MDL_request mdl;
+  MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, db.c_str(), table.c_str(), MDL_SHARED_HIGH_PRIO,
+                   MDL_EXPLICIT);
+  if (thd->mdl_context.acquire_lock(&mdl, thd->variables.lock_wait_timeout)) return false;
+  bool ok = false;
+  TABLE_SHARE* share = tdc_acquire_share(thd, &tl, GTS_TABLE | GTS_VIEW);
+  if (share) {
+    ok = check_definition(thd, a, n, share, def);
+    tdc_release_share(share);
+  } else {
+    uint err = thd->get_stmt_da()->is_error() ? thd->get_stmt_da()->sql_errno() : 0;
+    if (err == ER_NO_SUCH_TABLE || err == ER_BAD_DB_ERROR || err == ER_NO_SUCH_TABLE_IN_ENGINE ||
+        err == 0) {
+      thd->clear_error();
+      raise(a, ER_NO_SUCH_TABLE, "table '" + label(n) + "' does not exist");
+    }
+  }
+  thd->mdl_context.release_lock(mdl.ticket);
+  return ok;
+}
+
+}  // namespace
+
+bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
+  Names n;
+  if (!split(thd, a, &n)) return false;
+  Definition def;
+  if (!read_definition(thd, a, n, &def)) return false;
+  std::shared_ptr<q4m::QueueTable> table;
+  q4m::Status st = q4m::TableRegistry::instance().acquire(def.path, &table);
+  if (!st.ok()) {
+    raise(a, q4m_engine::sql_errno_for(st.code()), "table '" + label(n) + "': " + st.message());
+    return false;
+  }
+  out->label = label(n);
+  out->subscription.table = std::move(table);
+  out->subscription.filter = std::move(def.filter);
+  return true;
+}
+
+}  // namespace q4m_functions

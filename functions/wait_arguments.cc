@@ -1,0 +1,131 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <item.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "wait_arguments.h"
+
+namespace q4m_functions {
+
+namespace {
+
+// Longer waits are capped here (about 68 years): "forever" in practice.
+constexpr double kMaxTimeoutSeconds = 2147483647.0;
+
+bool is_number_type(Item* item) {
+  Item_result r = item->result_type();
+  return r == INT_RESULT || r == REAL_RESULT || r == DECIMAL_RESULT;
+}
+
+bool is_null_literal(Item* item) {
+  return item->type() == Item::NULL_ITEM || item->field_type() == MYSQL_TYPE_NULL;
+}
+
+void raise(unsigned position, const std::string& what) {
+  my_printf_error(ER_WRONG_ARGUMENTS, "queue_wait(): argument %u: %s", MYF(0), position,
+                  what.c_str());
+}
+
+std::string shown(Item* item) {
+  StringBuffer<64> buf;
+  String* s = item->val_str(&buf);
+  if (!s || item->null_value) return "NULL";
+  return std::string(s->ptr(), s->length());
+}
+
+bool parse_timeout(Item* item, unsigned position, std::chrono::milliseconds* out) {
+  double seconds = 0;
+  bool null = false;
+  std::string text;
+  if (is_number_type(item)) {
+    seconds = item->val_real();
+    null = item->null_value;
+  } else {
+    text = shown(item);
+    null = item->null_value || is_null_literal(item);
+    if (!null) seconds = strtod(text.c_str(), nullptr);
+  }
+  if (null || !std::isfinite(seconds) || seconds < 0) {
+    std::string value = null ? "NULL" : text.empty() ? shown(item) : text;
+    raise(position, "invalid timeout " + value + " (expected a number of seconds >= 0)");
+    return false;
+  }
+  if (seconds > kMaxTimeoutSeconds) seconds = kMaxTimeoutSeconds;
+  // Round up so that a tiny positive timeout still waits instead of meaning "do not block".
+  *out = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
+  return true;
+}
+
+}  // namespace
+
+bool looks_numeric(const std::string& s) {
+  size_t i = 0, n = s.size();
+  auto blank = [&](size_t k) { return s[k] == ' ' || s[k] == '\t'; };
+  auto digit = [&](size_t k) { return k < n && s[k] >= '0' && s[k] <= '9'; };
+  while (i < n && blank(i)) i++;
+  if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+  bool digits = false;
+  while (digit(i)) { i++; digits = true; }
+  if (i < n && s[i] == '.') {
+    i++;
+    while (digit(i)) { i++; digits = true; }
+  }
+  if (!digits) return false;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < n && (s[j] == '+' || s[j] == '-')) j++;
+    if (!digit(j)) return false;
+    while (digit(j)) j++;
+    i = j;
+  }
+  while (i < n && blank(i)) i++;
+  return i == n;
+}
+
+bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
+  unsigned table_count = count;
+  if (count > 0) {
+    Item* last = args[count - 1];
+    bool is_timeout = is_number_type(last) || is_null_literal(last);
+    if (!is_timeout) {
+      // A string is a timeout if it reads as a number (or is NULL at run time).
+      std::string text = shown(last);
+      is_timeout = last->null_value || looks_numeric(text);
+    }
+    if (is_timeout) {
+      if (count == 1) {
+        my_printf_error(ER_WRONG_ARGUMENTS,
+                        "queue_wait(): at least one table is required (the only argument is a "
+                        "timeout)",
+                        MYF(0));
+        return false;
+      }
+      if (!parse_timeout(last, count, &out->timeout)) return false;
+      table_count = count - 1;
+    }
+  }
+  if (table_count == 0) {
+    my_printf_error(ER_WRONG_ARGUMENTS, "queue_wait(): at least one table is required", MYF(0));
+    return false;
+  }
+  for (unsigned i = 0; i < table_count; i++) {
+    Item* item = args[i];
+    if (is_number_type(item)) {
+      raise(i + 1, shown(item) + " is a number, but only the last argument may be a timeout");
+      return false;
+    }
+    StringBuffer<256> buf;
+    String* s = item->val_str(&buf);
+    if (!s || item->null_value) {
+      raise(i + 1, "table name is NULL");
+      return false;
+    }
+    out->tables.emplace_back(s->ptr(), s->length());
+  }
+  return true;
+}
+
+}  // namespace q4m_functions

@@ -1,0 +1,29 @@
+// queue_wait(tbl [, tbl ...] [, timeout]) argument rules (docs/sql-api.md):
+// only the LAST argument may be a timeout; it is one if it is a number, NULL, or a
+// string that reads as a number (clients that bind every parameter as a string).
+#pragma once
+#include <my_global.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+class Item;
+class THD;
+
+namespace q4m_functions {
+
+constexpr std::chrono::milliseconds kDefaultWaitTimeout{60000};
+
+struct WaitArguments {
+  std::vector<std::string> tables;  // table arguments in priority order
+  std::chrono::milliseconds timeout = kDefaultWaitTimeout;
+};
+
+// Evaluates and checks the arguments. False if an SQL error was raised.
+bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out);
+
+// True if `s` is a decimal number ("10", "-1", "0.25", "1e3"), surrounding blanks allowed.
+bool looks_numeric(const std::string& s);
+
+}  // namespace q4m_functions
