@@ -131,6 +131,22 @@ def count(server, table):
     return server.value(f"SELECT COUNT(*) FROM test.{table}")
 
 
+def engine_reports_dropped_replays(server):
+    """Whether a dropped relayed row is visible to the client (0 affected rows, or a note
+    naming queue_set_srcid). Q4M dropped silently; the relay then cannot count replays or
+    notice a destination record that is ahead of its source."""
+    server.sql("CREATE TABLE test.probe (v INT) ENGINE=QUEUE")
+    c = server.connect()
+    query(c, "SELECT queue_set_srcid(1, 'a', 5)")
+    query(c, "INSERT INTO test.probe VALUES (1)")
+    query(c, "SELECT queue_set_srcid(1, 'a', 5)")
+    with c.cursor() as cur:
+        affected = cur.execute("INSERT INTO test.probe VALUES (2)")
+    notes = query(c, "SHOW WARNINGS")
+    server.sql("DROP TABLE test.probe")
+    return affected == 0 or any("queue_set_srcid" in str(w[2]) for w in notes)
+
+
 def seqs(server, table="dst"):
     return [r[0] for r in server.sql(f"SELECT seq FROM test.{table}")]
 
@@ -282,13 +298,17 @@ def test_replay_after_destination_crash_is_dropped(pair, relays):
     relays.append(r)
     assert r.wait() == 0, r.log()
     assert seqs(dst) == [1, 2, 3], r.log()
-    assert "replays_dropped=1 " in r.log(), r.log()
+    if engine_reports_dropped_replays(dst):
+        assert "replays_dropped=1 " in r.log(), r.log()
     assert count(src, "src") == 0
 
 
 def test_stops_when_destination_record_is_ahead_of_the_source(pair, relays):
     """Another writer with our source id: relaying on would drop (lose) rows, so stop (exit 2)."""
     src, dst = pair
+    if not engine_reports_dropped_replays(dst):
+        pytest.skip("the engine drops replayed rows without telling the client "
+                    "(needs 0 affected rows or a note naming queue_set_srcid)")
     make_queues(src, dst)
     insert_seq(src, 1, 3)
     r = Relay(src, dst, 5, "--wait-timeout", "0.5").start()
