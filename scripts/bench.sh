@@ -14,6 +14,11 @@ PLUGIN_DIR=$REPO/build/plugin
 log() { echo "[bench] $*" >&2; }
 
 [ -x "$BENCH" ] || { log "missing $BENCH (run: make tools)"; exit 2; }
+# mariadbd lives in /usr/sbin, which is not on every user's PATH.
+find_tool() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || true; }
+MARIADBD=$(find_tool mariadbd)
+INSTALL_DB=$(find_tool mariadb-install-db)
+[ -n "$MARIADBD" ] && [ -n "$INSTALL_DB" ] || { log "mariadbd/mariadb-install-db not found: run make deps"; exit 2; }
 
 # Does the run include the QUEUE engine? (q4m-bench's --engines, default both)
 want_queue=1
@@ -41,13 +46,13 @@ cleanup() {
 trap cleanup EXIT
 
 log "initializing a throwaway server in $TMP"
-mariadb-install-db --no-defaults --datadir="$TMP/data" --auth-root-authentication-method=normal \
+"$INSTALL_DB" --no-defaults --datadir="$TMP/data" --auth-root-authentication-method=normal \
   --skip-test-db >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; exit 2; }
 
 # InnoDB sized for a 2-core / small-memory machine; everything else default.
 # innodb_flush_log_at_trx_commit and queue_sync_mode are set per run by q4m-bench (--sync).
 USER_OPT=""; [ "$(id -u)" = 0 ] && USER_OPT="--user=root"
-mariadbd --no-defaults $USER_OPT --datadir="$TMP/data" --socket="$SOCK" --skip-networking \
+"$MARIADBD" --no-defaults $USER_OPT --datadir="$TMP/data" --socket="$SOCK" --skip-networking \
   --pid-file="$TMP/mysqld.pid" --log-error="$TMP/error.log" --plugin-dir="$PLUGIN_DIR" \
   --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --innodb-flush-method=O_DIRECT \
   --max-connections=1100 --thread-cache-size=300 --skip-log-bin &
@@ -75,7 +80,7 @@ echo
 
 status=0
 "$BENCH" --socket "$SOCK" --user root \
-  --concurrency 1,4,16,64 --sync none,durable --messages 20000 \
+  --concurrency 1,4,16,64 --sync none,durable --messages 10000 \
   "$@" || status=$?
 [ $status = 0 ] || log "q4m-bench exited with status $status (1 = a run failed verification or errored)"
 exit $status

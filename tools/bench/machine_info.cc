@@ -28,10 +28,18 @@ std::string read_cpu_model() {
   return "unknown";
 }
 
+std::string read_load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return a + " " + b + " " + c;
+}
+
 }  // namespace
 
 std::string MachineInfo::line() const {
-  return uname + " | CPU: " + cpu_model + " x " + std::to_string(cpus) + " | server: " + server_version;
+  return uname + " | CPU: " + cpu_model + " x " + std::to_string(cpus) + " | load: " + load_average +
+         " | server: " + server_version;
 }
 
 MachineInfo collect_machine_info(client::DbConn& admin) {
@@ -39,6 +47,7 @@ MachineInfo collect_machine_info(client::DbConn& admin) {
   m.uname = read_uname();
   m.cpu_model = read_cpu_model();
   m.cpus = std::thread::hardware_concurrency();
+  m.load_average = read_load_average();
   m.server_version = admin.scalar("SELECT VERSION()");
   client::DbResult r = admin.query(
       "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('innodb_buffer_pool_size', "

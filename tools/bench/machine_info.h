@@ -12,6 +12,7 @@ struct MachineInfo {
   std::string uname;      // like `uname -a`
   std::string cpu_model;  // /proc/cpuinfo "model name"
   unsigned cpus = 0;
+  std::string load_average;  // /proc/loadavg at start: other work on the box skews results
   std::string server_version;
   std::vector<std::pair<std::string, std::string>> server_variables;  // the settings that matter here
   std::string line() const;  // one line for the report

@@ -147,8 +147,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
 }
 
 void print_json(const Options& opt, const Report& rep, std::FILE* out) {
-  std::fprintf(out, "{\n  \"machine\": {\"uname\": %s, \"cpu_model\": %s, \"cpus\": %u},\n",
-               json_str(rep.machine.uname).c_str(), json_str(rep.machine.cpu_model).c_str(), rep.machine.cpus);
+  std::fprintf(out, "{\n  \"machine\": {\"uname\": %s, \"cpu_model\": %s, \"cpus\": %u, \"load_average\": %s},\n",
+               json_str(rep.machine.uname).c_str(), json_str(rep.machine.cpu_model).c_str(), rep.machine.cpus,
+               json_str(rep.machine.load_average).c_str());
   std::fprintf(out, "  \"server\": {\"version\": %s, \"variables\": {", json_str(rep.machine.server_version).c_str());
   const char* sep = "";
   for (const auto& [k, v] : rep.machine.server_variables) {

@@ -17,7 +17,8 @@ namespace q4m::bench {
 struct WorkerStats {
   Latencies consume;  // time to obtain one message (or run one SELECT 1)
   Latencies insert;
-  uint64_t empty_polls = 0;
+  uint64_t empty_polls = 0;        // polls / timed-out waits that found nothing
+  uint64_t final_empty_polls = 0;  // ... of which the last one, after the run was over
   Clock::time_point last_progress{};  // end of the last operation that moved a message
 };
 

@@ -32,7 +32,10 @@ template <typename GiveUp>
 bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d) {
   Clock::time_point t0 = Clock::now();
   while (!s.consume(d)) {
-    if (give_up() || ctl.should_stop()) return false;
+    if (give_up() || ctl.should_stop()) {
+      ++st.final_empty_polls;  // the poll that found the run over is no contention
+      return false;
+    }
   }
   Clock::time_point t1 = Clock::now();
   st.consume.add(t0, t1);
@@ -106,7 +109,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
             break;
         }
         finish_session(s, st);
-        st.empty_polls = s.empty_polls();
+        st.empty_polls = s.empty_polls() - st.final_empty_polls;
       });
     }  // sessions end and connections close before the table is checked
     r.seconds = out.seconds;
