@@ -136,6 +136,8 @@ Status QueueTableImpl::compact_now() {
   final_meta.rows_removed = counters_.rows_removed.get();
   out.add_meta(final_meta);
 
+  s = invalidate_snapshot(*w);
+  if (!s.ok()) return s;
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
   if (!fresh) return s;

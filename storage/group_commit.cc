@@ -76,7 +76,8 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   if (chunk.empty()) return;  // nothing to write (empty insert, duplicate relay)
 
   const uint64_t base = w->file->size();
-  Status s = w->file->append(w->buffer);
+  Status s = invalidate_snapshot(*w);
+  if (s.ok()) s = w->file->append(w->buffer);
   if (s.ok()) {
     s = w->file->sync(settings().sync());
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes

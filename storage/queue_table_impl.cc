@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "consumer_impl.h"
+#include "index_snapshot.h"
 
 namespace q4m {
 namespace {
@@ -44,8 +45,19 @@ Status QueueTableImpl::open(const std::string& path, std::shared_ptr<QueueTableI
   s = remove_file(path + ".tmp");
   if (!s.ok()) return s;
   RecoveredTable rec;
-  s = recover_table(*file, &rec);
-  if (!s.ok()) return s;
+  const bool fast = load_index_snapshot(*file, &rec);
+  // The snapshot must not outlive this open: the table may change from now on.
+  const std::string snapshot = index_snapshot_path(path);
+  if (file_exists(snapshot)) {
+    s = remove_file(snapshot);
+    if (s.ok()) s = sync_directory_of(path);
+    if (!s.ok()) return s;
+  }
+  if (!fast) {
+    rec = RecoveredTable();
+    s = recover_table(*file, &rec);
+    if (!s.ok()) return s;
+  }
   out->reset(new QueueTableImpl(path, std::move(file), std::move(rec)));
   return Status::Ok();
 }

@@ -58,6 +58,7 @@ struct WriterState {
   std::string buffer;  // reused chunk buffer
   Status broken;       // sticky: after a failed sync the file's content is unknown
   uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
+  bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
 };
 
 struct CommitRequest {
@@ -159,6 +160,7 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   Status compact_now();
   // table_maintenance.cc
   Status dropped_status() const;
+  Status invalidate_snapshot(WriterState& w);
 
   void set_path(const std::string& p);
 

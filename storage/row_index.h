@@ -40,6 +40,7 @@ class RowIndex {
   size_t lower_bound(RowId from) const;
   size_t end_pos() const { return rows_.size(); }
   RowEntry& at(size_t pos) { return rows_[pos]; }
+  const RowEntry& at(size_t pos) const { return rows_[pos]; }
   const RowEntry* first_live() const;
 
   uint64_t live() const { return live_; }

@@ -2,6 +2,7 @@
 // Each takes the writer turn, so no commit is in flight while the file is replaced.
 #include "consumer_impl.h"
 #include "queue_table_impl.h"
+#include "index_snapshot.h"
 #include "replacement_file.h"
 
 namespace q4m {
@@ -12,8 +13,10 @@ Status QueueTableImpl::truncate() {
   if (dropped_.load()) return dropped_status();
   if (!w->broken.ok()) return w->broken;
   const uint64_t live = state_.lock()->index.live();  // frozen: no commit while we hold the turn
+  Status s = invalidate_snapshot(*w);
+  if (!s.ok()) return s;
   ReplacementFile out;
-  Status s = out.create(path());
+  s = out.create(path());
   if (!s.ok()) return s;
   fmt::Meta meta;  // ids keep growing; relay dedup state is kept
   meta.next_rowid = w->next_rowid;
@@ -78,9 +81,23 @@ Status QueueTableImpl::rename_to(const std::string& to) {
   return Status::Ok();
 }
 
+// Every commit is already durable; closing only leaves an index snapshot so the next
+// open need not read the whole file.
 void QueueTableImpl::close() {
-  WriterTurn turn(*this);  // waits for an in-flight commit; every commit is already durable
-  // TODO(fast open): write a checksummed index snapshot here.
+  WriterTurn turn(*this);
+  auto w = writer_.lock();
+  if (dropped_.load() || !w->broken.ok() || !w->file) return;
+  auto st = state_.lock();
+  SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
+                     &st->index};
+  w->snapshot_written = write_index_snapshot(*w->file, src).ok();  // failure: next open recovers
+}
+
+Status QueueTableImpl::invalidate_snapshot(WriterState& w) {
+  if (!w.snapshot_written) return Status::Ok();
+  Status s = remove_file(index_snapshot_path(path()));
+  if (s.ok()) w.snapshot_written = false;
+  return s;
 }
 
 }  // namespace q4m

@@ -8,6 +8,7 @@
 #include "data_file.h"
 #include "file_format.h"
 #include "guarded.h"
+#include "index_snapshot.h"
 #include "queue_table_impl.h"
 
 namespace q4m {
@@ -85,6 +86,7 @@ Status TableRegistry::drop(const std::string& path) {
   if (!was_open && !file_exists(path))
     return Status(ErrorCode::kNotFound, "file " + path + " does not exist");
   remove_file(path + ".tmp");
+  remove_file(index_snapshot_path(path));
   Status s = remove_file(path);
   if (s.ok()) s = sync_directory_of(path);
   return s;
@@ -93,9 +95,12 @@ Status TableRegistry::drop(const std::string& path) {
 Status TableRegistry::rename(const std::string& from, const std::string& to) {
   if (file_exists(to)) return Status(ErrorCode::kExists, "file " + to + " already exists");
   std::shared_ptr<Slot> slot = take_slot(from);
-  if (!slot) return rename_file(from, to);
-  auto table = slot->lock();
-  Status s = *table ? (*table)->rename_to(to) : rename_file(from, to);
+  std::shared_ptr<QueueTableImpl> table = slot ? *slot->lock() : nullptr;
+  if (!table) {  // not open: a snapshot left by a clean close would name the old path
+    remove_file(index_snapshot_path(from));
+    return rename_file(from, to);
+  }
+  Status s = table->rename_to(to);
   auto m = slots().lock();
   (*m)[s.ok() ? to : from] = slot;  // re-key; waiters and owners keep their table object
   return s;
