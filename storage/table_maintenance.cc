@@ -91,6 +91,9 @@ void QueueTableImpl::close() {
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
                      &st->index};
   w->snapshot_written = write_index_snapshot(*w->file, src).ok();  // failure: next open recovers
+  // A later acquire() opens a new object for this file; two writers must never append
+  // to one file, so this one stops writing (reads still work).
+  w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");
 }
 
 Status QueueTableImpl::invalidate_snapshot(WriterState& w) {
