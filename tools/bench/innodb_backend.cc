@@ -108,6 +108,15 @@ class InnodbBackend : public QueueBackend {
     return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_);
   }
 
+  EngineCounters counters(client::DbConn& admin) override {
+    return read_counters(admin,
+                         "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_data_fsyncs', 'Innodb_os_log_fsyncs', "
+                         "'Innodb_log_writes', 'Innodb_row_lock_waits', 'Innodb_row_lock_time', "
+                         "'Innodb_deadlocks', 'Innodb_history_list_length')",
+                         0, 1);
+  }
+  const char* sync_counter() const override { return "Innodb_data_fsyncs"; }
+
  private:
   std::string create_sql() const {
     return "CREATE TABLE " + table() +

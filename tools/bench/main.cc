@@ -100,6 +100,15 @@ int main(int argc, char** argv) {
     print_json(opt, rep, stdout);
   else
     print_tables(opt, rep, stdout);
+  if (!opt.json_out.empty()) {
+    if (std::FILE* f = std::fopen(opt.json_out.c_str(), "w")) {
+      print_json(opt, rep, f);
+      std::fclose(f);
+    } else {
+      std::fprintf(stderr, "q4m-bench: cannot write %s\n", opt.json_out.c_str());
+      return 2;
+    }
+  }
   admin.close();
   mysql_library_end();
   return rep.all_ok() ? 0 : 1;

@@ -41,7 +41,8 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         50 us doubling up to N (default 1000; 0 = never sleep)
   --run-timeout SEC     fail a run that takes longer (default 600)
   --socket PATH --host H --port P --user U --password PW --db DB
-  --json                machine-readable output on stdout
+  --json                machine-readable output on stdout (instead of the tables)
+  --json-out PATH       tables on stdout and the JSON document written to PATH
   --keep-tables         do not drop the benchmark tables at the end
 )";
 
@@ -158,6 +159,8 @@ Options parse_options(int argc, char** argv) {
       o.conn.db = value();
     } else if (arg == "--json") {
       o.json = true;
+    } else if (arg == "--json-out") {
+      o.json_out = value();
     } else if (arg == "--keep-tables") {
       o.keep_tables = true;
     } else {

@@ -32,6 +32,7 @@ struct Options {
   uint32_t poll_sleep_us = 1000;  // InnoDB: longest back-off sleep after empty polls (0 = never sleep)
   unsigned run_timeout_s = 600; // a run that takes longer fails (engine hang)
   bool json = false;
+  std::string json_out;  // also write the JSON document to this file
   bool keep_tables = false;
 };
 

@@ -1,11 +1,32 @@
 #include "queue_backend.h"
 
+#include <cstdlib>
+
 namespace q4m::bench {
 
 namespace {
 // Keeps preload statements well under the default max_allowed_packet (16 MiB).
 constexpr size_t kPreloadStatementBytes = 1 << 20;
 }  // namespace
+
+EngineCounters counter_delta(const EngineCounters& before, const EngineCounters& after) {
+  EngineCounters d;
+  for (const auto& [name, value] : after) {
+    uint64_t base = 0;
+    for (const auto& [bname, bvalue] : before)
+      if (bname == name) base = bvalue;
+    d.emplace_back(name, value - base);
+  }
+  return d;
+}
+
+EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsigned name_col, unsigned value_col) {
+  EngineCounters c;
+  client::DbResult r = admin.query(sql);
+  while (MYSQL_ROW row = r.next())
+    if (row[name_col] && row[value_col]) c.emplace_back(row[name_col], std::strtoull(row[value_col], nullptr, 10));
+  return c;
+}
 
 void QueueBackend::drop_table(client::DbConn& admin) { admin.exec("DROP TABLE IF EXISTS " + table()); }
 

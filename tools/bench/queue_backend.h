@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../common/db_conn.h"
@@ -12,6 +13,11 @@
 #include "options.h"
 
 namespace q4m::bench {
+
+using EngineCounters = std::vector<std::pair<std::string, uint64_t>>;
+
+// after - before, by name (counters missing from `before` count from 0).
+EngineCounters counter_delta(const EngineCounters& before, const EngineCounters& after);
 
 class QueueSession {
  public:
@@ -41,6 +47,11 @@ class QueueBackend {
   virtual void apply_sync(client::DbConn& admin, SyncMode mode) = 0;
   // The session prepares `conn` (session variables) and uses it until destroyed.
   virtual std::unique_ptr<QueueSession> open_session(client::DbConn* conn) = 0;
+  // The engine's global I/O counters (QUEUE: SHOW ENGINE QUEUE STATUS; InnoDB:
+  // its fsync/log/lock status variables). A run reports their change.
+  virtual EngineCounters counters(client::DbConn& admin) = 0;
+  // Which counter counts the syncs that make messages durable.
+  virtual const char* sync_counter() const = 0;
 
   const std::string& table() const { return codec_.table(); }
   void drop_table(client::DbConn& admin);
@@ -52,6 +63,9 @@ class QueueBackend {
   explicit QueueBackend(MessageCodec codec) : codec_(std::move(codec)) {}
   MessageCodec codec_;
 };
+
+// Rows of (name, number) from a SHOW statement; name and value column indexes given.
+EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsigned name_col, unsigned value_col);
 
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload,
                                                         double wait_timeout_s);

@@ -78,6 +78,11 @@ class QueueEngineBackend : public QueueBackend {
     return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_);
   }
 
+  EngineCounters counters(client::DbConn& admin) override {
+    return read_counters(admin, "SHOW ENGINE QUEUE STATUS", 1, 2);  // Type, Name, Status
+  }
+  const char* sync_counter() const override { return "sys_sync"; }
+
  private:
   std::string create_sql() const {
     return "CREATE TABLE " + table() + " (v BIGINT UNSIGNED NOT NULL" +

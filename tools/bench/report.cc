@@ -67,6 +67,13 @@ std::string json_ratio(const RunResult* a, const RunResult* b) {
   return json_num(a->rate / b->rate);
 }
 
+std::string json_counters(const EngineCounters& c) {
+  std::string s = "{";
+  for (size_t i = 0; i < c.size(); ++i)
+    s += (i ? ", " : "") + json_str(c[i].first) + ": " + std::to_string(c[i].second);
+  return s + "}";
+}
+
 std::string payload_desc(const Options& opt) {
   if (opt.payload == 0) return "none (id column only)";
   return opt.var_length ? "0.." + std::to_string(opt.payload) + " bytes (var-length)"
@@ -115,8 +122,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
     }
     for (Scenario sc : opt.scenarios) {
       std::fprintf(out, "\n== %s  [sync %s] ==\n", scenario_name(sc), sync_desc);
-      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %9s  %s\n", "engine", "conc", "msg/s",
-                   "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "/select1", "/innodb", "verified");
+      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %9s %9s  %s\n", "engine", "conc", "msg/s",
+                   "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "/select1", "/innodb",
+                   "verified");
       for (int c : opt.concurrency) {
         const RunResult* s1 = find_run(rep, "select1", "server", sync, c);
         const RunResult* inno = find_run(rep, scenario_name(sc), "innodb", sync, c);
@@ -124,11 +132,13 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
           const RunResult* r = find_run(rep, scenario_name(sc), engine_name(e), sync, c);
           if (!r) continue;
           std::string vs_inno = e == Engine::kQueue ? ratio(r, inno) : "";
-          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %9s  %s\n", r->engine.c_str(), c,
+          char syncs[32] = "-";
+          if (r->syncs_per_message >= 0) std::snprintf(syncs, sizeof syncs, "%.3f", r->syncs_per_message);
+          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %9s %9s  %s\n", r->engine.c_str(), c,
                        r->rate, us(r->consume, false).c_str(), us(r->consume, true).c_str(),
                        us(r->insert, false).c_str(), us(r->insert, true).c_str(),
-                       static_cast<unsigned long long>(r->empty_polls), ratio(r, s1).c_str(), vs_inno.c_str(),
-                       r->ok() ? "ok" : "FAILED");
+                       static_cast<unsigned long long>(r->empty_polls), syncs, ratio(r, s1).c_str(),
+                       vs_inno.c_str(), r->ok() ? "ok" : "FAILED");
           if (!r->ok())
             failures.push_back(progress_line(*r) + ": " + (r->error.empty() ? "" : r->error + "; ") +
                                r->verification);
@@ -138,7 +148,8 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   }
   std::fprintf(out, "\nget = obtain one message (QUEUE: one queue_wait statement, which also removes the previous "
                     "message; InnoDB: SELECT..FOR UPDATE SKIP LOCKED + DELETE + COMMIT, retried while empty);\n"
-                    "put = one INSERT (InnoDB: + COMMIT). /select1 and /innodb compare msg/s at the same "
+                    "put = one INSERT (InnoDB: + COMMIT). sync/msg = the engine's syncs per message (QUEUE "
+                    "sys_sync, InnoDB Innodb_data_fsyncs).\n/select1 and /innodb compare msg/s at the same "
                     "concurrency.\n");
   if (!failures.empty()) {
     std::fprintf(out, "\nFAILED RUNS:\n");
@@ -175,13 +186,16 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     std::fprintf(out,
                  "    {\"scenario\": %s, \"engine\": %s, \"sync\": %s, \"concurrency\": %d, \"messages\": %llu, "
                  "\"seconds\": %s, \"rate\": %s, \"get\": %s, \"put\": %s, \"empty_polls\": %llu, "
-                 "\"ratio_select1\": %s, \"ratio_innodb\": %s, \"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
+                 "\"ratio_select1\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, \"counters\": %s, "
+                 "\"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
                  json_str(r.scenario).c_str(), json_str(r.engine).c_str(), json_str(sync_name(r.sync)).c_str(),
                  r.concurrency, static_cast<unsigned long long>(r.messages), json_num(r.seconds).c_str(),
                  json_num(r.rate).c_str(), json_latency(r.consume).c_str(), json_latency(r.insert).c_str(),
                  static_cast<unsigned long long>(r.empty_polls),
                  r.scenario == "select1" ? "null" : json_ratio(&r, s1).c_str(),
-                 r.engine == "queue" ? json_ratio(&r, inno).c_str() : "null", r.ok() ? "true" : "false",
+                 r.engine == "queue" ? json_ratio(&r, inno).c_str() : "null",
+                 r.syncs_per_message >= 0 ? json_num(r.syncs_per_message).c_str() : "null",
+                 json_counters(r.counters).c_str(), r.ok() ? "true" : "false",
                  json_str(r.verification).c_str(), json_str(r.error).c_str(), i + 1 < rep.runs.size() ? "," : "");
   }
   std::fprintf(out, "  ],\n  \"ok\": %s\n}\n", rep.all_ok() ? "true" : "false");

@@ -83,6 +83,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
       std::vector<std::unique_ptr<QueueSession>> sessions;
       for (auto& c : conns) sessions.push_back(backend.open_session(&c));
       auto all_received = [&] { return ledger.received() >= m; };
+      const EngineCounters before = backend.counters(admin);
 
       out = run_workers(n, ctl, [&](int i, WorkerStats& st) {
         QueueSession& s = *sessions[i];
@@ -111,6 +112,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
         finish_session(s, st);
         st.empty_polls = s.empty_polls() - st.final_empty_polls;
       });
+      r.counters = counter_delta(before, backend.counters(admin));
     }  // sessions end and connections close before the table is checked
     r.seconds = out.seconds;
     r.consume = out.merged.consume.summarize();
@@ -118,6 +120,9 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
     r.empty_polls = out.merged.empty_polls;
     r.messages = ledger.received();
     r.rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds : 0;
+    for (const auto& [name, value] : r.counters)
+      if (name == backend.sync_counter() && r.messages)
+        r.syncs_per_message = static_cast<double>(value) / static_cast<double>(r.messages);
     r.error = ctl.error();
     Verification v = ledger.verify(backend.rows_left(admin));
     r.verified = v.ok();

@@ -26,6 +26,8 @@ struct RunResult {
   LatencySummary consume; // time to obtain one message / run one SELECT 1
   LatencySummary insert;
   uint64_t empty_polls = 0;
+  EngineCounters counters;       // engine counter changes during the timed part
+  double syncs_per_message = -1; // the engine's sync counter / messages; -1 = n/a
   std::string verification;  // the ledger's findings
   bool verified = false;
   std::string error;
