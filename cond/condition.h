@@ -10,9 +10,14 @@
 
 namespace q4m::cond {
 
-// Compiles `expr`. On error returns kInvalid with a message naming the table, the
-// position (1-based character offset) and what is wrong, e.g.
-//   "queue_wait('db.q:prio >'): syntax error at position 7: expected an operand"
+// Compiles `expr` (the text after "table:" in queue_wait) into a filter over rows
+// of `schema`. The filter copies what it needs: it does not refer to `schema`
+// afterwards, and is immutable and thread-safe. Language: docs/conditions.md.
+// Counts global cond_compiles (every call); the filter counts cond_evals.
+// On error returns kInvalid and leaves *out alone; the message names the
+// condition, the table and the 1-based character position, e.g.
+//   condition 'prio >' on table db.q: syntax error at position 7: expected a column, a literal or '(', found end of condition
+//   condition 'prio > 1 and kind = 2' on table db.q: unknown column 'kind' at position 14
 Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr<const RowFilter>* out);
 
 }  // namespace q4m::cond

@@ -1,0 +1,16 @@
+// Types a parsed condition against a table schema and lowers it to a Program:
+// resolves column names, applies the comparison rules (numbers with numbers,
+// strings with strings, date/time literals converted for temporal columns),
+// folds constant sub-expressions and plans the payload walk.
+#pragma once
+#include "../storage/row_payload.h"
+#include "ast.h"
+#include "cond_error.h"
+#include "program.h"
+
+namespace q4m::cond {
+
+// Returns false with `err` filled if the condition is ill-typed for `schema`.
+bool compile_ast(const Ast& root, const TableSchema& schema, Program* out, CondError* err);
+
+}  // namespace q4m::cond
