@@ -2,14 +2,17 @@
 
 Each test starts two throwaway servers (source and destination) through the shared
 server_factory. The crash test's size is set by environment knobs:
-  Q4M_FORWARD_MESSAGES  rows relayed in the crash test (default 3000)
-  Q4M_FORWARD_EVENTS    kill -9 events (relay, source server, destination server; default 8)
+  Q4M_FORWARD_MESSAGES  rows relayed in the crash test (default 6000)
+  Q4M_FORWARD_EVENTS    kill -9 events (relay, source server, destination server; default 12)
   Q4M_FORWARD_SEED      random seed (default: random, printed on failure)
 """
 import os
 import random
+import select
 import signal
+import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -92,6 +95,63 @@ class Relay:
     def log(self, tail=40):
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
         return "\n".join(text.splitlines()[-tail:])
+
+
+class FreezableProxy:
+    """TCP 127.0.0.1:port -> a server's unix socket. freeze() stops moving bytes on the
+    connections open at that moment without closing them: a network partition the server
+    does not notice, leaving its session (and any row it owns) alive."""
+
+    def __init__(self, unix_socket):
+        self.target = str(unix_socket)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.frozen = set()
+        self.pairs = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.connect(self.target)
+            pair = (client, server)
+            self.pairs.append(pair)
+            threading.Thread(target=self._pump, args=(pair,), daemon=True).start()
+
+    def _pump(self, pair):
+        client, server = pair
+        while not self.closed:
+            if id(pair) in self.frozen:
+                time.sleep(0.05)
+                continue
+            ready, _, _ = select.select([client, server], [], [], 0.05)
+            for s in ready:
+                try:
+                    data = s.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    client.close()
+                    server.close()
+                    return
+                (server if s is client else client).sendall(data)
+
+    def freeze(self):
+        self.frozen.update(id(p) for p in self.pairs)
+
+    def close(self):
+        self.closed = True
+        self.listener.close()
+        for client, server in self.pairs:
+            client.close()
+            server.close()
 
 
 @pytest.fixture
@@ -238,8 +298,8 @@ def test_second_relay_waits_for_the_first(pair, relays):
 def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
     src, dst = pair
     make_queues(src, dst)
-    total = int(os.environ.get("Q4M_FORWARD_MESSAGES", "3000"))
-    n_events = int(os.environ.get("Q4M_FORWARD_EVENTS", "8"))
+    total = int(os.environ.get("Q4M_FORWARD_MESSAGES", "6000"))
+    n_events = int(os.environ.get("Q4M_FORWARD_EVENTS", "12"))
     seed = int(os.environ.get("Q4M_FORWARD_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     k = max(1, n_events // 4)
@@ -274,6 +334,33 @@ def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
     assert dups == 0 and not missing, f"{context}: {dups} duplicates, missing {missing[:20]}"
     assert got == list(range(1, total + 1)), f"{context}: rows out of order"
     assert count(src, "src") == 0
+
+
+def test_no_loss_when_the_source_session_outlives_the_relay_connection(pair, relays):
+    """A partition the source server does not notice leaves the relay's old session alive,
+    owning a row the relay never received. The relay must end that session before taking
+    newer rows; otherwise the row comes back later, is dropped as "not newer", and is lost."""
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 50)
+    proxy = FreezableProxy(src.socket)
+    try:
+        r = Relay(src, dst, 1, "--wait-timeout", "5", "--io-timeout", "1")
+        r.args[2] = f"host=127.0.0.1;port={proxy.port};user=root;db=test;table=src"
+        relays.append(r.start())
+        wait_until(lambda: count(dst, "dst") == 50, WAIT_S, what="the first rows")
+
+        def relay_session_waits():
+            return any("queue_wait" in str(info) for (info,) in src.sql(
+                "SELECT INFO FROM information_schema.PROCESSLIST WHERE COMMAND = 'Execute'"))
+        wait_until(relay_session_waits, WAIT_S, what="the relay's queue_wait on the source")
+        proxy.freeze()
+        insert_seq(src, 51, 60)  # row 51 goes to the frozen session
+        wait_until(lambda: count(dst, "dst") == 60, WAIT_S, what=f"all rows\n{r.log()}")
+        assert seqs(dst) == list(range(1, 61)), r.log()
+        assert "ending our previous session" in r.log(), r.log()
+    finally:
+        proxy.close()
 
 
 def test_replay_after_destination_crash_is_dropped(pair, relays):
