@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from q4m_server import PLUGIN_SO, Server, ServerDied, make_pristine_datadir
+from q4m_server import Server, ServerDied, make_pristine_datadir, snapshot_plugin
 
 SYSTEM_DATABASES = {"information_schema", "mysql", "performance_schema", "sys", "test"}
 
@@ -23,20 +23,26 @@ def tmp_root():
 
 @pytest.fixture(scope="session")
 def pristine(tmp_root):
-    if not PLUGIN_SO.exists():
-        pytest.fail(f"{PLUGIN_SO} is missing: run `make plugin` first")
     d = tmp_root / "pristine"
     make_pristine_datadir(d)
     return d
 
 
+@pytest.fixture(scope="session")
+def plugin_dir(tmp_root):
+    try:
+        return snapshot_plugin(tmp_root / "plugin")
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
 class _ServerFactory:
-    def __init__(self, tmp_root, pristine):
-        self.tmp_root, self.pristine, self.n = tmp_root, pristine, 0
+    def __init__(self, tmp_root, pristine, plugin_dir):
+        self.tmp_root, self.pristine, self.plugin_dir, self.n = tmp_root, pristine, plugin_dir, 0
 
     def new(self, extra_args=(), install=True):
         self.n += 1
-        s = Server(self.tmp_root / f"s{self.n}", self.pristine, extra_args)
+        s = Server(self.tmp_root / f"s{self.n}", self.pristine, extra_args, self.plugin_dir)
         s.start()
         if install:
             s.install_plugin()
@@ -44,8 +50,8 @@ class _ServerFactory:
 
 
 @pytest.fixture(scope="session")
-def server_factory(tmp_root, pristine):
-    return _ServerFactory(tmp_root, pristine)
+def server_factory(tmp_root, pristine, plugin_dir):
+    return _ServerFactory(tmp_root, pristine, plugin_dir)
 
 
 @pytest.fixture(scope="session")

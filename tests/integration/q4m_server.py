@@ -51,6 +51,15 @@ def make_pristine_datadir(dest: Path):
     (dest / "test").mkdir()
 
 
+def snapshot_plugin(dest: Path):
+    """Copies build/plugin into dest, so a rebuild during the test session cannot swap the .so
+    under running servers; returns dest."""
+    if not PLUGIN_SO.exists():
+        raise RuntimeError(f"{PLUGIN_SO} is missing: run `make plugin` first")
+    shutil.copytree(PLUGIN_DIR, dest)
+    return dest
+
+
 class ServerDied(Exception):
     pass
 
@@ -58,8 +67,9 @@ class ServerDied(Exception):
 class Server:
     """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir."""
 
-    def __init__(self, root: Path, pristine: Path, extra_args=()):
+    def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR):
         self.root = Path(root)
+        self.plugin_dir = Path(plugin_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         self.datadir = self.root / "data"
         self.socket = self.root / "mysqld.sock"
@@ -74,7 +84,7 @@ class Server:
     def start(self, extra_args=None):
         assert not self.alive(), "server already running"
         args = [_tool("mariadbd"), "--no-defaults", f"--datadir={self.datadir}",
-                f"--socket={self.socket}", "--skip-networking", f"--plugin-dir={PLUGIN_DIR}",
+                f"--socket={self.socket}", "--skip-networking", f"--plugin-dir={self.plugin_dir}",
                 f"--log-error={self.errlog_path}", f"--pid-file={self.root / 'mysqld.pid'}",
                 "--innodb-buffer-pool-size=32M", "--skip-name-resolve", "--max-connections=300",
                 "--local-infile=1", f"--secure-file-priv={self.root}"] + _as_root_args()

@@ -1,0 +1,228 @@
+"""Crash test: producers and consumers run against the server, which is killed (-9) mid-load,
+restarted and drained, Q4M_CRASH_CYCLES times (default 20) per sync mode.
+
+Each message is identified by (producer, seq) and carries a payload derived from it. Definitions:
+  attempted   an INSERT carrying the id was sent;
+  inserted    that INSERT returned OK;
+  acked       queue_end() (or, in the one-statement style, the next queue_wait()) that removes the
+              row returned OK;
+  ack_unknown an ack was sent but the server died before answering (the row may or may not remain);
+  remaining   the rows in the table after the restart.
+Checks, after every restart:
+  - none lost:       inserted - acked - ack_unknown is contained in remaining;
+  - no duplicates:   no id is acked twice, no id appears twice in remaining,
+                     no id is both acked and remaining;
+  - nothing invented: remaining is contained in attempted, and every payload is intact;
+and while the server runs: a consumer that owns a row sees exactly that row, no id is handed to
+two owners at once, and no id is handed out after it was acked.
+"""
+import hashlib
+import os
+import random
+import threading
+import time
+from collections import Counter
+
+import pymysql
+import pytest
+
+CYCLES = int(os.environ.get("Q4M_CRASH_CYCLES", "20"))
+PRODUCERS, CONSUMERS = 3, 4
+LOAD_SECONDS = (0.8, 2.0)  # random time under load before the kill
+DRAIN_BY_CONSUMING = 300  # rows drained with queue_wait() after each restart; DELETE does the rest
+
+
+def payload_for(mid):
+    p, seq = mid
+    digest = hashlib.sha1(f"{p}:{seq}".encode()).hexdigest()
+    return digest * (1 + (p * 131 + seq * 7) % 60)  # 40 B .. 2.4 KB
+
+
+class Ledger:
+    """What the clients observed during one cycle (thread-safe)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.attempted, self.inserted = set(), set()
+        self.acked, self.ack_unknown = set(), set()
+        self.held = {}  # id -> consumer that owns it now
+        self.violations, self.errors = [], []
+        self.killing = threading.Event()
+
+    def deliver(self, mid, who):
+        with self.lock:
+            if mid in self.acked:
+                self.violations.append(f"{mid} handed to consumer {who} after it was acked")
+            if mid in self.held:
+                self.violations.append(f"{mid} owned by consumers {self.held[mid]} and {who} at once")
+            self.held[mid] = who
+
+    def release(self, mid):  # before queue_abort: the row becomes free once the abort runs
+        with self.lock:
+            self.held.pop(mid, None)
+
+    def ack(self, mid):
+        with self.lock:
+            if mid in self.acked:
+                self.violations.append(f"{mid} acked twice")
+            self.acked.add(mid)
+            self.held.pop(mid, None)
+
+    def failed(self, who, e):
+        if not self.killing.is_set():
+            with self.lock:
+                self.errors.append(f"{who}: {e!r}")
+
+
+CLIENT_ERRORS = (pymysql.MySQLError, OSError)
+
+
+def _connect(server):
+    return server._raw_connect(read_timeout=60, write_timeout=60)
+
+
+def producer(server, ledger, pid):
+    try:
+        c = _connect(server)
+        cur = c.cursor()
+        seq = 0
+        while not ledger.killing.is_set():
+            ids = [(pid, seq + k) for k in range(3 if seq % 5 == 0 else 1)]
+            with ledger.lock:
+                ledger.attempted.update(ids)
+            cur.execute("INSERT INTO q (producer, seq, payload) VALUES "
+                        + ", ".join(["(%s, %s, %s)"] * len(ids)),
+                        [x for mid in ids for x in (mid[0], mid[1], payload_for(mid))])
+            with ledger.lock:
+                ledger.inserted.update(ids)
+            seq += len(ids)
+    except CLIENT_ERRORS as e:
+        ledger.failed(f"producer {pid}", e)
+
+
+def _owned_row(ledger, cur, who):
+    rows = cur.fetchall()
+    if len(rows) != 1:
+        ledger.violations.append(f"consumer {who} owning a row sees {len(rows)} rows")
+        return None
+    p, seq, payload = rows[0]
+    mid = (p, seq)
+    if payload != payload_for(mid):
+        ledger.violations.append(f"{mid}: payload corrupted")
+    ledger.deliver(mid, who)
+    return mid
+
+
+def consumer(server, ledger, who, rng):
+    one_statement = who % 2 == 1
+    try:
+        c = _connect(server)
+        cur = c.cursor()
+        previous = None  # one-statement style: the row the next queue_wait() consumes
+        while not ledger.killing.is_set():
+            if one_statement:
+                if previous:
+                    ledger.ack_unknown.add(previous)
+                cur.execute("SELECT producer, seq, payload FROM q WHERE queue_wait('q', 0.5)")
+                if previous:
+                    ledger.ack_unknown.discard(previous)
+                    ledger.ack(previous)
+                    previous = None
+                if cur.rowcount:
+                    previous = _owned_row(ledger, cur, who)
+                else:
+                    cur.fetchall()
+                continue
+            cur.execute("SELECT queue_wait('q', 0.5)")
+            if cur.fetchone()[0] == 0:
+                continue
+            cur.execute("SELECT producer, seq, payload FROM q")
+            mid = _owned_row(ledger, cur, who)
+            if mid is None:
+                continue
+            if rng.random() < 0.05:
+                ledger.release(mid)
+                cur.execute("SELECT queue_abort()")
+            else:
+                ledger.ack_unknown.add(mid)
+                cur.execute("SELECT queue_end()")
+                ledger.ack_unknown.discard(mid)
+                ledger.ack(mid)
+            if cur.fetchone()[0] != 1:
+                ledger.violations.append(f"consumer {who}: queue_end/abort did not return 1")
+    except CLIENT_ERRORS as e:
+        ledger.failed(f"consumer {who}", e)
+
+
+def compactor(server, ledger):
+    try:
+        c = _connect(server)
+        cur = c.cursor()
+        while not ledger.killing.wait(0.25):
+            cur.execute("SELECT queue_compact('q')")
+            cur.fetchall()
+    except CLIENT_ERRORS as e:
+        ledger.failed("compactor", e)
+
+
+def run_cycle(server, cycle, rng):
+    ledger = Ledger()
+    threads = [threading.Thread(target=producer, args=(server, ledger, cycle * 100 + p)) for p in range(PRODUCERS)]
+    threads += [threading.Thread(target=consumer, args=(server, ledger, k, random.Random(rng.random())))
+                for k in range(CONSUMERS)]
+    threads.append(threading.Thread(target=compactor, args=(server, ledger)))
+    for t in threads:
+        t.daemon = True
+        t.start()
+    time.sleep(rng.uniform(*LOAD_SECONDS))
+    ledger.killing.set()
+    server.kill9()
+    for t in threads:
+        t.join(90)
+        assert not t.is_alive(), "a client thread hangs after the server was killed"
+    return ledger
+
+
+def check_after_restart(server, ledger, cycle):
+    problems = list(ledger.violations) + [f"error while the server ran: {e}" for e in ledger.errors]
+    rows = server.sql("SELECT producer, seq, payload FROM q")
+    remaining = [(p, s) for p, s, _ in rows]
+    counts = Counter(remaining)
+    problems += [f"{mid} remains {n} times" for mid, n in counts.items() if n > 1]
+    problems += [f"{mid} is both acked and remaining" for mid in counts if mid in ledger.acked]
+    problems += [f"{mid} remains but was never inserted" for mid in counts if mid not in ledger.attempted]
+    problems += [f"{(p, s)} remains with a corrupted payload" for p, s, pl in rows if pl != payload_for((p, s))]
+    lost = ledger.inserted - ledger.acked - ledger.ack_unknown - set(counts)
+    problems += [f"{mid} lost (inserted, not acked, not remaining)" for mid in sorted(lost)[:20]]
+    assert not problems, f"cycle {cycle}: {len(problems)} problems:\n" + "\n".join(problems[:40])
+    assert ledger.inserted, f"cycle {cycle}: no INSERT completed before the kill"
+    # drain: consume a prefix (same rows, same order as SELECT), DELETE the rest; then empty
+    c = server.connect()
+    drained = []
+    while len(drained) < DRAIN_BY_CONSUMING:
+        got = server.sql("SELECT producer, seq FROM q WHERE queue_wait('q', 0)", conn=c)
+        if not got:
+            break
+        drained.append(got[0])
+    assert drained == remaining[:len(drained)], f"cycle {cycle}: consuming returned other rows than SELECT"
+    if server.value("SELECT queue_rowid()", conn=c) is not None:
+        assert server.value("SELECT queue_end()", conn=c) == 1  # stopped early, owning a row
+    server.sql("DELETE FROM q")
+    assert server.value("SELECT COUNT(*) FROM q") == 0
+    c.close()
+    return len(ledger.inserted), len(ledger.acked), len(remaining)
+
+
+@pytest.mark.parametrize("mode", ["fdatasync", "none"])
+def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode):
+    s = fresh_server
+    s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT) ENGINE=QUEUE")
+    rng = random.Random(f"q4m-crash-{mode}")
+    totals = Counter()
+    for cycle in range(1, CYCLES + 1):
+        s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
+        ledger = run_cycle(s, cycle, rng)
+        s.start()
+        inserted, acked, remaining = check_after_restart(s, ledger, cycle)
+        totals.update(inserted=inserted, acked=acked, remaining=remaining)
+    print(f"crash test ({mode}): {CYCLES} cycles, {dict(totals)}")

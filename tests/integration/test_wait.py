@@ -1,0 +1,188 @@
+"""Blocking queue_wait: wake-ups, timeouts, KILL QUERY, and DDL while rows are owned or waited on.
+Timing assertions are deliberately loose: they only tell "woken" from "timed out"."""
+import socket
+import time
+
+import pymysql
+import pytest
+from pymysql.constants import COMMAND
+
+from sqlcheck import ER_QUERY_INTERRUPTED, Background, query, value, wait_for_waiter, wait_until
+
+LONG = 60  # a waiter that is woken must return well before this
+
+
+def _queue(server, name="q", n=0):
+    server.sql(f"CREATE TABLE test.{name} (v INT) ENGINE=QUEUE")
+    if n:
+        server.sql(f"INSERT INTO test.{name} VALUES " + ", ".join(f"({i})" for i in range(1, n + 1)))
+
+
+def _start_waiter(server, sql):
+    c = server.connect()
+    bg = Background(lambda: value(c, sql))
+    wait_for_waiter(server, c.thread_id())
+    time.sleep(0.2)  # let it reach the blocking wait inside the statement
+    return c, bg
+
+
+def test_insert_wakes_a_waiter(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    server.sql("INSERT INTO test.q VALUES (42)")
+    assert bg.join() == 1
+    assert bg.elapsed < LONG / 2
+    assert query(c, "SELECT v FROM q") == [(42,)]
+
+
+def test_insert_into_second_table_wakes_a_multi_table_waiter(server):
+    _queue(server, "q1")
+    _queue(server, "q2")
+    c, bg = _start_waiter(server, f"SELECT queue_wait('q1', 'q2', {LONG})")
+    server.sql("INSERT INTO test.q2 VALUES (7)")
+    assert bg.join() == 2
+    assert bg.elapsed < LONG / 2
+    assert query(c, "SELECT v FROM q2") == [(7,)]
+
+
+def test_each_insert_wakes_exactly_one_waiter(server):
+    _queue(server)
+    waiters = [_start_waiter(server, f"SELECT queue_wait('q', {LONG})") for _ in range(3)]
+    server.sql("INSERT INTO test.q VALUES (1), (2), (3)")
+    got = []
+    for c, bg in waiters:
+        assert bg.join() == 1
+        got.append(value(c, "SELECT v FROM q"))
+    assert sorted(got) == [1, 2, 3]
+
+
+def test_fractional_timeout(server):
+    _queue(server)
+    c = server.connect()
+    t0 = time.monotonic()
+    assert value(c, "SELECT queue_wait('q', 0.2)") == 0
+    elapsed = time.monotonic() - t0
+    assert 0.15 <= elapsed < 10, elapsed
+
+
+def test_one_second_timeout_returns_zero(server):
+    _queue(server)
+    t0 = time.monotonic()
+    assert server.value("SELECT queue_wait('q', 1)") == 0
+    assert 0.9 <= time.monotonic() - t0 < 20
+
+
+def test_kill_query_interrupts_a_wait(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    server.sql(f"KILL QUERY {c.thread_id()}")
+    with pytest.raises(pymysql.MySQLError) as e:
+        bg.join()
+    assert e.value.args[0] == ER_QUERY_INTERRUPTED, e.value.args
+    assert bg.elapsed < LONG / 2
+    # the connection is still usable and not in owner mode
+    assert value(c, "SELECT queue_rowid()") is None
+    server.sql("INSERT INTO test.q VALUES (1)")
+    assert value(c, "SELECT queue_wait('q', 0)") == 1
+
+
+def test_kill_connection_of_a_waiter(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    server.sql(f"KILL {c.thread_id()}")
+    with pytest.raises(pymysql.MySQLError):
+        bg.join()
+    assert bg.elapsed < LONG / 2
+    # the killed waiter must not have swallowed a later row
+    server.sql("INSERT INTO test.q VALUES (1)")
+    assert server.value("SELECT queue_wait('q', 30)") == 1
+
+
+def test_abandoned_waiter_does_not_keep_a_row(server):
+    _queue(server)
+    c = server.connect()
+    c._execute_command(COMMAND.COM_QUERY, f"SELECT queue_wait('q', {LONG})")  # never read
+    wait_for_waiter(server, c.thread_id())
+    # the client vanishes (shutdown: pymysql's file object keeps the fd open past close())
+    c._sock.shutdown(socket.SHUT_RDWR)
+    server.sql("INSERT INTO test.q VALUES (1)")
+    assert server.value("SELECT queue_wait('q', 30)") == 1
+    assert server.sql("SELECT v FROM test.q") == [(1,)]
+
+
+def test_drop_table_while_a_row_is_owned(server):
+    _queue(server, n=2)
+    owner = server.connect()
+    assert value(owner, "SELECT queue_wait('q', 0)") == 1
+    server.sql("DROP TABLE test.q")
+    try:
+        value(owner, "SELECT queue_end()")
+    except pymysql.MySQLError:
+        pass  # either result is acceptable; crashing or hanging is not
+    assert server.value("SELECT 1") == 1
+    _queue(server)
+    assert value(owner, "SELECT queue_wait('q', 0)") == 0
+    server.sql("INSERT INTO test.q VALUES (5)")
+    assert value(owner, "SELECT queue_wait('q', 0)") == 1
+    assert query(owner, "SELECT v FROM q") == [(5,)]
+
+
+def test_drop_table_while_a_consumer_waits(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
+    server.sql("DROP TABLE test.q")
+    with pytest.raises(pymysql.MySQLError) as e:
+        bg.join()
+    assert "test.q" in str(e.value.args), e.value.args
+    assert bg.elapsed < LONG / 2
+    assert value(c, "SELECT 1") == 1
+
+
+def test_truncate_while_a_row_is_owned(server):
+    _queue(server, n=3)
+    owner = server.connect()
+    assert value(owner, "SELECT queue_wait('q', 0)") == 1
+    server.sql("TRUNCATE TABLE test.q")
+    assert server.value("SELECT COUNT(*) FROM test.q") == 0
+    assert value(owner, "SELECT queue_end()") == 1  # just leaves owner mode
+    assert value(owner, "SELECT queue_rowid()") is None
+    assert value(owner, "SELECT COUNT(*) FROM q") == 0
+    server.sql("INSERT INTO test.q VALUES (9)")
+    assert value(owner, "SELECT queue_wait('q', 0)") == 1
+    assert query(owner, "SELECT v FROM q") == [(9,)]
+
+
+def test_truncate_while_a_consumer_waits(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    server.sql("TRUNCATE TABLE test.q")
+    time.sleep(0.2)
+    assert not bg.done(), "the wait must survive TRUNCATE"
+    server.sql("INSERT INTO test.q VALUES (3)")
+    assert bg.join() == 1
+    assert query(c, "SELECT v FROM q") == [(3,)]
+
+
+def test_rename_while_a_consumer_waits(server):
+    _queue(server)
+    c, bg = _start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
+    server.sql("RENAME TABLE test.q TO test.q_renamed")
+    time.sleep(0.2)
+    assert not bg.done(), "the wait must survive RENAME"
+    # whether the wait follows the table or its old name, one of these rows wakes it
+    server.sql("INSERT INTO test.q_renamed VALUES (1)")
+    _queue(server)
+    server.sql("INSERT INTO test.q VALUES (2)")
+    assert bg.join() == 1
+    assert bg.elapsed < LONG / 2
+
+
+def test_alter_while_a_row_is_owned_loses_nothing(server):
+    _queue(server, n=2)
+    owner = server.connect()
+    assert value(owner, "SELECT queue_wait('q', 0)") == 1
+    server.sql("ALTER TABLE test.q ADD COLUMN w INT DEFAULT 0")
+    assert server.value("SELECT 1") == 1
+    owner.close()  # whatever ALTER did to the ownership, the row must still exist afterwards
+    wait_until(lambda: server.value("SELECT COUNT(*) FROM test.q") == 2, what="both rows visible")
+    assert server.sql("SELECT v, w FROM test.q") == [(1, 0), (2, 0)]
