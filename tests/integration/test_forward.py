@@ -47,6 +47,12 @@ WIDE_ROWS = [
 
 
 # ---- helpers -----------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _forward_built():
+    if not FORWARD.exists():
+        pytest.fail(f"{FORWARD} is missing: run `make tools` first", pytrace=False)
+
+
 def dsn(server, table):
     return f"socket={server.socket};user=root;db=test;table={table}"
 
