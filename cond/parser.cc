@@ -188,8 +188,6 @@ class Parser {
   }
 
   AstPtr parse_prefix(int min_prec) {
-    NestingGuard guard(&nesting_);
-    if (nesting_ > kMaxNesting) return fail(peek().pos, "condition is too deeply nested");
     const Token& t = peek();
     const size_t pos = t.pos;
     switch (t.kind) {
@@ -200,6 +198,9 @@ class Parser {
         return unary(Tok::kNot, pos, parse_expr(kPrecNot));
       }
       case Tok::kMinus: case Tok::kPlus: case Tok::kTilde: case Tok::kBang: {
+        // Prefix operators recurse without passing through parse_expr: count them here.
+        NestingGuard guard(&nesting_);
+        if (nesting_ > kMaxNesting) return fail(pos, "condition is too deeply nested");
         Tok op = take().kind;
         return unary(op, pos, parse_prefix(kPrecUnary));
       }

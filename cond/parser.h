@@ -10,7 +10,8 @@
 
 namespace q4m::cond {
 
-// Deepest nesting of parentheses and prefix operators accepted.
+// Deepest nesting accepted: each parenthesis, prefix operator and right-nested
+// operand (BETWEEN's upper bound, a comparison's right side) is one level.
 constexpr int kMaxNesting = 32;
 // Deepest syntax tree accepted (AND/OR chains count as one level).
 constexpr int kMaxAstDepth = 64;

@@ -1,0 +1,220 @@
+// Conditions over temporal, string and floating-point columns, with column bytes
+// built exactly as MariaDB stores them.
+#include "check.h"
+#include "cond_test_util.h"
+
+using namespace cond_test;
+
+namespace {
+
+struct Fixture {
+  TableSchema s = SchemaBuilder()
+                      .col("d", ColumnKind::kDate, 3)
+                      .col("dt", ColumnKind::kDatetime, 5)
+                      .col("dt6", ColumnKind::kDatetime, 8, false, true, 6)
+                      .col("dt2", ColumnKind::kDatetime, 6, false, true, 2)
+                      .col("ts", ColumnKind::kTimestamp, 4)
+                      .col("ts3", ColumnKind::kTimestamp, 6, false, true, 3)
+                      .col("tm", ColumnKind::kTime, 3)
+                      .col("tm2", ColumnKind::kTime, 4, false, true, 2)
+                      .col("tm4", ColumnKind::kTime, 5, false, true, 4)
+                      .col("tm6", ColumnKind::kTime, 6, false, true, 6)
+                      .col("tmp", ColumnKind::kTime, 4, false, true, 1)
+                      .col("y", ColumnKind::kYear, 1)
+                      .col("c", ColumnKind::kChar, 8)
+                      .col("v", ColumnKind::kVarchar)
+                      .col("b", ColumnKind::kBlob)
+                      .col("f", ColumnKind::kFloat, 4)
+                      .col("db", ColumnKind::kDouble, 8)
+                      .col("price", ColumnKind::kOther, 5)
+                      .col("sn", ColumnKind::kVarchar)
+                      .col("dn", ColumnKind::kDate, 3)
+                      .build();
+  std::string row = payload(
+      s, {date_bytes(2024, 3, 15),
+          datetime_bytes(2024, 3, 15, 10, 20, 30),
+          datetime_bytes(2024, 3, 15, 10, 20, 30, 6, 123456),
+          datetime_bytes(2024, 12, 31, 23, 59, 59, 2, 990000),
+          timestamp_bytes(1700000000),
+          timestamp_bytes(1700000000, 3, 500000),
+          time_bytes(true, 1, 2, 3),
+          time_bytes(true, 0, 0, 1, 2, 100000),     // -00:00:01.10: fraction stored complemented
+          time_bytes(false, 838, 59, 59, 4, 999900),
+          time_bytes(true, 12, 34, 56, 6, 500000),
+          time_bytes(false, 10, 0, 0, 1, 500000),
+          year_bytes(2024),
+          std::string("abc     "),
+          std::string("abc "),
+          std::string("\xff\x00z", 3),
+          float_bytes(1.5f),
+          double_bytes(-2.25),
+          std::string("\x80\x00\x00\x01\x00", 5),
+          std::nullopt,
+          std::nullopt});
+  std::string t(const std::string& e) const { return truth(e, s, row); }
+  std::string err(const std::string& e) const { return error_of(e, s); }
+};
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  bool found = haystack.find(needle) != std::string::npos;
+  if (!found) std::fprintf(stderr, "  '%s' does not contain '%s'\n", haystack.c_str(), needle.c_str());
+  return found;
+}
+
+}  // namespace
+
+TEST(date_columns) {
+  Fixture f;
+  CHECK_EQ(f.t("d = '2024-03-15'"), "T");
+  CHECK_EQ(f.t("d = 20240315"), "T");
+  CHECK_EQ(f.t("'2024-3-15' = d"), "T");
+  CHECK_EQ(f.t("d > '2024-03-14' AND d < '2024-03-16'"), "T");
+  CHECK_EQ(f.t("d BETWEEN '2024-03-01' AND '2024-03-31'"), "T");
+  CHECK_EQ(f.t("d IN ('2023-01-01', '2024-03-15')"), "T");
+  CHECK_EQ(f.t("d NOT IN ('2023-01-01')"), "T");
+  CHECK_EQ(f.t("d = '2024-03-15 00:00:00'"), "T");
+  // A literal with a time of day compares the DATE as midnight of that day.
+  CHECK_EQ(f.t("d < '2024-03-15 00:00:01'"), "T");
+  CHECK_EQ(f.t("d = '2024-03-15 12:00:00'"), "F");
+  CHECK_EQ(f.t("d IN ('2024-03-15 00:00:00', '2024-03-16 10:00:00')"), "T");
+  CHECK_EQ(f.t("d < dt"), "T");                      // DATE vs DATETIME compares as DATETIME
+  CHECK_EQ(f.t("dn = '2024-03-15'"), "N");
+  CHECK_EQ(f.t("dn IS NULL"), "T");
+}
+
+TEST(datetime_columns_ignore_fractions) {
+  Fixture f;
+  CHECK_EQ(f.t("dt = '2024-03-15 10:20:30'"), "T");
+  CHECK_EQ(f.t("dt = 20240315102030"), "T");
+  CHECK_EQ(f.t("dt = '2024-03-15T10:20:30'"), "T");
+  CHECK_EQ(f.t("dt > '2024-03-15'"), "T");
+  CHECK_EQ(f.t("dt < '2024-03-15 10:20'"), "F");
+  CHECK_EQ(f.t("dt6 = '2024-03-15 10:20:30'"), "T");
+  CHECK_EQ(f.t("dt6 = dt"), "T");
+  CHECK_EQ(f.t("dt2 = '2024-12-31 23:59:59'"), "T");
+  CHECK_EQ(f.t("dt2 BETWEEN '2024-12-31' AND '2025-01-01'"), "T");
+  CHECK_EQ(f.t("dt = '2024-03-15 10:20:30.000'"), "T");
+}
+
+TEST(timestamp_columns_are_epoch_seconds) {
+  Fixture f;
+  CHECK_EQ(f.t("ts = 1700000000"), "T");
+  CHECK_EQ(f.t("ts3 = 1700000000"), "T");
+  CHECK_EQ(f.t("ts > 1699999999 AND ts < 4294967295"), "T");
+  CHECK(contains(f.err("ts > '2024-01-01'"), "TIMESTAMP column 'ts' is compared as seconds since the epoch"));
+  CHECK(contains(f.err("ts < dt"), "cannot compare TIMESTAMP column 'ts'"));
+}
+
+TEST(time_columns_are_signed_hhmmss) {
+  Fixture f;
+  CHECK_EQ(f.t("tm = -10203"), "T");
+  CHECK_EQ(f.t("tm = '-01:02:03'"), "T");
+  CHECK_EQ(f.t("tm < '00:00:00'"), "T");
+  CHECK_EQ(f.t("tm2 = -1"), "T");              // -00:00:01.10 truncated toward zero
+  CHECK_EQ(f.t("tm2 = '-0:00:01'"), "T");
+  CHECK_EQ(f.t("tm4 = '838:59:59'"), "T");
+  CHECK_EQ(f.t("tm4 = 8385959"), "T");
+  CHECK_EQ(f.t("tm6 = -123456"), "T");
+  CHECK_EQ(f.t("tmp = 100000"), "T");
+  CHECK_EQ(f.t("tmp BETWEEN '09:59:59' AND '10:00:00'"), "T");
+  CHECK(contains(f.err("tm < d"), "cannot compare TIME column 'tm' with DATE column 'd'"));
+  CHECK(contains(f.err("tm = '25:61'"), "is not a valid time for TIME column 'tm'"));
+}
+
+TEST(time_binary_format_edge_cases) {
+  // Every precision, positive and negative, with and without a fraction.
+  TableSchema s = SchemaBuilder().col("t", ColumnKind::kTime, 3).build();
+  struct Case { bool neg; int h, m, sec; unsigned dec; int64_t usec; int64_t want; };
+  const Case cases[] = {
+      {false, 0, 0, 0, 0, 0, 0},         {true, 0, 0, 0, 2, 500000, 0},
+      {true, 0, 0, 1, 1, 0, -1},         {true, 0, 0, 1, 2, 990000, -1},
+      {true, 0, 0, 2, 4, 100, -2},         {true, 838, 59, 59, 6, 999999, -8385959},
+      {false, 23, 59, 59, 5, 999990, 235959}, {true, 100, 0, 0, 3, 123000, -1000000},
+      {false, 1, 2, 3, 2, 10000, 10203},
+  };
+  for (const Case& c : cases) {
+    std::string row = payload(s, {time_bytes(c.neg, c.h, c.m, c.sec, c.dec, c.usec)});
+    std::string got = truth("t = " + std::to_string(c.want), s, row);
+    if (got != "T")
+      std::fprintf(stderr, "  TIME %s%d:%d:%d.%06lld (dec %u) != %lld\n", c.neg ? "-" : "", c.h, c.m, c.sec,
+                   static_cast<long long>(c.usec), c.dec, static_cast<long long>(c.want));
+    CHECK_EQ(got, "T");
+  }
+}
+
+TEST(year_columns) {
+  Fixture f;
+  CHECK_EQ(f.t("y = 2024"), "T");
+  CHECK_EQ(f.t("y BETWEEN 2000 AND 2100"), "T");
+  TableSchema s = SchemaBuilder().col("y", ColumnKind::kYear, 1).build();
+  CHECK_EQ(truth("y = 0", s, payload(s, {year_bytes(0)})), "T");
+  CHECK_EQ(truth("y = 2155", s, payload(s, {year_bytes(2155)})), "T");
+  CHECK_EQ(truth("y = 1901", s, payload(s, {year_bytes(1901)})), "T");
+}
+
+TEST(strings_compare_bytewise) {
+  Fixture f;
+  CHECK_EQ(f.t("c = 'abc'"), "T");             // CHAR padding is not part of the value
+  CHECK_EQ(f.t("c = 'abc  '"), "F");           // ... but literals are taken as written
+  CHECK_EQ(f.t("v = 'abc '"), "T");            // VARCHAR keeps its trailing space
+  CHECK_EQ(f.t("v = 'abc'"), "F");
+  CHECK_EQ(f.t("v > c"), "T");
+  CHECK_EQ(f.t("v > 'abb' AND v < 'abd'"), "T");
+  CHECK_EQ(f.t("V IN ('x', 'abc ')"), "T");
+  CHECK_EQ(f.t("c BETWEEN 'abc' AND 'abd'"), "T");
+  CHECK_EQ(f.t("c = 'ABC'"), "F");             // no collation: case matters
+  CHECK_EQ(f.t("b > 'z'"), "T");               // bytes compare unsigned: 0xff > 'z'
+  CHECK_EQ(f.t(std::string("b = '\xff\\0z'")), "T");
+  CHECK_EQ(f.t("b IS NOT NULL"), "T");
+  CHECK_EQ(f.t("sn = 'x'"), "N");
+  CHECK_EQ(f.t("sn <=> NULL"), "T");
+  CHECK_EQ(f.t("sn IN ('x', NULL)"), "N");
+  CHECK_EQ(f.t("'a' < 'b'"), "T");
+  CHECK_EQ(f.t("'' = \"\""), "T");
+}
+
+TEST(string_literal_escapes) {
+  Fixture f;
+  CHECK_EQ(f.t("'it''s' = \"it's\""), "T");
+  CHECK_EQ(f.t("\"say \"\"hi\"\"\" = 'say \"hi\"'"), "T");
+  CHECK_EQ(f.t("'a\\'b' = \"a'b\""), "T");
+  CHECK_EQ(f.t("'a\\\\b' > 'a\\\\a'"), "T");
+  CHECK_EQ(f.t("'tab\\there' = 'tab\there'"), "T");
+  CHECK_EQ(f.t("'\\n\\r\\b\\Z' = '\n\r\b\x1a'"), "T");
+  CHECK_EQ(f.t("'\\%\\_' = '\\\\%\\\\_'"), "T");  // \% and \_ keep their backslash
+  CHECK_EQ(f.t("'\\q' = 'q'"), "T");
+}
+
+TEST(floating_point_columns) {
+  Fixture f;
+  CHECK_EQ(f.t("f = 1.5"), "T");
+  CHECK_EQ(f.t("f > 1 AND f < 2"), "T");
+  CHECK_EQ(f.t("db = -2.25"), "T");
+  CHECK_EQ(f.t("db < -2"), "T");
+  CHECK_EQ(f.t("f + db = -0.75"), "T");
+  CHECK_EQ(f.t("db * 2 = -4.5"), "T");
+  CHECK_EQ(f.t("-db = 2.25"), "T");
+  CHECK_EQ(f.t("f IN (1, 1.5)"), "T");
+  CHECK_EQ(f.t("db DIV 1 = -2"), "T");
+  CHECK_EQ(f.t("f / 0"), "N");
+  CHECK(contains(f.err("f & 1"), "'&' needs integers"));
+}
+
+TEST(type_errors) {
+  Fixture f;
+  CHECK(contains(f.err("price > 3"), "column 'price' has a type which conditions do not support"));
+  CHECK(contains(f.err("v = 1"), "cannot compare a string with a number at position 3"));
+  CHECK(contains(f.err("y = '2024'"), "cannot compare a string with a number"));
+  CHECK(contains(f.err("f IN (1, 'x')"), "cannot compare a string with a number"));
+  CHECK(contains(f.err("v + 1 > 2"), "'+' needs numbers, not strings at position 3"));
+  CHECK(contains(f.err("v"), "a string is not a truth value"));
+  CHECK(contains(f.err("v AND 1"), "a string is not a truth value (compare it instead, e.g. col <> '') at position 1"));
+  CHECK(contains(f.err("NOT v"), "a string is not a truth value"));
+  CHECK(contains(f.err("v IS TRUE"), "a string is not a truth value"));
+  CHECK(contains(f.err("d = '2024-13-01'"), "'2024-13-01' is not a valid date for DATE column 'd'"));
+  CHECK(contains(f.err("dt = 'yesterday'"), "is not a valid date for DATETIME column 'dt'"));
+  CHECK(contains(f.err("dt = '2024-01-01 10:00:00.5'"), "fractional seconds are not supported"));
+  CHECK(contains(f.err("~1.5 = 0"), "'~' needs integers"));
+  CHECK_EQ(f.err("v IS NULL"), "ok");
+  CHECK_EQ(f.err("d = NULL OR v = NULL"), "ok");
+}
