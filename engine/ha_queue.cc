@@ -28,6 +28,12 @@ std::string data_file_path(const char* table_path) {
   return std::string(table_path) + q4m::kDataFileExtension;
 }
 
+// Statements that rebuild the table by copying its rows through a scan.
+bool copies_table(THD* thd) {
+  int cmd = thd_sql_command(thd);
+  return cmd == SQLCOM_ALTER_TABLE || cmd == SQLCOM_OPTIMIZE;
+}
+
 bool is_update(THD* thd) {
   int cmd = thd_sql_command(thd);
   return cmd == SQLCOM_UPDATE || cmd == SQLCOM_UPDATE_MULTI;
@@ -56,9 +62,11 @@ ulonglong ha_queue::table_flags() const {
   // HA_HAS_RECORDS (not HA_STATS_RECORDS_IS_EXACT): COUNT(*) is answered by records()
   // without a scan, while the optimizer never treats a 0/1-row queue as a constant
   // table, which would read or skip it before `WHERE queue_wait(...)` runs.
+  // HA_NULL_IN_KEY and HA_CAN_INDEX_BLOBS only let index definitions reach create(),
+  // which rejects every index with one clear message.
   return HA_NO_TRANSACTIONS | HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
          HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
-         HA_CAN_FORCE_BULK_DELETE;
+         HA_CAN_FORCE_BULK_DELETE | HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
 }
 
 std::string ha_queue::table_label() const {
@@ -241,6 +249,8 @@ q4m::Status ha_queue::commit_claims() {
 int ha_queue::rnd_init(bool) {
   scan_after_ = 0;
   current_id_ = 0;
+  copy_scan_ = copies_table(ha_thd());
+  if (copy_scan_) copy_.start(queue_.get());
   return 0;
 }
 
@@ -249,7 +259,9 @@ int ha_queue::rnd_end() { return 0; }
 int ha_queue::rnd_next(uchar* buf) {
   q4m::RowId id = 0;
   bool found = false;
-  q4m::Status st = queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
+  q4m::Status st =
+      copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found)
+                 : queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
   if (!st.ok()) return raise(st);
   if (!found) return HA_ERR_END_OF_FILE;
   scan_after_ = id;

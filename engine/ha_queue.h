@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../storage/queue_table.h"
+#include "copy_scan.h"
 
 namespace q4m_engine {
 
@@ -83,6 +84,8 @@ class ha_queue final : public handler {
 
   // Scan state. payload_ holds the current row: BLOB fields of the record point into it.
   q4m::RowId scan_after_ = 0;
+  bool copy_scan_ = false;  // ALTER/OPTIMIZE copy: every row, owned ones included
+  CopyScan copy_;
   q4m::RowId current_id_ = 0;
   std::string payload_;
 

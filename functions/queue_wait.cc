@@ -19,6 +19,21 @@ namespace q4m_functions {
 
 namespace {
 
+// The storage names the dropped table by its file; the user named it db.table.
+void raise_dropped(const q4m::Status& st, const std::vector<q4m::Subscription>& subs,
+                   const std::vector<std::string>& labels) {
+  for (size_t i = 0; i < subs.size(); i++) {
+    if (st.message().find(subs[i].table->path()) != std::string::npos) {
+      my_printf_error(ER_NO_SUCH_TABLE,
+                      "queue_wait(): argument %u: table '%s' was dropped while waiting (%s)",
+                      MYF(0), static_cast<unsigned>(i + 1), labels[i].c_str(),
+                      st.message().c_str());
+      return;
+    }
+  }
+  my_printf_error(ER_NO_SUCH_TABLE, "queue_wait(): %s", MYF(0), st.message().c_str());
+}
+
 class Item_func_queue_wait final : public Item_queue_action {
  public:
   Item_func_queue_wait(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
@@ -40,11 +55,13 @@ class Item_func_queue_wait final : public Item_queue_action {
     WaitArguments wa;
     if (!parse_wait_arguments(args, arg_count, &wa)) return 0;
     std::vector<q4m::Subscription> subs;
+    std::vector<std::string> labels;
     for (unsigned i = 0; i < wa.tables.size(); i++) {
       ResolvedTable t;
       TableArgument a{"queue_wait", i + 1, wa.tables[i], true, SELECT_ACL | DELETE_ACL};
       if (!resolve_table(thd, a, &t)) return 0;
       subs.push_back(std::move(t.subscription));
+      labels.push_back(std::move(t.label));
     }
     // Creating the state before waiting also makes KILL QUERY reach kill_query().
     q4m::Consumer& consumer = q4m_engine::connection_state(thd).consumer();
@@ -56,7 +73,7 @@ class Item_func_queue_wait final : public Item_queue_action {
     q4m::Status st = consumer.wait(subs, wa.timeout, &index);
     if (!st.ok()) {
       if (st.code() == q4m::ErrorCode::kDropped)
-        my_printf_error(ER_NO_SUCH_TABLE, "queue_wait(): %s", MYF(0), st.message().c_str());
+        raise_dropped(st, subs, labels);
       else
         q4m_engine::raise_status_error(st);
       return 0;

@@ -1,0 +1,22 @@
+// CopyScan: every live row of a queue in id order, rows owned by consumers included.
+// ALTER TABLE copies a queue through a table scan; a normal scan hides rows owned by
+// other connections, which would silently drop them from the new table.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "../storage/queue_table.h"
+
+namespace q4m_engine {
+
+class CopyScan {
+ public:
+  void start(q4m::QueueTable* table);
+  q4m::Status next(q4m::QueueTable* table, q4m::RowId* id, std::string* payload, bool* found);
+
+ private:
+  q4m::RowId after_ = 0;
+  uint64_t owned_left_ = 0;  // owned rows not yet found: only then are id gaps probed
+};
+
+}  // namespace q4m_engine
