@@ -269,3 +269,32 @@ TEST(constant_conditions) {
   CHECK(yes->matches(f.row));
   CHECK(!no->matches(f.row));
 }
+
+TEST(many_referenced_columns_use_the_wide_path) {
+  SchemaBuilder b;
+  std::vector<std::optional<std::string>> values;
+  std::string expr = "TRUE";
+  for (int i = 0; i < 40; i++) {
+    b.col("c" + std::to_string(i), ColumnKind::kInt, 2);
+    values.push_back(i % 7 == 3 ? std::nullopt : std::optional<std::string>(int_bytes(i, 2)));
+    expr += i % 7 == 3 ? " AND c" + std::to_string(i) + " IS NULL" : " AND c" + std::to_string(i) + " = " + std::to_string(i);
+  }
+  TableSchema s = b.build();
+  auto f = compile_ok(expr, s);
+  REQUIRE(f);
+  CHECK(f->matches(payload(s, values)));
+  values[39] = int_bytes(0, 2);
+  CHECK(!f->matches(payload(s, values)));
+}
+
+TEST(filter_outlives_its_schema) {
+  std::shared_ptr<const q4m::RowFilter> f;
+  std::string row;
+  {
+    TableSchema s = int_schema();
+    row = int_row(s);
+    f = compile_ok("prio = 5 AND n IS NULL AND i8 = -100", s);
+  }
+  REQUIRE(f);
+  CHECK(f->matches(row));
+}
