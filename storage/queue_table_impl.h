@@ -46,6 +46,7 @@ struct TableState {
   std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
   std::list<Waiter> waiters;       // FIFO
   RowId first_free_hint = 0;       // cursor of the "any row" filter
+  uint64_t free_epoch = 0;         // counts rows returning to Free (see take_or_register)
   std::unordered_map<const RowFilter*, ScanCursor> cursors;
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   bool dropped = false;
@@ -154,7 +155,10 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   // table_handoff.cc (state_ held)
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
-  bool matches(TableState& st, const RowEntry& e, const RowFilter& f, std::string* scratch);
+  RowId* cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter);
+  Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
+  Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
+                       const std::shared_ptr<const RowFilter>& filter);
 
   // compaction.cc
   Status compact_now();

@@ -5,13 +5,6 @@
 
 namespace q4m {
 
-bool QueueTableImpl::matches(TableState& st, const RowEntry& e, const RowFilter& f, std::string* scratch) {
-  // TODO(perf): read through an mmap of the file (settings().mmap_max) instead of pread.
-  if (!st.file->read(e.offset, e.length, scratch).ok()) return false;  // unreadable: never matches
-  global_stats().cond_evals.add();
-  return f.matches(*scratch);
-}
-
 // Hands a Free row to the first waiter (FIFO) that still waits and whose filter matches.
 void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view payload) {
   if (st.waiters.empty() || e.state != RowState::kFree) return;
@@ -24,7 +17,6 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
         payload = scratch;
         have_payload = true;
       }
-      global_stats().cond_evals.add();
       if (!it->filter->matches(payload)) {
         ++it;
         continue;
@@ -49,6 +41,7 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
 
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   if (e.state != RowState::kFree) owned_.fetch_sub(1);
+  st.free_epoch++;  // filtered scans in progress must not move their cursor past it
   e.state = RowState::kFree;
   e.owner = nullptr;
   // Scans skipped this row while it was taken: move their cursors back.
@@ -64,54 +57,120 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   offer_row(st, e, std::string_view());
 }
 
-QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub_index,
-                                                      const std::shared_ptr<const RowFilter>& filter,
-                                                      bool register_waiter) {
-  auto st = state_.lock();
-  if (st->dropped) return Take::kDropped;
-  // Where to start: rows before the cursor are known not to be Free-and-matching.
-  RowId* cursor = &st->first_free_hint;
-  if (filter) {
-    ScanCursor& sc = st->cursors[filter.get()];
-    if (sc.filter.owner_before(filter) || filter.owner_before(sc.filter) || sc.filter.expired()) {
-      sc.filter = filter;  // new filter (or a dead one's address reused): start over
-      sc.next = 0;
-    }
-    cursor = &sc.next;
+RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter) {
+  if (!filter) return &st.first_free_hint;
+  if (st.cursors.size() > 64) {  // forget cursors of filters nobody holds any more
+    for (auto it = st.cursors.begin(); it != st.cursors.end();)
+      it = it->second.filter.expired() ? st.cursors.erase(it) : std::next(it);
   }
-  std::string scratch;
-  size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
-  RowEntry* found = nullptr;
-  for (; pos < end; pos++) {
-    RowEntry& e = st->index.at(pos);
-    if (e.state != RowState::kFree) continue;
-    if (filter && !matches(*st, e, *filter, &scratch)) continue;
-    found = &e;
-    break;
+  ScanCursor& sc = st.cursors[filter.get()];
+  if (sc.filter.owner_before(filter) || filter.owner_before(sc.filter) || sc.filter.expired()) {
+    sc.filter = filter;  // new filter (or a dead one's address reused): start over
+    sc.next = 0;
   }
-  // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
-  if (found) *cursor = found->id;
-  else if (end > 0) *cursor = st->index.at(end - 1).id + 1;
-  if (st->cursors.size() > 64) {  // forget cursors of filters nobody holds any more
-    for (auto it = st->cursors.begin(); it != st->cursors.end();)
-      it = it->second.filter.expired() ? st->cursors.erase(it) : std::next(it);
-  }
-  if (found) {
-    if (!c.accept(sub_index, found->id)) return Take::kConsumerDone;
-    found->state = RowState::kOwned;
-    found->owner = c.self;
-    owned_.fetch_add(1);
-    global_stats().wait_immediate.add();
-    return Take::kTaken;
-  }
-  if (!register_waiter) return Take::kNone;
+  return &sc.next;
+}
+
+QueueTableImpl::Take QueueTableImpl::take_locked(TableState& /*held*/, Consumer::Impl& c, int sub_index, RowEntry& e) {
+  if (!c.accept(sub_index, e.id)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  e.state = RowState::kOwned;
+  e.owner = c.self;
+  owned_.fetch_add(1);
+  global_stats().wait_immediate.add();
+  return Take::kTaken;
+}
+
+QueueTableImpl::Take QueueTableImpl::register_locked(TableState& st, Consumer::Impl& c, int sub_index,
+                                                     const std::shared_ptr<const RowFilter>& filter) {
   {
     auto mb = c.mailbox.lock();
     if (!mb->waiting) return Take::kConsumerDone;
   }
-  st->waiters.push_back(Waiter{&c, sub_index, filter});
-  waiters_.store(st->waiters.size());
+  st.waiters.push_back(Waiter{&c, sub_index, filter});
+  waiters_.store(st.waiters.size());
   return Take::kRegistered;
+}
+
+// The cursor of (table, filter) says: rows before it are not Free-and-matching. It only
+// moves forward when no row became Free during the scan (free_epoch unchanged), and
+// row_became_free() moves it back, so a returned row is never skipped.
+QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub_index,
+                                                      const std::shared_ptr<const RowFilter>& filter,
+                                                      bool register_waiter) {
+  if (!filter) {  // no payload reads: one lock hold
+    auto st = state_.lock();
+    if (st->dropped) return Take::kDropped;
+    RowId* cursor = cursor_for(*st, filter);
+    size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
+    while (pos < end && st->index.at(pos).state != RowState::kFree) pos++;
+    // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
+    if (pos < end) {
+      *cursor = st->index.at(pos).id;
+      return take_locked(*st, c, sub_index, st->index.at(pos));
+    }
+    if (end > 0) *cursor = st->index.at(end - 1).id + 1;
+    return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
+  }
+
+  // With a filter, payloads are read and evaluated in batches outside the lock.
+  constexpr size_t kScanBatch = 256;
+  struct Candidate {
+    RowId id;
+    uint64_t offset;
+    uint32_t length;
+  };
+  std::vector<Candidate> batch;
+  std::string payload;
+  RowId from = 0;
+  uint64_t epoch = 0;
+  bool started = false;
+  for (;;) {
+    std::shared_ptr<DataFile> file;
+    {
+      auto st = state_.lock();
+      if (st->dropped) return Take::kDropped;
+      RowId* cursor = cursor_for(*st, filter);
+      if (!started || st->free_epoch != epoch) {  // (re)start: a row behind us may be Free again
+        from = *cursor;
+        epoch = st->free_epoch;
+        started = true;
+      }
+      batch.clear();
+      size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
+      for (; pos < end && batch.size() < kScanBatch; pos++) {
+        const RowEntry& e = st->index.at(pos);
+        if (e.state == RowState::kFree) batch.push_back(Candidate{e.id, e.offset, e.length});
+      }
+      if (batch.empty()) {  // checked up to the end, with no row freed meanwhile
+        if (end > 0 && st->index.at(end - 1).id + 1 > *cursor) *cursor = st->index.at(end - 1).id + 1;
+        return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
+      }
+      file = st->file;
+    }
+    RowId match = 0;
+    for (const Candidate& k : batch) {
+      if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
+      if (filter->matches(payload)) {
+        match = k.id;
+        break;
+      }
+    }
+    auto st = state_.lock();
+    if (st->dropped) return Take::kDropped;
+    RowId* cursor = cursor_for(*st, filter);
+    const bool stable = st->free_epoch == epoch;
+    if (match) {
+      RowEntry* e = st->index.find(match);
+      if (e && e->state == RowState::kFree) {
+        if (stable && match > *cursor) *cursor = match;
+        return take_locked(*st, c, sub_index, *e);
+      }
+      from = match + 1;  // someone else took it meanwhile
+    } else {
+      from = batch.back().id + 1;
+    }
+    if (stable && from > *cursor) *cursor = from;
+  }
 }
 
 void QueueTableImpl::unregister(Consumer::Impl& c) {
