@@ -1,8 +1,11 @@
 """Loading the plugin: engine, functions, information_schema, SHOW ENGINE QUEUE STATUS."""
 import json
+import subprocess
 
 import pymysql
 import pytest
+
+from q4m_server import REPO
 
 
 FUNCTIONS = ["queue_wait", "queue_end", "queue_abort", "queue_rowid", "queue_set_srcid",
@@ -104,3 +107,19 @@ def test_plugin_loads_at_startup_after_install(fresh_server):
     assert fresh_server.sql(
         "SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE='QUEUE'") == [("YES",)]
     assert fresh_server.value("SELECT queue_rowid()") is None
+
+
+def test_install_sql_installs_everything(server_factory):
+    s = server_factory.new(install=False)
+    try:
+        assert s.sql("SELECT ENGINE FROM information_schema.ENGINES WHERE ENGINE='QUEUE'") == []
+        with open(REPO / "install.sql") as f:
+            subprocess.run(["mariadb", "--no-defaults", "-S", str(s.socket), "-uroot"], stdin=f, check=True)
+        assert s.sql("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE='QUEUE'") == [("YES",)]
+        names = {r[0].lower() for r in s.sql(
+            "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE='FUNCTION'")}
+        assert set(FUNCTIONS) <= names
+        s.restart()
+        assert s.sql("SELECT SUPPORT FROM information_schema.ENGINES WHERE ENGINE='QUEUE'") == [("YES",)]
+    finally:
+        s.destroy()
