@@ -33,8 +33,10 @@ class BlockReader {
   std::string buf_;
 };
 
-// Why the chunk at `pos` is bad ("" if it is valid); *end = offset after it when valid.
+// Why the chunk at `pos` is bad ("" if it is valid). *end = offset after it, set
+// whenever its header is valid (its length can then be trusted), else left 0.
 std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* end, Status* io) {
+  *end = 0;
   if (size - pos < fmt::kChunkHeaderSize) return "chunk header is truncated";
   const unsigned char* p = nullptr;
   *io = r.get(pos, fmt::kChunkHeaderSize, &p);
@@ -42,21 +44,22 @@ std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* e
   fmt::ChunkHeader h;
   std::string why = fmt::parse_chunk_header(p, &h);
   if (!why.empty()) return why;
+  *end = pos + fmt::kChunkHeaderSize + h.body_len;
   if (size - pos - fmt::kChunkHeaderSize < h.body_len) return "chunk body is truncated";
   *io = r.get(pos + fmt::kChunkHeaderSize, h.body_len, &p);
   if (!io->ok()) return "read failed";
   if (crc32c(p, h.body_len) != h.body_crc) return "chunk body checksum mismatch";
-  *end = pos + fmt::kChunkHeaderSize + h.body_len;
   return "";
 }
 
-// Is there any valid chunk starting after `bad`? (Then `bad` is not a torn tail.)
-Status valid_chunk_after(const DataFile& f, uint64_t bad, uint64_t size, bool* found) {
+// Is there a valid chunk starting at or after `from`? (Then the bad chunk before it is
+// not a torn tail.) Every byte offset is tried: a damaged header gives no length.
+Status valid_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* found) {
   *found = false;
   BlockReader scan(f, size), verify(f, size);
   unsigned char magic[4];
   for (int i = 0; i < 4; i++) magic[i] = static_cast<unsigned char>(fmt::kChunkMagic >> (8 * i));
-  for (uint64_t pos = bad + 1; pos + fmt::kChunkHeaderSize <= size; pos++) {
+  for (uint64_t pos = from; pos + fmt::kChunkHeaderSize <= size; pos++) {
     const unsigned char* p = nullptr;
     Status s = scan.get(pos, 4, &p);
     if (!s.ok()) return s;
@@ -134,8 +137,10 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
     why = check_chunk(reader, pos, size, &end, &s);
     if (!s.ok()) return s;
     if (!why.empty()) {
+      // With an intact header, nothing can start inside its body (which may hold any
+      // bytes, even a chunk image inside a payload): look only past its end.
       bool later_valid = false;
-      s = valid_chunk_after(file, pos, size, &later_valid);
+      s = valid_chunk_from(file, end ? end : pos + 1, size, &later_valid);
       if (!s.ok()) return s;
       if (later_valid) return corrupt(file, pos, why);
       // Torn write at the tail: nothing after it was ever acknowledged.

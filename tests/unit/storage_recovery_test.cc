@@ -1,5 +1,6 @@
 // Crash recovery: torn tails are cut, damage in the middle is reported, nothing
 // acknowledged is lost and nothing is invented.
+#include "../../storage/file_format.h"
 #include "check.h"
 #include "storage_test_util.h"
 
@@ -232,4 +233,44 @@ TEST(leftover_tmp_from_crash_mid_compaction_is_ignored) {
   auto seen = scan(*t);
   REQUIRE(seen.size() == 4);
   for (size_t i = 0; i < 4; i++) CHECK_EQ(seen[i].first, rows[i].id);
+}
+
+// A payload may contain any bytes, even the image of a valid chunk (a relayed data
+// file, say). A torn last chunk carrying one must still be cut as a torn tail.
+TEST(chunk_image_inside_a_torn_payload_is_not_mistaken_for_a_later_chunk) {
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId a;
+  REQUIRE(insert1(*t, "A", &a).ok());
+  uint64_t a_end = t->info().file_bytes;
+  std::string image;
+  fmt::ChunkBuilder b(&image);
+  b.add_row(999, 1, "embedded");
+  b.finish();
+  REQUIRE(insert1(*t, image + std::string(100, 'z')).ok());
+  t.reset();
+  TableRegistry::instance().close_all();
+  std::string bytes = read_file_bytes(path);
+  // (1) cut after the embedded image, (2) complete chunk with a flipped byte at its end
+  std::string cut = bytes.substr(0, a_end + 16 + 21 + image.size() + 10);
+  std::string flipped = bytes;
+  flipped[flipped.size() - 1] ^= 1;
+  for (const std::string& variant : {cut, flipped}) {
+    std::string p = dir.file("v");
+    write_file_bytes(p, variant);
+    std::shared_ptr<QueueTable> r;
+    Status s = TableRegistry::instance().acquire(p, &r);
+    CHECK(s.ok());
+    if (!s.ok()) std::fprintf(stderr, "  %s\n", s.message().c_str());
+    if (r) {
+      auto rows = scan(*r);
+      CHECK_EQ(rows.size(), 1u);
+      CHECK_EQ(r->info().file_bytes, a_end);
+    }
+    r.reset();
+    TableRegistry::instance().drop(p);
+  }
 }
