@@ -25,7 +25,7 @@ for src in tests/unit/*_test.cc; do
     echo "   $bin is missing (run make unit-tests)"
     failed=$((failed + 1)); status=1; continue
   fi
-  out=$("$bin" 2>&1); rc=$?
+  out=$(timeout --kill-after=10 900 "$bin" 2>&1); rc=$?
   echo "$out" | tail -n 20
   summary=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
   if [ -z "$summary" ]; then

@@ -210,7 +210,9 @@ def check_after_restart(server, ledger, cycle):
     server.sql("DELETE FROM q")
     assert server.value("SELECT COUNT(*) FROM q") == 0
     c.close()
-    return len(ledger.inserted), len(ledger.acked), len(remaining)
+    return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
+                   inserts_in_flight=len(ledger.attempted - ledger.inserted),
+                   acks_in_flight=len(ledger.ack_unknown))
 
 
 @pytest.mark.parametrize("mode", ["fdatasync", "none"])
@@ -223,6 +225,5 @@ def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
         ledger = run_cycle(s, cycle, rng)
         s.start()
-        inserted, acked, remaining = check_after_restart(s, ledger, cycle)
-        totals.update(inserted=inserted, acked=acked, remaining=remaining)
+        totals += check_after_restart(s, ledger, cycle)
     print(f"crash test ({mode}): {CYCLES} cycles, {dict(totals)}")
