@@ -89,3 +89,18 @@ def wait_for_waiter(server, conn_id, timeout=30):
                           (conn_id,))
         return bool(rows) and rows[0][0] == "Query" and rows[0][1] is not None
     wait_until(running, timeout, what=f"connection {conn_id} to be running a statement")
+
+
+def start_waiter(server, sql):
+    """Runs a blocking statement (e.g. queue_wait) on a new connection in the background and
+    returns (conn, Background) once the statement is running."""
+    c = server.connect()
+    bg = Background(lambda: value(c, sql))
+    wait_for_waiter(server, c.thread_id())
+    time.sleep(0.2)  # let it reach the blocking wait inside the statement
+    return c, bg
+
+
+def owned_row_id(c, table="q", column="v"):
+    """(column value, queue_rowid()) of the row connection c owns."""
+    return value(c, f"SELECT {column} FROM {table}"), value(c, "SELECT queue_rowid()")

@@ -1,7 +1,7 @@
 """queue_compact(): rows and row ids survive compaction, also across a crash right after it."""
 import pytest
 
-from sqlcheck import Background, query, value
+from sqlcheck import Background, owned_row_id, query, value
 
 
 def _fill(s, n):
@@ -15,7 +15,7 @@ def _rowids(c, table="q"):
     """(v, rowid) of every row, by owning each in turn and returning it."""
     out = []
     while value(c, f"SELECT queue_wait('{table}', 0)") == 1:
-        out.append((value(c, f"SELECT v FROM {table}"), value(c, "SELECT queue_rowid()")))
+        out.append(owned_row_id(c, table))
     return out
 
 
@@ -43,7 +43,7 @@ def test_rowids_are_unchanged_by_compaction(server):
     before = []
     for c in owners:
         assert value(c, "SELECT queue_wait('q', 0)") == 1
-        before.append((value(c, "SELECT v FROM q"), value(c, "SELECT queue_rowid()")))
+        before.append(owned_row_id(c))
     for c in owners:
         assert value(c, "SELECT queue_abort()") == 1
     assert [v for v, _ in before] == list(range(250, 300))

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from sqlcheck import Background, query, value, wait_for_waiter
+from sqlcheck import query, start_waiter, value
 
 ROWS = [
     # id, prio, kind, u (INT UNSIGNED), big (BIGINT UNSIGNED), n (nullable), name
@@ -84,10 +84,7 @@ def test_same_table_listed_twice_is_a_priority_queue(server, q):
 def test_condition_waiter_is_woken_only_by_a_matching_row(server, q):
     while value(q, "SELECT queue_wait('q', 0)") == 1:
         pass  # empty the queue
-    c = server.connect()
-    bg = Background(lambda: value(c, "SELECT queue_wait('q:prio > 100', 60)"))
-    wait_for_waiter(server, c.thread_id())
-    time.sleep(0.2)
+    c, bg = start_waiter(server, "SELECT queue_wait('q:prio > 100', 60)")
     server.sql("INSERT INTO test.q (id, prio) VALUES (10, 1)")
     time.sleep(0.3)
     assert not bg.done(), "a non-matching row must not wake the waiter with it"

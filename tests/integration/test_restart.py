@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from sqlcheck import query, value
+from sqlcheck import owned_row_id, query, value
 
 MODES = [(mode, kill) for mode in ("fdatasync", "none", "fsync") for kill in (False, True)]
 MODE_IDS = [f"{m}-{'kill9' if k else 'clean'}" for m, k in MODES]
@@ -55,13 +55,13 @@ def test_rowids_are_stable_across_restart(fresh_server, kill):
     before = []
     for c in owners:
         assert value(c, "SELECT queue_wait('q', 0)") == 1
-        before.append((value(c, "SELECT v FROM q"), value(c, "SELECT queue_rowid()")))
+        before.append(owned_row_id(c))
     s.restart(kill=kill)
     after = []
     owners = [s.connect() for _ in range(3)]
     for c in owners:
         assert value(c, "SELECT queue_wait('q', 0)") == 1
-        after.append((value(c, "SELECT v FROM q"), value(c, "SELECT queue_rowid()")))
+        after.append(owned_row_id(c))
     assert after == before
     s.sql("INSERT INTO test.q VALUES (4)")
     c = s.connect()

@@ -7,7 +7,7 @@ import pymysql
 import pytest
 from pymysql.constants import COMMAND
 
-from sqlcheck import ER_QUERY_INTERRUPTED, Background, query, value, wait_for_waiter, wait_until
+from sqlcheck import ER_QUERY_INTERRUPTED, query, start_waiter, value, wait_for_waiter, wait_until
 
 LONG = 60  # a waiter that is woken must return well before this
 
@@ -18,17 +18,9 @@ def _queue(server, name="q", n=0):
         server.sql(f"INSERT INTO test.{name} VALUES " + ", ".join(f"({i})" for i in range(1, n + 1)))
 
 
-def _start_waiter(server, sql):
-    c = server.connect()
-    bg = Background(lambda: value(c, sql))
-    wait_for_waiter(server, c.thread_id())
-    time.sleep(0.2)  # let it reach the blocking wait inside the statement
-    return c, bg
-
-
 def test_insert_wakes_a_waiter(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
     server.sql("INSERT INTO test.q VALUES (42)")
     assert bg.join() == 1
     assert bg.elapsed < LONG / 2
@@ -38,7 +30,7 @@ def test_insert_wakes_a_waiter(server):
 def test_insert_into_second_table_wakes_a_multi_table_waiter(server):
     _queue(server, "q1")
     _queue(server, "q2")
-    c, bg = _start_waiter(server, f"SELECT queue_wait('q1', 'q2', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('q1', 'q2', {LONG})")
     server.sql("INSERT INTO test.q2 VALUES (7)")
     assert bg.join() == 2
     assert bg.elapsed < LONG / 2
@@ -47,7 +39,7 @@ def test_insert_into_second_table_wakes_a_multi_table_waiter(server):
 
 def test_each_insert_wakes_exactly_one_waiter(server):
     _queue(server)
-    waiters = [_start_waiter(server, f"SELECT queue_wait('q', {LONG})") for _ in range(3)]
+    waiters = [start_waiter(server, f"SELECT queue_wait('q', {LONG})") for _ in range(3)]
     server.sql("INSERT INTO test.q VALUES (1), (2), (3)")
     got = []
     for c, bg in waiters:
@@ -74,7 +66,7 @@ def test_one_second_timeout_returns_zero(server):
 
 def test_kill_query_interrupts_a_wait(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
     server.sql(f"KILL QUERY {c.thread_id()}")
     with pytest.raises(pymysql.MySQLError) as e:
         bg.join()
@@ -88,7 +80,7 @@ def test_kill_query_interrupts_a_wait(server):
 
 def test_kill_connection_of_a_waiter(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
     server.sql(f"KILL {c.thread_id()}")
     with pytest.raises(pymysql.MySQLError):
         bg.join()
@@ -129,7 +121,7 @@ def test_drop_table_while_a_row_is_owned(server):
 
 def test_drop_table_while_a_consumer_waits(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
     server.sql("DROP TABLE test.q")
     with pytest.raises(pymysql.MySQLError) as e:
         bg.join()
@@ -154,7 +146,7 @@ def test_truncate_while_a_row_is_owned(server):
 
 def test_truncate_while_a_consumer_waits(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
     server.sql("TRUNCATE TABLE test.q")
     time.sleep(0.2)
     assert not bg.done(), "the wait must survive TRUNCATE"
@@ -165,7 +157,7 @@ def test_truncate_while_a_consumer_waits(server):
 
 def test_rename_while_a_consumer_waits(server):
     _queue(server)
-    c, bg = _start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
+    c, bg = start_waiter(server, f"SELECT queue_wait('test.q', {LONG})")
     server.sql("RENAME TABLE test.q TO test.q_renamed")
     time.sleep(0.2)
     assert not bg.done(), "the wait must survive RENAME"
