@@ -115,7 +115,11 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
 
 int ha_queue::open(const char* name, int, uint) {
   q4m::Status st = q4m::TableRegistry::instance().acquire(data_file_path(name), &queue_);
-  if (!st.ok()) return raise_status_error(st);  // the server prints nothing more once set
+  if (!st.ok()) {
+    // Once an error is set the server adds no "marked as crashed" guess of its own.
+    return raise_status_error(
+        q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
+  }
   lock_shared_ha_data();
   share_ = static_cast<QueueShare*>(get_ha_share_ptr());
   if (!share_) {

@@ -70,7 +70,13 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
 
       std::shared_ptr<q4m::QueueTable> queue;
       std::string path = "./" + db_file + "/" + file;
-      if (!q4m::TableRegistry::instance().acquire(path, &queue).ok()) continue;
+      q4m::Status st = q4m::TableRegistry::instance().acquire(path, &queue);
+      if (!st.ok()) {  // listed tables stay readable; the broken one is named in a warning
+        push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_UNKNOWN_ERROR,
+                            "QUEUE table '%s.%s' skipped: %s", db.c_str(), name.c_str(),
+                            st.message().c_str());
+        continue;
+      }
       q4m::TableInfo info = queue->info();
 
       t->field[kSchema]->store(db.c_str(), db.size(), system_charset_info);
