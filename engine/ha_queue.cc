@@ -296,6 +296,8 @@ int ha_queue::info(uint flag) {
   if (flag & HA_STATUS_VARIABLE) {
     stats.records = queue_->visible_count(viewer_of(ha_thd()));
     stats.deleted = 0;
+  }
+  if (flag & HA_STATUS_VARIABLE_EXTRA) {  // SHOW TABLE STATUS, I_S.TABLES: not per statement
     q4m::TableInfo ti = queue_->info();
     stats.data_file_length = ti.file_bytes;
     stats.delete_length = ti.removed_bytes;
