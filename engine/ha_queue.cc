@@ -62,8 +62,10 @@ ulonglong ha_queue::table_flags() const {
   // HA_HAS_RECORDS (not HA_STATS_RECORDS_IS_EXACT): COUNT(*) is answered by records()
   // without a scan, while the optimizer never treats a 0/1-row queue as a constant
   // table, which would read or skip it before `WHERE queue_wait(...)` runs.
+  // HA_CAN_FORCE_BULK_DELETE: a DELETE removes its rows in one commit (end_bulk_delete).
   // HA_NULL_IN_KEY and HA_CAN_INDEX_BLOBS only let index definitions reach create(),
-  // which rejects every index with one clear message.
+  // which rejects every index with one clear message. No HA_CAN_BIT_FIELD: BIT values
+  // then live wholly in the field's bytes, not partly in the null-flag area.
   return HA_NO_TRANSACTIONS | HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
          HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
          HA_CAN_FORCE_BULK_DELETE | HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
