@@ -6,6 +6,7 @@
 #include "machine_info.h"
 #include "options.h"
 #include "queue_backend.h"
+#include "repeats.h"
 #include "report.h"
 #include "scenarios.h"
 
@@ -68,8 +69,7 @@ int main(int argc, char** argv) {
   }
 
   auto record = [&](RunResult r) {
-    std::fprintf(stderr, "%s\n", progress_line(r).c_str());
-    if (!r.ok()) std::fprintf(stderr, "    %s %s\n", r.error.c_str(), r.verification.c_str());
+    if (!r.ok()) std::fprintf(stderr, "FAILED: %s: %s %s\n", progress_line(r).c_str(), r.error.c_str(), r.verification.c_str());
     rep.runs.push_back(std::move(r));
   };
 
@@ -81,9 +81,20 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (int c : opt.concurrency) {
-      if (opt.select1) record(run_select1(opt, sync, c));
-      for (Scenario sc : opt.scenarios)
-        for (auto& b : backends) record(run_queue_scenario(opt, *b, admin, sc, sync, c));
+      // Repeats are interleaved so that a burst of outside load hits every configuration alike.
+      std::vector<std::vector<RunResult>> repeats;
+      for (int rep = 0; rep < opt.repeat; ++rep) {
+        size_t k = 0;
+        auto add = [&](RunResult r) {
+          std::fprintf(stderr, "%s\n", progress_line(r).c_str());
+          if (repeats.size() <= k) repeats.emplace_back();
+          repeats[k++].push_back(std::move(r));
+        };
+        if (opt.select1) add(run_select1(opt, sync, c));
+        for (Scenario sc : opt.scenarios)
+          for (auto& b : backends) add(run_queue_scenario(opt, *b, admin, sc, sync, c));
+      }
+      for (auto& runs : repeats) record(combine_repeats(std::move(runs)));
     }
   }
 

@@ -40,6 +40,7 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
                         50 us doubling up to N (default 1000; 0 = never sleep)
   --run-timeout SEC     fail a run that takes longer (default 600)
+  --repeat N            run each configuration N times (interleaved), report the median
   --socket PATH --host H --port P --user U --password PW --db DB
   --json                machine-readable output on stdout (instead of the tables)
   --json-out PATH       tables on stdout and the JSON document written to PATH
@@ -157,6 +158,10 @@ Options parse_options(int argc, char** argv) {
       o.conn.password = value();
     } else if (arg == "--db") {
       o.conn.db = value();
+    } else if (arg == "--repeat") {
+      uint64_t n = parse_u64(arg, value());
+      if (n == 0 || n > 100) usage_error("--repeat: 1..100");
+      o.repeat = static_cast<int>(n);
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--json-out") {

@@ -31,6 +31,7 @@ struct Options {
   double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end
   uint32_t poll_sleep_us = 1000;  // InnoDB: longest back-off sleep after empty polls (0 = never sleep)
   unsigned run_timeout_s = 600; // a run that takes longer fails (engine hang)
+  int repeat = 1;  // runs per configuration; the median is reported
   bool json = false;
   std::string json_out;  // also write the JSON document to this file
   bool keep_tables = false;

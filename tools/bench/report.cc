@@ -74,6 +74,12 @@ std::string json_counters(const EngineCounters& c) {
   return s + "}";
 }
 
+std::string json_rates(const std::vector<double>& rates) {
+  std::string s = "[";
+  for (size_t i = 0; i < rates.size(); ++i) s += (i ? ", " : "") + json_num(rates[i]);
+  return s + "]";
+}
+
 std::string payload_desc(const Options& opt) {
   if (opt.payload == 0) return "none (id column only)";
   return opt.var_length ? "0.." + std::to_string(opt.payload) + " bytes (var-length)"
@@ -100,9 +106,11 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "machine: %s\n", rep.machine.line().c_str());
   std::fprintf(out, "server variables:");
   for (const auto& [k, v] : rep.machine.server_variables) std::fprintf(out, " %s=%s", k.c_str(), v.c_str());
-  std::fprintf(out, "\nmessages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll back-off: up to %u us\n",
+  std::fprintf(out, "\nmessages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll back-off: up to %u us",
                static_cast<unsigned long long>(opt.messages), payload_desc(opt).c_str(), opt.wait_timeout_s,
                opt.poll_sleep_us);
+  if (opt.repeat > 1) std::fprintf(out, ", median of %d runs", opt.repeat);
+  std::fprintf(out, "\n");
 
   std::vector<std::string> failures;
   for (SyncMode sync : opt.sync) {
@@ -168,9 +176,9 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     sep = ", ";
   }
   std::fprintf(out, "}},\n  \"options\": {\"messages\": %llu, \"payload\": %u, \"var_length\": %s, "
-                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u},\n",
+                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d},\n",
                static_cast<unsigned long long>(opt.messages), opt.payload, opt.var_length ? "true" : "false",
-               json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us);
+               json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us, opt.repeat);
   auto sql_list = [&](const std::vector<std::string>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_str(v[i]);
@@ -187,7 +195,7 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
                  "    {\"scenario\": %s, \"engine\": %s, \"sync\": %s, \"concurrency\": %d, \"messages\": %llu, "
                  "\"seconds\": %s, \"rate\": %s, \"get\": %s, \"put\": %s, \"empty_polls\": %llu, "
                  "\"ratio_select1\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, \"counters\": %s, "
-                 "\"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
+                 "\"repeat_rates\": %s, \"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
                  json_str(r.scenario).c_str(), json_str(r.engine).c_str(), json_str(sync_name(r.sync)).c_str(),
                  r.concurrency, static_cast<unsigned long long>(r.messages), json_num(r.seconds).c_str(),
                  json_num(r.rate).c_str(), json_latency(r.consume).c_str(), json_latency(r.insert).c_str(),
@@ -195,7 +203,7 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
                  r.scenario == "select1" ? "null" : json_ratio(&r, s1).c_str(),
                  r.engine == "queue" ? json_ratio(&r, inno).c_str() : "null",
                  r.syncs_per_message >= 0 ? json_num(r.syncs_per_message).c_str() : "null",
-                 json_counters(r.counters).c_str(), r.ok() ? "true" : "false",
+                 json_counters(r.counters).c_str(), json_rates(r.repeat_rates).c_str(), r.ok() ? "true" : "false",
                  json_str(r.verification).c_str(), json_str(r.error).c_str(), i + 1 < rep.runs.size() ? "," : "");
   }
   std::fprintf(out, "  ],\n  \"ok\": %s\n}\n", rep.all_ok() ? "true" : "false");

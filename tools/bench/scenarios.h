@@ -4,9 +4,10 @@
 //   multirw:     each client inserts one, then consumes one (M in total).
 //   multiwait:   K messages circulate (default N/4, Q4M's "semi-starvation"):
 //                consume one, insert one, until M were consumed.
-//   select1:     N clients run M x SELECT 1 in total.
+//   select1:     N clients run max(M, 50000) x SELECT 1 in total.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "../common/db_conn.h"
 #include "latency.h"
@@ -28,6 +29,7 @@ struct RunResult {
   uint64_t empty_polls = 0;
   EngineCounters counters;       // engine counter changes during the timed part
   double syncs_per_message = -1; // the engine's sync counter / messages; -1 = n/a
+  std::vector<double> repeat_rates;  // --repeat: the rate of every run of this configuration
   std::string verification;  // the ledger's findings
   bool verified = false;
   std::string error;
