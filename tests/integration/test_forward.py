@@ -12,6 +12,7 @@ import select
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -162,8 +163,12 @@ class FreezableProxy:
 
 @pytest.fixture
 def pair(server_factory):
-    """(source, destination): two private servers with the plugin installed."""
-    src, dst = server_factory.new(), server_factory.new()
+    """(source, destination): two private servers with the plugin installed. Each gets its own
+    tmpdir: servers sharing /tmp have clobbered each other's temporary-table files."""
+    def private_tmpdir():
+        return f"--tmpdir={tempfile.mkdtemp(prefix='tmp-', dir=server_factory.tmp_root)}"
+    src = server_factory.new(extra_args=[private_tmpdir()])
+    dst = server_factory.new(extra_args=[private_tmpdir()])
     yield src, dst
     keep = bool(os.environ.get("Q4M_KEEP_TMP"))
     src.destroy(keep_dir=keep)
@@ -335,9 +340,18 @@ def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
                what=f"every row at the destination ({context})\n{relay.log()}")
     assert relay.terminate() == 0, relay.log()
     got = seqs(dst)
-    dups = len(got) - len(set(got))
-    missing = sorted(set(range(1, total + 1)) - set(got))
-    assert dups == 0 and not missing, f"{context}: {dups} duplicates, missing {missing[:20]}"
+    seen, dups = set(), []
+    for i, v in enumerate(got):
+        if v in seen:
+            dups.append((v, i, got[max(0, i - 3):i + 4]))
+        seen.add(v)
+    missing = sorted(set(range(1, total + 1)) - seen)
+    if dups or missing:  # tell a relay fault from a scan fault
+        rescan = seqs(dst)
+        context += (f" COUNT(*)={count(dst, 'dst')} scanned={len(got)}"
+                    f" second scan {'identical' if rescan == got else 'DIFFERS'}")
+    assert not dups and not missing, \
+        f"{context}: duplicates (value, position, neighbours) {dups[:10]}, missing {missing[:20]}"
     assert got == list(range(1, total + 1)), f"{context}: rows out of order"
     assert count(src, "src") == 0
 
