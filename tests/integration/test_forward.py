@@ -286,6 +286,21 @@ def test_sigterm_exits_cleanly_and_returns_nothing(pair, relays):
     assert seqs(dst) == [1, 2, 3, 4, 5]
 
 
+def test_sigterm_mid_transfer_loses_and_repeats_nothing(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 3000)
+    r = Relay(src, dst, 1).start()
+    relays.append(r)
+    wait_until(lambda: count(dst, "dst") >= 100, WAIT_S, what="a transfer under way")
+    assert r.terminate() == 0, r.log()
+    relayed = seqs(dst)
+    k = len(relayed)
+    assert relayed == list(range(1, k + 1))
+    # The row in hand was finished: delivered and removed, not left owned or returned.
+    assert seqs(src, "src") == list(range(k + 1, 3001))
+
+
 def test_second_relay_waits_for_the_first(pair, relays):
     """Only one relay per source table: a second one waits on the source lock, then takes over."""
     src, dst = pair
