@@ -192,7 +192,15 @@ int ha_queue::write_row(const uchar* buf) {
     PendingRelay r = *cs->take_pending_relay();
     bool accepted = false;
     st = queue_->insert_relayed(encoded_, r.source_id, r.source_rowid, r.reset, &accepted);
-    return st.ok() ? 0 : raise(st);
+    if (!st.ok()) return raise(st);
+    // Q4M drops a replay silently (still 1 affected row); the note lets a relay count
+    // replays and notice a destination whose record is ahead of its source.
+    if (!accepted)
+      push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
+                          "queue_set_srcid: row %llu of source %u was already received by '%s'; dropped",
+                          static_cast<unsigned long long>(r.source_rowid), r.source_id,
+                          table_label().c_str());
+    return 0;
   }
   if (bulk_insert_) {
     bulk_bytes_ += encoded_.size();
