@@ -63,6 +63,8 @@ class QueueTable {
   virtual Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload,
                               bool* found) = 0;
   virtual Status read_row(RowId id, std::string* payload, bool* found) = 0;
+  // Next live row with id > after whoever owns or claims it (ALTER/OPTIMIZE copies).
+  virtual Status next_row(RowId after, RowId* id, std::string* payload, bool* found) = 0;
   virtual uint64_t visible_count(const Consumer* viewer) = 0;  // instant
 
   // DELETE: claim a visible row for removal (false if it is gone or owned by another

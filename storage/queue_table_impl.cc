@@ -138,6 +138,24 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
   return file->read(offset, length, payload);
 }
 
+Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found) {
+  *found = false;
+  std::shared_ptr<DataFile> file;
+  uint64_t offset;
+  uint32_t length;
+  {
+    auto st = state_.lock();
+    size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
+    while (pos < end && st->index.at(pos).state == RowState::kRemoved) pos++;
+    if (pos == end) return Status::Ok();
+    const RowEntry& e = st->index.at(pos);
+    *id = e.id, offset = e.offset, length = e.length;
+    file = st->file;
+  }
+  *found = true;
+  return payload ? file->read(offset, length, payload) : Status::Ok();
+}
+
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {
   ViewerMode m = mode_of(viewer, this);
   if (m.owns_elsewhere) return 0;

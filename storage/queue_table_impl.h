@@ -97,6 +97,7 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found) override;
+  Status next_row(RowId after, RowId* id, std::string* payload, bool* found) override;
   uint64_t visible_count(const Consumer* viewer) override;
   bool claim_for_delete(Consumer* viewer, RowId id) override;
   Status remove_claimed(Consumer* viewer) override;

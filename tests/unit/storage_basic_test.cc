@@ -136,3 +136,24 @@ TEST(blocking_wait_gets_handoff) {
   REQUIRE(c.end().ok());
   CHECK_EQ(t->info().rows, 0u);
 }
+
+TEST(next_row_sees_owned_and_claimed_rows) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  RowId a, b, c;
+  REQUIRE(insert1(*t, "a", &a).ok());
+  REQUIRE(insert1(*t, "b", &b).ok());
+  REQUIRE(insert1(*t, "c", &c).ok());
+  Consumer owner, deleter;
+  int idx;
+  REQUIRE(owner.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());  // owns a
+  REQUIRE(t->claim_for_delete(&deleter, b));
+  std::vector<RowId> ids;
+  std::string p;
+  RowId id = 0;
+  bool found = true;
+  while (t->next_row(id, &id, &p, &found).ok() && found) ids.push_back(id);
+  CHECK(ids == (std::vector<RowId>{a, b, c}));
+  CHECK_EQ(scan(*t).size(), 1u);  // a normal scan sees only c
+}
