@@ -77,6 +77,8 @@ void QueueTableImpl::maybe_auto_compact() {
 Status QueueTableImpl::compact_now() {
   const StorageSettings& cfg = settings();
   const bool concurrent = cfg.use_concurrent_compaction.load();
+  // Phase 1 never blocks writers, so "bytes copied between serving writers" becomes
+  // the size of each write to the new file.
   const uint64_t flush_bytes = std::max<uint64_t>(64u << 10, cfg.concurrent_compaction_interval.load());
   std::unique_ptr<WriterTurn> turn;
   if (!concurrent) turn.reset(new WriterTurn(*this));
