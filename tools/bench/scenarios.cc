@@ -30,6 +30,7 @@ std::vector<client::DbConn> open_connections(const Options& opt, int n) {
 // attempt: polling or waiting for a message is part of its cost.
 template <typename GiveUp>
 bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d) {
+  if (ctl.should_stop()) return false;  // also enforces --run-timeout on a run that is merely slow
   Clock::time_point t0 = Clock::now();
   while (!s.consume(d)) {
     if (give_up() || ctl.should_stop()) {
