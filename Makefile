@@ -46,7 +46,6 @@ plugin: $(PLUGIN)
 tools: $(TOOLS)
 unit-tests: $(UNIT_BIN)
 
-$(BUILD)/storage/%.o $(BUILD)/cond/%.o: CXXFLAGS_X = $(CORE_CXXFLAGS)
 $(BUILD)/storage/%.o: storage/%.cc $(wildcard storage/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
