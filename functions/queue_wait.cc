@@ -65,6 +65,9 @@ class Item_func_queue_wait final : public Item_queue_action {
     }
     // Creating the state before waiting also makes KILL QUERY reach kill_query().
     q4m::Consumer& consumer = q4m_engine::connection_state(thd).consumer();
+    // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
+    // after the check stays pending in the consumer and ends the wait at once.
+    consumer.clear_interrupt();
     if (thd_killed(thd)) {
       my_error(ER_QUERY_INTERRUPTED, MYF(0));
       return 0;

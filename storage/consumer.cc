@@ -92,10 +92,26 @@ void Consumer::release() {
 
 void Consumer::interrupt() {
   auto mb = impl_->mailbox.lock();
-  if (!mb->in_wait) return;
-  mb->interrupted = true;
+  mb->interrupt_pending = true;
   impl_->wake.notify_one();
 }
+
+void Consumer::clear_interrupt() { impl_->mailbox.lock()->interrupt_pending = false; }
+
+namespace {
+
+Status interrupted_status() {
+  global_stats().wait_interrupts.add();
+  return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
+}
+
+// Consumes a pending interrupt (caller holds the mailbox lock).
+Status take_interrupt(Consumer::Impl::Mailbox& mb) {
+  mb.interrupt_pending = false;
+  return interrupted_status();
+}
+
+}  // namespace
 
 Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index) {
   Impl& c = *impl_;
@@ -106,15 +122,12 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   global_stats().waits.add();
   {
     auto mb = c.mailbox.lock();
+    if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
     *mb = Impl::Mailbox();
-    mb->in_wait = true;  // from here interrupt() counts, also during the end() below
   }
-  struct LeaveWait {  // interrupt() after wait() returns has no effect
+  struct LeaveWait {  // no hand-off once wait() returns
     Impl& c;
-    ~LeaveWait() {
-      auto mb = c.mailbox.lock();
-      mb->in_wait = mb->waiting = false;
-    }
+    ~LeaveWait() { c.mailbox.lock()->waiting = false; }
   } leave{c};
 
   if (c.owned) {
@@ -123,10 +136,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
   {
     auto mb = c.mailbox.lock();
-    if (mb->interrupted) {
-      global_stats().wait_interrupts.add();
-      return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
-    }
+    if (mb->interrupt_pending) return take_interrupt(*mb);
     mb->waiting = true;
   }
 
@@ -150,9 +160,10 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
 
   Impl::Mailbox result;
+  bool interrupted = false;
   {
     auto mb = c.mailbox.lock();
-    while (block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupted) {
+    while (block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending) {
       // Spurious wake-ups loop; only the deadline itself is a timeout.
       if (c.wake.wait_until(mb.unique_lock(), deadline) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() >= deadline)
@@ -160,6 +171,9 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     }
     mb->waiting = false;  // no hand-off after this point
     result = *mb;
+    // A row or a drop wins over a KILL; the interrupt is consumed only when reported.
+    interrupted = !result.handed && dropped_message.empty() && !result.dropped && result.interrupt_pending;
+    if (interrupted) mb->interrupt_pending = false;
   }
   for (QueueTableImpl* t : registered) t->unregister(c);
 
@@ -174,10 +188,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   if (!dropped_message.empty() || result.dropped) {
     return Status(ErrorCode::kDropped, !dropped_message.empty() ? dropped_message : result.dropped_message);
   }
-  if (result.interrupted) {
-    global_stats().wait_interrupts.add();
-    return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
-  }
+  if (interrupted) return interrupted_status();
   global_stats().wait_timeouts.add();
   return Status::Ok();
 }

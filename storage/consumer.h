@@ -25,7 +25,7 @@ class Consumer {
   // queue_wait(): first removes the owned row (like end()), then takes ownership of the
   // first available row of the first subscription that has a matching one (list order is
   // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
-  // Returns kInterrupted if interrupt() was called during the wait, kDropped if a table
+  // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
   Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
 
@@ -33,9 +33,14 @@ class Consumer {
   Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none
   void release();  // connection closing: abort() if owning, and drop delete claims; never fails
 
-  // KILL QUERY: wakes a running wait() (which returns kInterrupted). No effect when no
-  // wait() is running (the engine checks thd_killed() before starting one).
+  // KILL QUERY: a running wait() returns kInterrupted; if none is running, the next wait()
+  // does so at once (a KILL landing between the engine's thd_killed() check and wait()
+  // must not be lost). The wait that returns kInterrupted consumes the interrupt.
   void interrupt();
+  // Forgets a pending interrupt. The engine calls it at the start of each statement's
+  // queue_wait, before its own thd_killed() check, so a KILL meant for an earlier
+  // statement does not abort a new one.
+  void clear_interrupt();
 
   bool owner_mode() const;
   QueueTable* owned_table() const;  // null if not in owner mode

@@ -18,14 +18,16 @@ struct Consumer::Impl {
   explicit Impl(Consumer* owner) : self(owner) {}
 
   struct Mailbox {
-    bool in_wait = false;   // inside wait(): interrupt() applies
     bool waiting = false;   // accepting a row: hand-off allowed
     bool handed = false;    // a row was given (at most one per wait)
     int handed_sub = -1;
     RowId handed_rowid = 0;
     bool dropped = false;
     std::string dropped_message;
-    bool interrupted = false;
+    // Set by interrupt(), consumed by the wait() that returns kInterrupted, cleared by
+    // clear_interrupt(). Survives between waits so a KILL that lands just before wait()
+    // registers is not lost.
+    bool interrupt_pending = false;
   };
 
   // Called by a table under its state lock (lock order table -> consumer).

@@ -229,7 +229,8 @@ TEST(interrupt_wakes_wait_and_does_not_stick) {
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
   Consumer c;
-  c.interrupt();  // no wait running: no effect
+  c.interrupt();
+  c.clear_interrupt();  // the engine does this at the start of each statement
   int idx = -1;
   Status s;
   std::thread th([&] { s = c.wait({{t, nullptr}}, std::chrono::seconds(30), &idx); });
@@ -241,6 +242,41 @@ TEST(interrupt_wakes_wait_and_does_not_stick) {
   REQUIRE(insert1(*t, "x").ok());
   REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // not interrupted again
   CHECK_EQ(idx, 1);
+}
+
+// A KILL that lands after the engine's thd_killed() check but before wait() registers
+// must not be lost (the wait would otherwise run to its full timeout).
+TEST(interrupt_before_wait_is_sticky_until_cleared) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "x").ok());
+  Consumer c;
+  int idx = -1;
+  c.interrupt();
+  Status s = c.wait({{t, nullptr}}, std::chrono::seconds(30), &idx);
+  CHECK(s.code() == ErrorCode::kInterrupted);
+  CHECK_EQ(idx, 0);
+  CHECK(!c.owner_mode());  // an interrupted wait takes no row
+  CHECK_EQ(t->info().waiters, 0u);
+  // Consumed: the next wait takes the row.
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  // A pending interrupt keeps the owned row (the wait does not end it first).
+  c.interrupt();
+  s = c.wait({{t, nullptr}}, std::chrono::seconds(30), &idx);
+  CHECK(s.code() == ErrorCode::kInterrupted);
+  CHECK(c.owner_mode());
+  REQUIRE(c.abort().ok());
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // take the row again
+  CHECK_EQ(idx, 1);
+  REQUIRE(c.end().ok());
+  // clear_interrupt() forgets a stale KILL: the wait times out normally.
+  c.interrupt();
+  c.clear_interrupt();
+  s = c.wait({{t, nullptr}}, milliseconds(50), &idx);
+  CHECK(s.ok());
+  CHECK_EQ(idx, 0);
 }
 
 TEST(drop_while_waiting_is_kdropped) {
