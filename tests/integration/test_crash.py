@@ -15,6 +15,11 @@ Checks, after every restart:
   - nothing invented: remaining is contained in attempted, and every payload is intact;
 and while the server runs: a consumer that owns a row sees exactly that row, no id is handed to
 two owners at once, and no id is handed out after it was acked.
+
+Client connections stay open until the server is dead, even after their thread stopped: closing
+a connection returns its owned row to the queue, and another consumer would then rightly receive
+it, which "owned at once" cannot tell from a real double hand-out. Kept open, a consumer owns its
+row until its own queue_end/queue_abort or the kill, so that check is exact.
 """
 import hashlib
 import os
@@ -48,6 +53,20 @@ class Ledger:
         self.held = {}  # id -> consumer that owns it now
         self.violations, self.errors = [], []
         self.killing = threading.Event()
+        self.connections = []  # closed by close_connections(), after the kill
+
+    def connect(self, server):
+        c = server._raw_connect(read_timeout=60, write_timeout=60)
+        with self.lock:
+            self.connections.append(c)
+        return c
+
+    def close_connections(self):
+        for c in self.connections:
+            try:
+                c.close()
+            except CLIENT_ERRORS:
+                pass  # the server is gone; the socket is closed all the same
 
     def deliver(self, mid, who):
         with self.lock:
@@ -77,13 +96,9 @@ class Ledger:
 CLIENT_ERRORS = (pymysql.MySQLError, OSError)
 
 
-def _connect(server):
-    return server._raw_connect(read_timeout=60, write_timeout=60)
-
-
 def producer(server, ledger, pid):
     try:
-        c = _connect(server)
+        c = ledger.connect(server)
         cur = c.cursor()
         seq = 0
         while not ledger.killing.is_set():
@@ -116,7 +131,7 @@ def _owned_row(ledger, cur, who):
 def consumer(server, ledger, who, rng):
     one_statement = who % 2 == 1
     try:
-        c = _connect(server)
+        c = ledger.connect(server)
         cur = c.cursor()
         previous = None  # one-statement style: the row the next queue_wait() consumes
         while not ledger.killing.is_set():
@@ -156,7 +171,7 @@ def consumer(server, ledger, who, rng):
 
 def compactor(server, ledger):
     try:
-        c = _connect(server)
+        c = ledger.connect(server)
         cur = c.cursor()
         while not ledger.killing.wait(0.25):
             cur.execute("SELECT queue_compact('q')")
@@ -180,6 +195,7 @@ def run_cycle(server, cycle, rng):
     for t in threads:
         t.join(90)
         assert not t.is_alive(), "a client thread hangs after the server was killed"
+    ledger.close_connections()
     return ledger
 
 
@@ -213,6 +229,24 @@ def check_after_restart(server, ledger, cycle):
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
                    inserts_in_flight=len(ledger.attempted - ledger.inserted),
                    acks_in_flight=len(ledger.ack_unknown))
+
+
+def test_ledger_reports_what_it_must_and_nothing_else():
+    """The bookkeeping alone (no server): a row is owned once at a time, and may be handed out
+    again after its owner released it, but never after it was acked."""
+    ledger = Ledger()
+    ledger.deliver((1, 1), 0)
+    ledger.release((1, 1))
+    ledger.deliver((1, 1), 1)  # aborted by 0, then taken by 1: fine
+    ledger.deliver((1, 2), 2)
+    assert ledger.violations == []
+    ledger.deliver((1, 1), 3)  # 1 still owns it
+    ledger.ack((1, 2))
+    ledger.deliver((1, 2), 0)
+    ledger.ack((1, 2))
+    assert ledger.violations == ["(1, 1) owned by consumers 1 and 3 at once",
+                                 "(1, 2) handed to consumer 0 after it was acked",
+                                 "(1, 2) acked twice"]
 
 
 @pytest.mark.parametrize("mode", ["fdatasync", "none"])
