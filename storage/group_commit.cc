@@ -1,7 +1,8 @@
 // Group commit without a writer thread: callers queue requests; whoever finds no
 // leader becomes one, writes every pending request as one chunk (one write + one
-// sync), publishes the result, and wakes the others. A follower whose request was
-// queued meanwhile becomes the next leader.
+// sync), publishes the result, and wakes only the callers of that batch plus the
+// oldest queued caller (to lead the next batch). Each caller sleeps on its own
+// condvar: with many writers a shared notify_all made context switches dominate.
 #include <algorithm>
 
 #include "consumer_impl.h"
@@ -17,7 +18,7 @@ void QueueTableImpl::commit(CommitRequest* req) {
     q->pending.push_back(req);
     while (!req->done) {
       if (q->busy) {
-        commit_cv_.wait(q.unique_lock());
+        req->wake.wait(q.unique_lock());
         continue;
       }
       q->busy = true;
@@ -26,13 +27,38 @@ void QueueTableImpl::commit(CommitRequest* req) {
       q.unique_lock().unlock();
       run_batch(batch);
       q.unique_lock().lock();
-      for (CommitRequest* r : batch) r->done = true;  // followers may free their request now
-      q->busy = false;
+      for (CommitRequest* r : batch) {
+        r->done = true;
+        // Under the lock: once done is visible the caller may return and free r.
+        if (r != req) r->wake.notify_one();
+      }
       led = true;
-      commit_cv_.notify_all();
+      pass_writer_turn(*q);
     }
   }
   if (led) maybe_auto_compact();
+}
+
+// Frees the writer turn and wakes at most one queued caller to lead the next batch. A
+// running thread may take the turn first (a handed-over turn would wait for the woken
+// thread to be scheduled); it then writes the queued requests in its own batch.
+void QueueTableImpl::pass_writer_turn(CommitQueue& q) {
+  q.busy = false;
+  if (q.turn_waiters > 0) commit_cv_.notify_all();  // maintenance competes like any caller
+  if (!q.pending.empty()) q.pending.front()->wake.notify_one();
+}
+
+QueueTableImpl::WriterTurn::WriterTurn(QueueTableImpl& t) : t_(t) {
+  auto q = t_.commit_.lock();
+  q->turn_waiters++;
+  while (q->busy) t_.commit_cv_.wait(q.unique_lock());
+  q->turn_waiters--;
+  q->busy = true;
+}
+
+QueueTableImpl::WriterTurn::~WriterTurn() {
+  auto q = t_.commit_.lock();
+  t_.pass_writer_turn(*q);
 }
 
 void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {

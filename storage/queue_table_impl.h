@@ -76,12 +76,16 @@ struct CommitRequest {
   std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
   bool accepted = false;
   Status status;
+  // Guarded by the table's commit_ lock. Each caller sleeps on its own condvar so a
+  // finished batch wakes only its own callers plus the next leader, not every writer.
   bool done = false;
+  std::condition_variable wake;
 };
 
 struct CommitQueue {
   std::vector<CommitRequest*> pending;
-  bool busy = false;  // a leader (or maintenance) owns the writer turn
+  bool busy = false;      // a leader (or maintenance) owns the writer turn
+  int turn_waiters = 0;   // maintenance waiting in WriterTurn (on commit_cv_)
 };
 
 class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<QueueTableImpl> {
@@ -131,21 +135,14 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   void run_batch(const std::vector<CommitRequest*>& batch);
   void publish(const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
   void maybe_auto_compact();
+  void pass_writer_turn(CommitQueue& q);  // commit_ held
 
   // Exclusive use of the writer for maintenance: waits for the current leader, then
   // keeps new commits queued until destroyed (a queued follower then leads).
   class WriterTurn {
    public:
-    explicit WriterTurn(QueueTableImpl& t) : t_(t) {
-      auto q = t_.commit_.lock();
-      while (q->busy) t_.commit_cv_.wait(q.unique_lock());
-      q->busy = true;
-    }
-    ~WriterTurn() {
-      auto q = t_.commit_.lock();
-      q->busy = false;
-      t_.commit_cv_.notify_all();
-    }
+    explicit WriterTurn(QueueTableImpl& t);
+    ~WriterTurn();
     WriterTurn(const WriterTurn&) = delete;
     WriterTurn& operator=(const WriterTurn&) = delete;
 
@@ -170,7 +167,7 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   void set_path(const std::string& p);
 
   Guarded<CommitQueue> commit_;
-  std::condition_variable commit_cv_;
+  std::condition_variable commit_cv_;  // maintenance waiting for the writer turn only
   Guarded<WriterState> writer_;
   Guarded<TableState> state_;
 
