@@ -16,7 +16,6 @@ class CopyScan {
 
  private:
   q4m::RowId after_ = 0;
-  uint64_t owned_left_ = 0;  // owned rows not yet found: only then are id gaps probed
 };
 
 }  // namespace q4m_engine

@@ -178,3 +178,17 @@ def test_alter_while_a_row_is_owned_loses_nothing(server):
     owner.close()  # whatever ALTER did to the ownership, the row must still exist afterwards
     wait_until(lambda: server.value("SELECT COUNT(*) FROM test.q") == 2, what="both rows visible")
     assert server.sql("SELECT v, w FROM test.q") == [(1, 0), (2, 0)]
+
+
+def test_alter_with_sparse_ids_keeps_an_owned_row_between_visible_ones(server):
+    _queue(server, n=300)
+    a, b = server.connect(), server.connect()
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    assert value(b, "SELECT queue_wait('q', 0)") == 1  # owns v=2
+    assert value(a, "SELECT queue_abort()") == 1  # v=1 visible again
+    server.sql("DELETE FROM test.q WHERE v BETWEEN 3 AND 298")  # a wide id gap after the owned row
+    server.sql("ALTER TABLE test.q ADD COLUMN w INT DEFAULT 0")
+    a.close()
+    b.close()
+    wait_until(lambda: server.value("SELECT COUNT(*) FROM test.q") == 4, what="all rows visible")
+    assert sorted(server.sql("SELECT v FROM test.q")) == [(1,), (2,), (299,), (300,)]
