@@ -83,10 +83,12 @@ Status TableRegistry::drop(const std::string& path) {
     }
     table->reset();
   }
-  if (!was_open && !file_exists(path))
-    return Status(ErrorCode::kNotFound, "file " + path + " does not exist");
+  // Leftovers go even when the data file is already missing, or they outlive the table
+  // (and a later table of the same name would find a stale snapshot).
+  const bool data_missing = !was_open && !file_exists(path);
   remove_file(path + ".tmp");
   remove_file(index_snapshot_path(path));
+  if (data_missing) return Status(ErrorCode::kNotFound, "file " + path + " does not exist");
   Status s = remove_file(path);
   if (s.ok()) s = sync_directory_of(path);
   return s;

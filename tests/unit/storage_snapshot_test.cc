@@ -1,5 +1,8 @@
 // Fast open: a clean close leaves an index snapshot; it is used only when it matches
 // the data file, and never survives the open that used it.
+#include <cstdio>
+#include <fstream>
+
 #include "../../storage/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
@@ -128,4 +131,22 @@ TEST(drop_and_rename_of_closed_table_handle_snapshot) {
   REQUIRE(TableRegistry::instance().drop(b).ok());
   CHECK(!file_exists_for_test(idx(b)));
   CHECK(!file_exists_for_test(b));
+}
+
+TEST(drop_with_data_file_missing_removes_snapshot_and_tmp) {
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "x").ok());
+  t.reset();
+  TableRegistry::instance().close_all();  // leaves the .idx snapshot
+  REQUIRE(file_exists_for_test(idx(path)));
+  { std::ofstream(path + ".tmp") << "partial"; }  // as a crashed compaction leaves it
+  REQUIRE(std::remove(path.c_str()) == 0);
+  Status s = TableRegistry::instance().drop(path);
+  CHECK(s.code() == ErrorCode::kNotFound);  // the engine treats this as dropped
+  CHECK(!file_exists_for_test(idx(path)));
+  CHECK(!file_exists_for_test(path + ".tmp"));
 }
