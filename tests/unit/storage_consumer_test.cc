@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../../storage/row_filter.h"
+#include "../../storage/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 
@@ -277,6 +278,27 @@ TEST(interrupt_before_wait_is_sticky_until_cleared) {
   s = c.wait({{t, nullptr}}, milliseconds(50), &idx);
   CHECK(s.ok());
   CHECK_EQ(idx, 0);
+}
+
+// The owner's SELECT reads its row's payload with a single pread (index gives offset+length).
+TEST(reading_the_owned_row_is_one_pread) {
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  REQUIRE(insert1(*t, std::string(3000, 'p')).ok());
+  Consumer c;
+  int idx = -1;
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  REQUIRE(idx == 1);
+  RowId id = 0;
+  std::string payload;
+  bool found = false;
+  uint64_t reads = global_stats().sys_read.get();
+  REQUIRE(t->next_visible(&c, 0, &id, &payload, &found).ok());
+  CHECK(found);
+  CHECK_EQ(payload.size(), 3000u);
+  CHECK_EQ(global_stats().sys_read.get() - reads, 1u);
 }
 
 TEST(drop_while_waiting_is_kdropped) {
