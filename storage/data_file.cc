@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -45,23 +46,56 @@ Status DataFile::create(const std::string& path, std::shared_ptr<DataFile>* out)
   return Status::Ok();
 }
 
-Status DataFile::append(const std::string& bytes) {
+Status DataFile::write_at(uint64_t offset, const char* data, size_t length, const char* what) {
   size_t done = 0;
-  while (done < bytes.size()) {
+  while (done < length) {
     global_stats().sys_write.add();
-    ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(size_ + done));
+    ssize_t n = ::pwrite(fd_, data + done, length - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int e = n < 0 ? errno : EIO;
-      if (done > 0 && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {
-        // Could not take the torn bytes back: the next append would follow garbage.
-        return io_error("write (and cutting back the partial write)", path_, e);
-      }
-      return io_error("write", path_, e);
-    }
+    if (n <= 0) return io_error(what, path_, n < 0 ? errno : EIO);
     done += static_cast<size_t>(n);
   }
+  return Status::Ok();
+}
+
+Status DataFile::append(const std::string& bytes, bool preallocate) {
+  if (!preallocate && allocated_ > size_) {
+    Status s = release_preallocation();
+    if (!s.ok()) return s;
+  }
+  Status s = write_at(size_, bytes.data(), bytes.size(), "write");
+  if (!s.ok()) {
+    // Take the torn bytes back (and any preallocation): the next append must not follow garbage.
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0)
+      return io_error("write (and cutting back the partial write)", path_, errno);
+    allocated_ = size_;
+    return s;
+  }
   size_ += bytes.size();
+  if (size_ > allocated_) allocated_ = size_;
+  if (preallocate && allocated_ == size_) preallocate_after_data();
+  return Status::Ok();
+}
+
+// Zero-fills up to the next step boundary. Only an optimization: on failure (ENOSPC)
+// the file is cut back and appends simply extend it as without preallocation.
+void DataFile::preallocate_after_data() {
+  static const char kZeros[64 * 1024] = {};
+  const uint64_t target = (size_ / kPreallocStep + 1) * kPreallocStep;
+  while (allocated_ < target) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(kZeros), target - allocated_));
+    if (!write_at(allocated_, kZeros, n, "preallocate").ok()) {
+      if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) allocated_ = size_;
+      return;  // if even the cut failed, the tail is zeros up to allocated_: still valid
+    }
+    allocated_ += n;
+  }
+}
+
+Status DataFile::release_preallocation() {
+  if (allocated_ == size_) return Status::Ok();
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) return io_error("truncate", path_, errno);
+  allocated_ = size_;
   return Status::Ok();
 }
 
@@ -91,7 +125,7 @@ Status DataFile::read(uint64_t offset, size_t length, std::string* out) const {
 
 Status DataFile::truncate_to(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return io_error("truncate", path_, errno);
-  size_ = size;
+  size_ = allocated_ = size;
   global_stats().sys_sync.add();
   if (::fsync(fd_) != 0) return io_error("fsync", path_, errno);
   return Status::Ok();

@@ -26,21 +26,34 @@ class DataFile {
 
   // Writes `bytes` at the end (one pwrite, retried only on a short write). On failure
   // the file is cut back to its previous size so no torn bytes precede later chunks.
-  Status append(const std::string& bytes);
+  // With `preallocate` (durable sync modes only) the file is kept zero-filled up to the
+  // next kPreallocStep boundary, so later appends overwrite allocated blocks and
+  // fdatasync flushes data only, not the inode (docs/file-format.md, "Preallocation").
+  // Without it, preallocated space is released first: unsynced writes into it could
+  // reach the disk out of order, leaving a zero gap before a valid chunk.
+  Status append(const std::string& bytes, bool preallocate = false);
+  // Cuts the file back to size() (drops the zero-filled preallocation, if any).
+  Status release_preallocation();
   Status sync(SyncMode mode);  // no-op for kNone
   Status read(uint64_t offset, size_t length, std::string* out) const;
   Status truncate_to(uint64_t size);  // used by recovery to cut a torn tail
 
-  uint64_t size() const { return size_; }  // only the writer calls append/truncate_to
+  static constexpr uint64_t kPreallocStep = 1u << 20;
+  uint64_t size() const { return size_; }  // end of the data; only the writer changes it
+  uint64_t allocated() const { return allocated_; }  // size on disk, >= size()
   const std::string& path() const { return path_; }
   // After rename(2) of a file nobody else holds yet (a replacement being installed).
   void set_path_unshared(const std::string& path) { path_ = path; }
 
  private:
-  DataFile(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  DataFile(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size), allocated_(size) {}
+  Status write_at(uint64_t offset, const char* data, size_t length, const char* what);
+  void preallocate_after_data();
   int fd_;
   std::string path_;
-  uint64_t size_;
+  uint64_t size_;       // end of the data
+  uint64_t allocated_;  // file size on disk: data + zero-filled preallocation
 };
 
 // Creates `path` atomically with `contents` (write to path.tmp, sync, rename, sync dir).

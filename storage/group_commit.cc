@@ -103,9 +103,10 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
 
   const uint64_t base = w->file->size();
   Status s = invalidate_snapshot(*w);
-  if (s.ok()) s = w->file->append(w->buffer);
+  const SyncMode mode = settings().sync();
+  if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
   if (s.ok()) {
-    s = w->file->sync(settings().sync());
+    s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
   }
   if (!s.ok()) {

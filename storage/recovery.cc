@@ -75,6 +75,26 @@ Status valid_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* f
   return Status::Ok();
 }
 
+// Is [from, size) all zero bytes? (The zero-filled preallocation of a durable-mode
+// table that was not closed cleanly: no data, nothing to report.)
+Status all_zero(const DataFile& f, uint64_t from, uint64_t size, bool* zero) {
+  *zero = true;
+  BlockReader r(f, size);
+  constexpr uint64_t kStep = 64 * 1024;
+  for (uint64_t pos = from; pos < size && *zero; pos += kStep) {
+    size_t n = static_cast<size_t>(size - pos < kStep ? size - pos : kStep);
+    const unsigned char* p = nullptr;
+    Status s = r.get(pos, n, &p);
+    if (!s.ok()) return s;
+    for (size_t i = 0; i < n; i++)
+      if (p[i] != 0) {
+        *zero = false;
+        break;
+      }
+  }
+  return Status::Ok();
+}
+
 Status corrupt(const DataFile& f, uint64_t pos, const std::string& why) {
   return Status(ErrorCode::kCorrupt, "file " + f.path() + ": corrupt chunk at offset " + std::to_string(pos) + ": " + why);
 }
@@ -137,6 +157,14 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
     why = check_chunk(reader, pos, size, &end, &s);
     if (!s.ok()) return s;
     if (!why.empty()) {
+      bool preallocated = false;
+      s = all_zero(file, pos, size, &preallocated);
+      if (!s.ok()) return s;
+      if (preallocated) {
+        s = file.truncate_to(pos);
+        if (!s.ok()) return s;
+        break;
+      }
       // With an intact header, nothing can start inside its body (which may hold any
       // bytes, even a chunk image inside a payload): look only past its end.
       bool later_valid = false;

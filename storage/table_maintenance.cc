@@ -69,7 +69,8 @@ Status QueueTableImpl::rename_to(const std::string& to) {
   WriterTurn turn(*this);
   auto w = writer_.lock();
   if (dropped_.load()) return dropped_status();
-  Status s = rename_file(path(), to);
+  Status s = w->file->release_preallocation();  // the object opened below starts at the file's end
+  if (s.ok()) s = rename_file(path(), to);
   if (!s.ok()) return s;
   std::shared_ptr<DataFile> fresh;
   if (DataFile::open(to, &fresh).ok()) {  // same inode; only so messages name the new path
@@ -90,7 +91,8 @@ void QueueTableImpl::close() {
   auto st = state_.lock();
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
                      &st->index};
-  w->snapshot_written = write_index_snapshot(*w->file, src).ok();  // failure: next open recovers
+  // The snapshot records the file size: drop the preallocation first (or the next open recovers).
+  w->snapshot_written = w->file->release_preallocation().ok() && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");
