@@ -80,6 +80,9 @@ Status QueueTableImpl::compact_now() {
   // Phase 1 never blocks writers, so "bytes copied between serving writers" becomes
   // the size of each write to the new file.
   const uint64_t flush_bytes = std::max<uint64_t>(64u << 10, cfg.concurrent_compaction_interval.load());
+  // The replaced file, closed only after every lock below is released: closing the last
+  // descriptor of a large unlinked file frees its blocks, which takes a while.
+  std::shared_ptr<DataFile> retired;
   std::unique_ptr<WriterTurn> turn;
   if (!concurrent) turn.reset(new WriterTurn(*this));
 
@@ -106,6 +109,9 @@ Status QueueTableImpl::compact_now() {
   out.add_meta(start);  // next_rowid first: ids stay monotonic whatever follows
   std::vector<Copied> copied;
   s = copy_rows(state_, out, 0, snapshot_last, flush_bytes, &copied);  // phase 1
+  if (!s.ok()) return s;
+  // Sync phase 1's bytes while writers still run: phase 2 then syncs only its delta.
+  if (concurrent) s = out.sync_written();
   if (!s.ok()) return s;
 
   if (!turn) turn.reset(new WriterTurn(*this));
@@ -154,6 +160,7 @@ Status QueueTableImpl::compact_now() {
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
     }
+    retired = st->file;
     st->file = fresh;
   }
   w->file = fresh;

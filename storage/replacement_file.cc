@@ -39,6 +39,11 @@ Status ReplacementFile::flush_if_over(uint64_t flush_bytes) {
   return buffer_.size() >= flush_bytes ? flush() : Status::Ok();
 }
 
+Status ReplacementFile::sync_written() {
+  Status s = flush();
+  return s.ok() ? tmp_->sync(SyncMode::kFdatasync) : s;
+}
+
 Status ReplacementFile::install(std::shared_ptr<DataFile>* fresh) {
   Status s = flush();
   // Synced whatever the sync mode: the rename must never expose unwritten data.

@@ -23,6 +23,9 @@ class ReplacementFile {
   void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
   Status flush_if_over(uint64_t flush_bytes);
+  // Writes out and fdatasyncs everything added so far, so that install() (run while
+  // writers wait) only has to sync what is added after this.
+  Status sync_written();
 
   // Makes the new file the data file. If *fresh is set the rename happened and the
   // caller must switch to it, even when the returned status (directory sync) is an error.
