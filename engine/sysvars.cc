@@ -66,7 +66,8 @@ MYSQL_SYSVAR_ULONGLONG(concurrent_compaction_interval, concurrent_compaction_int
                        "Bytes compaction copies between serving waiting writers", nullptr,
                        update_concurrent_compaction_interval, 1ull << 20, 4096, ULLONG_MAX, 0);
 MYSQL_SYSVAR_ULONGLONG(mmap_max, mmap_max, PLUGIN_VAR_RQCMDARG,
-                       "Upper bound of a data file mapped for reads (bytes)", nullptr,
+                       "Accepted for compatibility with Q4M configurations; has no effect "
+                       "(q4m reads data files with pread and maps nothing)", nullptr,
                        update_mmap_max, 1ull << 30, 0, ULLONG_MAX, 0);
 MYSQL_SYSVAR_UINT(compact_removed_percent, compact_removed_percent, PLUGIN_VAR_RQCMDARG,
                   "Compact a table automatically when this percentage of its file is removed "
