@@ -8,6 +8,7 @@
 #include "../../storage/row_filter.h"
 #include "../../storage/stats.h"
 #include "check.h"
+#include "prefix_filter.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -15,16 +16,6 @@ using namespace q4m_test;
 using std::chrono::milliseconds;
 
 namespace {
-
-struct PrefixFilter : RowFilter {
-  explicit PrefixFilter(std::string p) : prefix(std::move(p)) {}
-  bool matches(std::string_view payload) const override {
-    evals++;
-    return payload.substr(0, prefix.size()) == prefix;
-  }
-  std::string prefix;
-  mutable std::atomic<uint64_t> evals{0};  // (filters count their own evaluations)
-};
 
 void wait_for_waiters(QueueTable& t, uint64_t n) {
   while (t.info().waiters < n) std::this_thread::sleep_for(milliseconds(1));

@@ -9,6 +9,7 @@
 
 #include "../../storage/row_filter.h"
 #include "check.h"
+#include "prefix_filter.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -16,16 +17,6 @@ using namespace q4m_test;
 using std::chrono::milliseconds;
 
 namespace {
-
-struct PrefixFilter : RowFilter {
-  explicit PrefixFilter(std::string p) : prefix(std::move(p)) {}
-  bool matches(std::string_view payload) const override {
-    evals++;
-    return payload.substr(0, prefix.size()) == prefix;
-  }
-  std::string prefix;
-  mutable std::atomic<uint64_t> evals{0};
-};
 
 void insert_many(QueueTable& t, size_t n, const std::string& payload) {
   std::vector<std::string_view> rows(n, payload);
