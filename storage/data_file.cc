@@ -66,9 +66,7 @@ Status DataFile::append(const std::string& bytes, bool preallocate) {
   Status s = write_at(size_, bytes.data(), bytes.size(), "write");
   if (!s.ok()) {
     // Take the torn bytes back (and any preallocation): the next append must not follow garbage.
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0)
-      return io_error("write (and cutting back the partial write)", path_, errno);
-    allocated_ = size_;
+    if (int e = cut_to_data_end()) return io_error("write (and cutting back the partial write)", path_, e);
     return s;
   }
   size_ += bytes.size();
@@ -85,17 +83,22 @@ void DataFile::preallocate_after_data() {
   while (allocated_ < target) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(kZeros), target - allocated_));
     if (!write_at(allocated_, kZeros, n, "preallocate").ok()) {
-      if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) allocated_ = size_;
-      return;  // if even the cut failed, the tail is zeros up to allocated_: still valid
+      cut_to_data_end();  // if even the cut fails, the tail is zeros up to allocated_: still valid
+      return;
     }
     allocated_ += n;
   }
 }
 
+int DataFile::cut_to_data_end() {
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) return errno;
+  allocated_ = size_;
+  return 0;
+}
+
 Status DataFile::release_preallocation() {
   if (allocated_ == size_) return Status::Ok();
-  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) return io_error("truncate", path_, errno);
-  allocated_ = size_;
+  if (int e = cut_to_data_end()) return io_error("truncate", path_, e);
   return Status::Ok();
 }
 
