@@ -10,8 +10,20 @@ void RowIndex::append(const RowEntry& e) {
   live_bytes_ += e.length;
 }
 
+// Ids strictly increase, so the first entry with id >= from is at most (from - first id)
+// places in. Ids are mostly contiguous (removed entries stay until maybe_compact), so
+// that guess is usually the answer itself, and otherwise it bounds the binary search:
+// consumers look up rows near the front, and this keeps that O(1) in a deep queue.
 size_t RowIndex::lower_bound(RowId from) const {
-  auto it = std::lower_bound(rows_.begin(), rows_.end(), from,
+  if (rows_.empty() || from <= rows_.front().id) return 0;
+  const uint64_t guess = from - rows_.front().id;
+  if (guess >= rows_.size()) {
+    if (rows_.back().id < from) return rows_.size();
+  } else if (rows_[guess].id == from) {
+    return static_cast<size_t>(guess);
+  }
+  const size_t limit = static_cast<size_t>(std::min<uint64_t>(guess, rows_.size()));
+  auto it = std::lower_bound(rows_.begin(), rows_.begin() + limit, from,
                              [](const RowEntry& e, RowId id) { return e.id < id; });
   return static_cast<size_t>(it - rows_.begin());
 }
