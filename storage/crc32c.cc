@@ -1,6 +1,6 @@
 #include "crc32c.h"
 
-#include <array>
+#include <cstring>
 
 namespace q4m {
 namespace {
@@ -25,9 +25,29 @@ const Tables& tables() {
   return tab;
 }
 
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes exactly CRC-32C, 8 bytes per instruction.
+__attribute__((target("sse4.2"))) uint32_t extend_sse42(uint32_t crc, const unsigned char* p, size_t size) {
+  uint64_t c = ~crc;
+  for (; size >= 8; p += 8, size -= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);  // x86 is little-endian: the same byte order as the tables
+    c = __builtin_ia32_crc32di(c, v);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; size > 0; p++, size--) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return ~c32;
+}
+
+bool have_sse42() {
+  static const bool have = __builtin_cpu_supports("sse4.2");
+  return have;
+}
+#endif
+
 }  // namespace
 
-uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
+uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t size) {
   const Tables& T = tables();
   const unsigned char* p = static_cast<const unsigned char*>(data);
   uint32_t c = ~crc;
@@ -41,6 +61,13 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   }
   while (size--) c = (c >> 8) ^ T.t[0][(c ^ *p++) & 0xff];
   return ~c;
+}
+
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
+#if defined(__x86_64__)
+  if (have_sse42()) return extend_sse42(crc, static_cast<const unsigned char*>(data), size);
+#endif
+  return crc32c_extend_portable(crc, data, size);
 }
 
 }  // namespace q4m

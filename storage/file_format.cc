@@ -77,12 +77,10 @@ void ChunkBuilder::finish() {
   char* h = &(*out_)[chunk_start_];
   const char* body = h + kChunkHeaderSize;
   size_t body_len = out_->size() - chunk_start_ - kChunkHeaderSize;
-  std::string hdr;
-  put_u32(&hdr, kChunkMagic);
-  put_u32(&hdr, static_cast<uint32_t>(body_len));
-  put_u32(&hdr, crc32c(body, body_len));
-  put_u32(&hdr, crc32c(hdr.data(), 12));
-  std::memcpy(h, hdr.data(), kChunkHeaderSize);
+  store_u32(h, kChunkMagic);
+  store_u32(h + 4, static_cast<uint32_t>(body_len));
+  store_u32(h + 8, crc32c(body, body_len));
+  store_u32(h + 12, crc32c(h, 12));
 }
 
 std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out) {

@@ -53,6 +53,10 @@ inline void put_u64(std::string* o, uint64_t v) {
   for (int i = 0; i < 8; i++) b[i] = static_cast<char>(v >> (8 * i));
   o->append(b, 8);
 }
+inline void store_u32(void* p, uint32_t v) {  // in place, same byte order as put_u32
+  unsigned char* b = static_cast<unsigned char*>(p);
+  for (int i = 0; i < 4; i++) b[i] = static_cast<unsigned char>(v >> (8 * i));
+}
 inline uint32_t get_u32(const void* p) {
   const unsigned char* b = static_cast<const unsigned char*>(p);
   return uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
