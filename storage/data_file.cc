@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -17,6 +18,12 @@ Status io_error(const std::string& what, const std::string& path, int err) {
                    : err == ENOENT                 ? ErrorCode::kNotFound
                                                    : ErrorCode::kIo;
   return Status(code, "file " + path + ": " + what + " failed: " + std::strerror(err));
+}
+
+DataFile::DataFile(int fd, std::string path, uint64_t size)
+    : fd_(fd), path_(std::move(path)), size_(size), allocated_(size) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
 }
 
 DataFile::~DataFile() {

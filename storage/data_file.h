@@ -40,17 +40,19 @@ class DataFile {
 
   static constexpr uint64_t kPreallocStep = 1u << 20;
   uint64_t size() const { return size_; }  // end of the data; only the writer changes it
+  // Unique per DataFile object (never reused), so a copy of its bytes can name its source.
+  uint64_t id() const { return id_; }
   const std::string& path() const { return path_; }
   // After rename(2) of a file nobody else holds yet (a replacement being installed).
   void set_path_unshared(const std::string& path) { path_ = path; }
 
  private:
-  DataFile(int fd, std::string path, uint64_t size)
-      : fd_(fd), path_(std::move(path)), size_(size), allocated_(size) {}
+  DataFile(int fd, std::string path, uint64_t size);
   Status write_at(uint64_t offset, const char* data, size_t length, const char* what);
   void preallocate_after_data();
   int cut_to_data_end();  // ftruncate to size_ (torn bytes, preallocation); 0 or errno
   int fd_;
+  uint64_t id_;
   std::string path_;
   uint64_t size_;       // end of the data
   uint64_t allocated_;  // file size on disk: data + zero-filled preallocation

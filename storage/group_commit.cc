@@ -24,6 +24,7 @@ void QueueTableImpl::commit(CommitRequest* req) {
       q->busy = true;
       std::vector<CommitRequest*> batch;
       batch.swap(q->pending);
+      q->pending.swap(q->spare);
       q.unique_lock().unlock();
       run_batch(batch);
       q.unique_lock().lock();
@@ -33,6 +34,8 @@ void QueueTableImpl::commit(CommitRequest* req) {
         if (r != req) r->wake.notify_one();
       }
       led = true;
+      batch.clear();
+      q->spare.swap(batch);
       pass_writer_turn(*q);
     }
   }
@@ -94,7 +97,7 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
         break;
       }
       case CommitRequest::kRemove:
-        chunk.add_remove(r->remove_ids.data(), r->remove_ids.size());
+        chunk.add_remove(r->remove_ids, r->remove_count);
         break;
     }
   }
@@ -125,17 +128,20 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   next_rowid_.store(next);
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
-  publish(batch, base, now);  // only now: hand-off happens after the data is durable
+  publish(batch, *w->file, base, w->buffer, now);  // only now: hand-off happens after the data is durable
 }
 
-void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now) {
+void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
+                             std::string_view written, uint64_t now) {
   uint64_t inserted = 0, removed = 0;
   auto st = state_.lock();
+  st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
     if (r->kind == CommitRequest::kRemove) {
-      for (RowId id : r->remove_ids) {
+      for (size_t i = 0; i < r->remove_count; i++) {
+        const RowId id = r->remove_ids[i];
         RowEntry* e = st->index.find(id);
-        if (!e) continue;  // vanished (truncate) meanwhile
+        if (!e || e->owner != r->remover) continue;  // vanished (truncate) meanwhile
         if (e->state != RowState::kFree) owned_.fetch_sub(1);
         st->index.remove(id);
         removed++;
@@ -200,15 +206,13 @@ RowId QueueTableImpl::last_relayed_rowid(uint32_t source_id) {
   return it == w->sources.end() ? 0 : it->second;
 }
 
+// No look at the index first: only TRUNCATE/DROP can take an owned row away, and then
+// publish() skips the id (and recovery ignores a REMOVE of an id it does not know).
 Status QueueTableImpl::end_row(const Consumer* c, RowId id) {
-  {
-    auto st = state_.lock();
-    RowEntry* e = st->index.find(id);
-    if (!e || e->owner != c || e->state != RowState::kOwned) return Status::Ok();  // vanished (truncate/drop)
-  }
   CommitRequest req;
   req.kind = CommitRequest::kRemove;
-  req.remove_ids.push_back(id);
+  req.remove_ids = &id;
+  req.remove_count = 1;
   req.remover = c;
   commit(&req);
   if (req.status.code() == ErrorCode::kDropped) return Status::Ok();
@@ -216,25 +220,28 @@ Status QueueTableImpl::end_row(const Consumer* c, RowId id) {
 }
 
 Status QueueTableImpl::remove_claimed(Consumer* viewer) {
-  CommitRequest req;
-  req.kind = CommitRequest::kRemove;
-  req.remover = viewer;
+  std::vector<RowId> ids;
   {
     auto st = state_.lock();
     auto it = st->claims.find(viewer);
     if (it == st->claims.end()) return Status::Ok();
     for (RowId id : it->second) {
       RowEntry* e = st->index.find(id);
-      if (e && e->state == RowState::kClaimedForDelete && e->owner == viewer) req.remove_ids.push_back(id);
+      if (e && e->state == RowState::kClaimedForDelete && e->owner == viewer) ids.push_back(id);
     }
     st->claims.erase(it);
   }
-  if (req.remove_ids.empty()) return Status::Ok();
+  if (ids.empty()) return Status::Ok();
+  CommitRequest req;
+  req.kind = CommitRequest::kRemove;
+  req.remove_ids = ids.data();
+  req.remove_count = ids.size();
+  req.remover = viewer;
   commit(&req);
   if (!req.status.ok()) {
     // The DELETE failed: its rows go back to the queue instead of staying stuck.
     auto st = state_.lock();
-    for (RowId id : req.remove_ids) {
+    for (RowId id : ids) {
       RowEntry* e = st->index.find(id);
       if (e && e->state == RowState::kClaimedForDelete && e->owner == viewer) row_became_free(*st, *e);
     }

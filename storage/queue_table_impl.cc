@@ -79,6 +79,7 @@ QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile
   counters_.rows_removed.value = rec.rows_removed;
   auto st = state_.lock();
   st->index = std::move(rec.index);
+  st->tail.reset(file->id(), file->size());
   st->file = std::move(file);
 }
 
@@ -99,13 +100,14 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
   *found = false;
   ViewerMode m = mode_of(viewer, this);
   if (m.owns_elsewhere) return Status::Ok();
+  if (m.owned_here && m.owned_here <= after) return Status::Ok();  // the owner's scan is past its row
   std::shared_ptr<DataFile> file;
   uint64_t offset = 0;
   uint32_t length = 0;
   {
     auto st = state_.lock();
     if (m.owned_here) {
-      RowEntry* e = m.owned_here > after ? st->index.find(m.owned_here) : nullptr;
+      RowEntry* e = st->index.find(m.owned_here);
       if (!e || e->owner != viewer) return Status::Ok();
       *id = e->id, offset = e->offset, length = e->length;
     } else {
@@ -115,12 +117,13 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
       const RowEntry& e = st->index.at(pos);
       *id = e.id, offset = e.offset, length = e.length;
     }
+    *found = true;
+    if (!payload || st->read_cached(offset, length, payload)) return Status::Ok();
     file = st->file;
   }
-  *found = true;
   // The payload is read outside the lock; `file` keeps the right file alive even if
   // compaction swaps it meanwhile.
-  return payload ? file->read(offset, length, payload) : Status::Ok();
+  return file->read(offset, length, payload);
 }
 
 Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
@@ -132,9 +135,10 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
     if (!e) return Status::Ok();
+    *found = true;
+    if (st->read_cached(e->offset, e->length, payload)) return Status::Ok();
     file = st->file, offset = e->offset, length = e->length;
   }
-  *found = true;
   return file->read(offset, length, payload);
 }
 

@@ -26,6 +26,7 @@
 #include "recovery.h"
 #include "row_filter.h"
 #include "row_index.h"
+#include "tail_cache.h"
 
 namespace q4m {
 
@@ -44,12 +45,19 @@ struct ScanCursor {
 struct TableState {
   RowIndex index;
   std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
+  TailCache tail;                  // the newest bytes of `file`, filled by publish()
   std::list<Waiter> waiters;       // FIFO
   RowId first_free_hint = 0;       // cursor of the "any row" filter
   uint64_t free_epoch = 0;         // counts rows returning to Free (see take_or_register)
   std::unordered_map<const RowFilter*, ScanCursor> cursors;
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   bool dropped = false;
+
+  // A row's payload from the tail cache; false if it is not there (then pread `file`
+  // outside the lock).
+  bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
+    return file && tail.read(file->id(), offset, length, out);
+  }
 };
 
 struct WriterState {
@@ -69,7 +77,8 @@ struct CommitRequest {
   uint32_t source_id = 0;
   RowId source_rowid = 0;
   bool reset = false;
-  std::vector<RowId> remove_ids;  // kRemove
+  const RowId* remove_ids = nullptr;  // kRemove: rows held by `remover` (caller's storage)
+  size_t remove_count = 0;
   const Consumer* remover = nullptr;
   // results, written by the leader
   std::vector<RowId> ids;
@@ -84,6 +93,7 @@ struct CommitRequest {
 
 struct CommitQueue {
   std::vector<CommitRequest*> pending;
+  std::vector<CommitRequest*> spare;  // the previous batch's vector, reused (no allocation per commit)
   bool busy = false;      // a leader (or maintenance) owns the writer turn
   int turn_waiters = 0;   // maintenance waiting in WriterTurn (on commit_cv_)
 };
@@ -133,7 +143,9 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   // group_commit.cc
   void commit(CommitRequest* req);
   void run_batch(const std::vector<CommitRequest*>& batch);
-  void publish(const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
+  // `written` (the batch's chunk bytes, now at `base` of `file`) also goes to the tail cache.
+  void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
+               std::string_view written, uint64_t now_ms);
   void maybe_auto_compact();
   void pass_writer_turn(CommitQueue& q);  // commit_ held
 

@@ -13,7 +13,8 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
     if (it->filter) {
       if (!have_payload) {
-        if (!st.file->read(e.offset, e.length, &scratch).ok()) return;
+        if (!st.read_cached(e.offset, e.length, &scratch) && !st.file->read(e.offset, e.length, &scratch).ok())
+          return;
         payload = scratch;
         have_payload = true;
       }
@@ -118,9 +119,11 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     RowId id;
     uint64_t offset;
     uint32_t length;
+    size_t cached_at;  // position of its payload in `cached`, or kNotCached
   };
+  constexpr size_t kNotCached = ~size_t(0);
   std::vector<Candidate> batch;
-  std::string payload;
+  std::string cached, payload;
   RowId from = 0;
   uint64_t epoch = 0;
   bool started = false;
@@ -136,10 +139,16 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
         started = true;
       }
       batch.clear();
+      cached.clear();
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
-        if (e.state == RowState::kFree) batch.push_back(Candidate{e.id, e.offset, e.length});
+        if (e.state != RowState::kFree) continue;
+        // Payloads still in the tail cache are copied now, the rest pread outside the lock.
+        size_t at = cached.size();
+        if (st->read_cached(e.offset, e.length, &payload)) cached += payload;
+        else at = kNotCached;
+        batch.push_back(Candidate{e.id, e.offset, e.length, at});
       }
       if (batch.empty()) {  // checked up to the end, with no row freed meanwhile
         if (end > 0 && st->index.at(end - 1).id + 1 > *cursor) *cursor = st->index.at(end - 1).id + 1;
@@ -149,8 +158,14 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     }
     RowId match = 0;
     for (const Candidate& k : batch) {
-      if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
-      if (filter->matches(payload)) {
+      std::string_view row;
+      if (k.cached_at != kNotCached) {
+        row = std::string_view(cached).substr(k.cached_at, k.length);
+      } else {
+        if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
+        row = payload;
+      }
+      if (filter->matches(row)) {
         match = k.id;
         break;
       }
