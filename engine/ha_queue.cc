@@ -122,14 +122,6 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
-  lock_shared_ha_data();
-  share_ = static_cast<QueueShare*>(get_ha_share_ptr());
-  if (!share_) {
-    share_ = new QueueShare();
-    set_ha_share_ptr(share_);
-  }
-  unlock_shared_ha_data();
-  thr_lock_data_init(&share_->lock, &lock_, nullptr);
   return 0;
 }
 
@@ -320,20 +312,6 @@ int ha_queue::info(uint flag) {
 ha_rows ha_queue::records() { return queue_->visible_count(viewer_of(ha_thd())); }
 
 // ---- locking and statement boundaries ---------------------------------------
-
-THR_LOCK_DATA** ha_queue::store_lock(THD* thd, THR_LOCK_DATA** to, enum thr_lock_type lock_type) {
-  if (lock_type != TL_IGNORE && lock_.type == TL_UNLOCK) {
-    // Inserts, deletes and reads of a queue run concurrently: the core serializes what
-    // must be serialized (group commit, claims, ownership).
-    if (lock_type >= TL_WRITE_CONCURRENT_INSERT && lock_type <= TL_WRITE &&
-        !thd_in_lock_tables(thd) && !thd_tablespace_op(thd))
-      lock_type = TL_WRITE_ALLOW_WRITE;
-    if (lock_type == TL_READ_NO_INSERT && !thd_in_lock_tables(thd)) lock_type = TL_READ;
-    lock_.type = lock_type;
-  }
-  *to++ = &lock_;
-  return to;
-}
 
 int ha_queue::external_lock(THD* thd, int lock_type) {
   if (lock_type == F_UNLCK) return reset();

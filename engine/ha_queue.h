@@ -4,7 +4,6 @@
 #pragma once
 #include <my_global.h>
 #include <handler.h>
-#include <thr_lock.h>
 
 #include <memory>
 #include <string>
@@ -14,14 +13,6 @@
 #include "copy_scan.h"
 
 namespace q4m_engine {
-
-// One per TABLE_SHARE: the table lock shared by all handlers of the table.
-class QueueShare : public Handler_share {
- public:
-  QueueShare() { thr_lock_init(&lock); }
-  ~QueueShare() override { thr_lock_delete(&lock); }
-  THR_LOCK lock;
-};
 
 class ha_queue final : public handler {
  public:
@@ -63,7 +54,12 @@ class ha_queue final : public handler {
   int external_lock(THD* thd, int lock_type) override;
   int start_stmt(THD* thd, thr_lock_type lock_type) override;
   int reset() override;
-  THR_LOCK_DATA** store_lock(THD* thd, THR_LOCK_DATA** to, enum thr_lock_type lock_type) override;
+  const std::shared_ptr<q4m::QueueTable>& queue() const { return queue_; }
+  // No THR_LOCK (as InnoDB): metadata locks cover LOCK TABLES and DDL, and the queue
+  // core serializes what must be serialized (group commit, claims, ownership). A
+  // table-level lock would only add a mutex shared by every statement on the table.
+  uint lock_count() const override { return 0; }
+  THR_LOCK_DATA** store_lock(THD*, THR_LOCK_DATA** to, enum thr_lock_type) override { return to; }
   void print_error(int error, myf errflag) override;
 
  protected:
@@ -78,8 +74,6 @@ class ha_queue final : public handler {
   int raise(const q4m::Status& st);
   std::string table_label() const;  // "db.table" for messages
 
-  QueueShare* share_ = nullptr;
-  THR_LOCK_DATA lock_;
   std::shared_ptr<q4m::QueueTable> queue_;
 
   // Scan state. payload_ holds the current row: BLOB fields of the record point into it.
@@ -101,5 +95,10 @@ class ha_queue final : public handler {
 
   bool error_raised_ = false;  // an SQL error was already raised for the returned code
 };
+
+// The queue behind an open handler of a QUEUE table (its share's db_type() is ours).
+inline std::shared_ptr<q4m::QueueTable> queue_of(handler* h) {
+  return static_cast<ha_queue*>(h)->queue();
+}
 
 }  // namespace q4m_engine

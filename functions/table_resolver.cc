@@ -8,6 +8,7 @@
 
 #include "table_resolver.h"
 
+#include "../engine/ha_queue.h"
 #include "../engine/plugin.h"
 #include "../engine/schema.h"
 #include "../engine/sql_errors.h"
@@ -79,9 +80,13 @@ std::string cache_name(const std::string& s) {
   return out;
 }
 
+bool is_queue_share(const TABLE_SHARE* share) {
+  return !share->is_view && share->db_type() == q4m_engine::queue_hton;
+}
+
 bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share,
                       Definition* def) {
-  if (share->is_view || share->db_type() != q4m_engine::queue_hton) {
+  if (!is_queue_share(share)) {
     raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' is not a QUEUE table");
     return false;
   }
@@ -142,11 +147,50 @@ bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definitio
   return ok;
 }
 
+// The statement's own open instance of db.table (`SELECT * FROM q WHERE queue_wait('q')`).
+// Its metadata lock already pins the definition for the whole statement, so the table
+// needs no second lock, definition-cache or registry lookup: the per-message path.
+TABLE* statement_table(THD* thd, const std::string& db, const std::string& table) {
+  const size_t key_length = db.size() + 1 + table.size() + 1;  // "db\0table\0"
+  for (TABLE* t = thd->open_tables; t; t = t->next) {
+    const TABLE_SHARE* s = t->s;
+    if (s->table_cache_key.length == key_length &&
+        memcmp(s->table_cache_key.str, db.c_str(), db.size() + 1) == 0 &&
+        memcmp(s->table_cache_key.str + db.size() + 1, table.c_str(), table.size() + 1) == 0)
+      return t;
+  }
+  return nullptr;
+}
+
+bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, TABLE* t,
+                             ResolvedTable* out) {
+  if (!is_queue_share(t->s)) {
+    raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' is not a QUEUE table");
+    return false;
+  }
+  TABLE_LIST tl;
+  tl.init_one_table(&t->s->db, &t->s->table_name, nullptr, TL_READ);
+  if (check_table_access(thd, a.privileges, &tl, false, 1, false)) return false;
+  Definition def;
+  if (n.has_condition && !check_definition(thd, a, n, t->s, &def)) return false;
+  out->subscription.table = q4m_engine::queue_of(t->file);
+  out->subscription.filter = std::move(def.filter);
+  out->label = label(n);
+  return true;
+}
+
 }  // namespace
 
 bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Names n;
   if (!split(thd, a, &n)) return false;
+  {
+    std::string db = cache_name(n.db), name = cache_name(n.table);
+    // A temporary table of that name shadows the base table: the full path handles it.
+    if (!thd->has_temporary_tables() || !thd->find_tmp_table_share(db.c_str(), name.c_str())) {
+      if (TABLE* t = statement_table(thd, db, name)) return resolve_statement_table(thd, a, n, t, out);
+    }
+  }
   Definition def;
   if (!read_definition(thd, a, n, &def)) return false;
   std::shared_ptr<q4m::QueueTable> table;
