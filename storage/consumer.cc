@@ -113,7 +113,8 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
 
 }  // namespace
 
-Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index) {
+Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
+                      WaitObserver* observer) {
   Impl& c = *impl_;
   *index = 0;
   if (subs.empty()) return Status(ErrorCode::kInvalid, "queue_wait(): at least one table is required");
@@ -161,9 +162,19 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
 
   Impl::Mailbox result;
   bool interrupted = false;
+  bool told_sleeping = false;
   {
     auto mb = c.mailbox.lock();
-    while (block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending) {
+    auto must_sleep = [&] {
+      return block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending;
+    };
+    if (observer && must_sleep()) {  // told outside our lock: the observer takes its own
+      mb.unique_lock().unlock();
+      observer->sleeping();
+      told_sleeping = true;
+      mb.unique_lock().lock();
+    }
+    while (must_sleep()) {
       // Spurious wake-ups loop; only the deadline itself is a timeout.
       if (c.wake.wait_until(mb.unique_lock(), deadline) == std::cv_status::timeout &&
           std::chrono::steady_clock::now() >= deadline)
@@ -175,6 +186,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     interrupted = !result.handed && dropped_message.empty() && !result.dropped && result.interrupt_pending;
     if (interrupted) mb->interrupt_pending = false;
   }
+  if (told_sleeping) observer->awake();
   for (QueueTableImpl* t : registered) t->unregister(c);
 
   if (result.handed) {

@@ -15,6 +15,15 @@ struct Subscription {
   std::shared_ptr<const RowFilter> filter;  // null = any row
 };
 
+// Told when a wait() is about to sleep and when it wakes, so the embedding server can
+// run other work meanwhile (MariaDB's thread pool: thd_wait_begin/thd_wait_end).
+class WaitObserver {
+ public:
+  virtual ~WaitObserver() = default;
+  virtual void sleeping() = 0;
+  virtual void awake() = 0;
+};
+
 class Consumer {
  public:
   Consumer();
@@ -27,7 +36,9 @@ class Consumer {
   // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
-  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
+  // `observer` (optional) hears of the sleep, if the wait has to sleep at all.
+  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
+              WaitObserver* observer = nullptr);
 
   Status end();    // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none
   Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none

@@ -514,3 +514,41 @@ TEST(filter_cursor_avoids_rescanning_a_deep_queue) {
   CHECK_EQ(idx, 1);
   CHECK_EQ(f->evals.load(), e1 + 1);
 }
+
+// The observer hears of a sleep only when the wait really sleeps, and each sleep ends
+// with exactly one awake().
+TEST(wait_observer_hears_of_sleeps_only) {
+  struct Counting : WaitObserver {
+    std::atomic<int> sleeping_calls{0}, awake_calls{0};
+    void sleeping() override { sleeping_calls++; }
+    void awake() override { awake_calls++; }
+  };
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Consumer c;
+  Counting o;
+  int idx = -1;
+  REQUIRE(insert1(*t, "now").ok());
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(1000), &idx, &o).ok());  // a row is there
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(o.sleeping_calls.load(), 0);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30), &idx, &o).ok());  // times out
+  CHECK_EQ(idx, 0);
+  CHECK_EQ(o.sleeping_calls.load(), 1);
+  CHECK_EQ(o.awake_calls.load(), 1);
+  std::thread producer([&] {
+    while (t->info().waiters == 0) std::this_thread::sleep_for(milliseconds(1));
+    insert1(*t, "later");
+  });
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30000), &idx, &o).ok());  // handed a row
+  producer.join();
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(o.sleeping_calls.load(), 2);
+  CHECK_EQ(o.awake_calls.load(), 2);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx, &o).ok());  // timeout 0 never sleeps
+  CHECK_EQ(idx, 0);
+  CHECK_EQ(o.sleeping_calls.load(), 2);
+  CHECK_EQ(o.awake_calls.load(), 2);
+}
