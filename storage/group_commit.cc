@@ -1,54 +1,88 @@
 // Group commit without a writer thread: callers queue requests; whoever finds no
 // leader becomes one, writes every pending request as one chunk (one write + one
 // sync), publishes the result, and wakes only the callers of that batch plus the
-// oldest queued caller (to lead the next batch). Each caller sleeps on its own
-// condvar: with many writers a shared notify_all made context switches dominate.
+// oldest queued caller (to lead the next batch). Each caller sleeps on its own futex
+// word and never takes the commit_ lock again once woken: with many writers a shared
+// notify_all, or wakers holding the lock the woken need, made context switches dominate.
 #include <algorithm>
 
 #include "consumer_impl.h"
+#include "futex.h"
 #include "queue_table_impl.h"
 #include "settings.h"
 
 namespace q4m {
 
+namespace {
+
+// Takes the writer turn and every pending request (ours among them) as the batch.
+void take_batch(CommitQueue& q, std::vector<CommitRequest*>* batch) {
+  q.busy = true;
+  batch->swap(q.pending);
+  q.pending.swap(q.spare);
+  for (CommitRequest* r : *batch) r->taken = true;
+}
+
+}  // namespace
+
 void QueueTableImpl::commit(CommitRequest* req) {
-  bool led = false;
+  std::vector<CommitRequest*> batch;
   {
     auto q = commit_.lock();
     q->pending.push_back(req);
-    while (!req->done) {
-      if (q->busy) {
-        req->wake.wait(q.unique_lock());
-        continue;
-      }
-      q->busy = true;
-      std::vector<CommitRequest*> batch;
-      batch.swap(q->pending);
-      q->pending.swap(q->spare);
-      q.unique_lock().unlock();
-      run_batch(batch);
-      q.unique_lock().lock();
-      for (CommitRequest* r : batch) {
-        r->done = true;
-        // Under the lock: once done is visible the caller may return and free r.
-        if (r != req) r->wake.notify_one();
-      }
-      led = true;
-      batch.clear();
-      q->spare.swap(batch);
-      pass_writer_turn(*q);
-    }
+    if (!q->busy) take_batch(*q, &batch);
   }
-  if (led) maybe_auto_compact();
+  while (batch.empty()) {  // queued behind a leader
+    uint32_t s;
+    while ((s = req->signal.load(std::memory_order_acquire)) == CommitRequest::kQueued)
+      futex_wait(&req->signal, CommitRequest::kQueued);
+    if (s == CommitRequest::kDone) return;
+    // kTryLead: the turn was free when we were told. A running thread may have taken it,
+    // and our request with it, since: then that leader finishes it and we wait again.
+    auto q = commit_.lock();
+    if (req->taken) {
+      uint32_t try_lead = CommitRequest::kTryLead;  // the leader may store kDone right now
+      if (!req->signal.compare_exchange_strong(try_lead, CommitRequest::kQueued, std::memory_order_acq_rel))
+        return;  // kDone
+      continue;
+    }
+    req->signal.store(CommitRequest::kQueued, std::memory_order_relaxed);  // pending: only we write it
+    if (!q->busy) take_batch(*q, &batch);
+  }
+  lead(req, batch);
+  maybe_auto_compact();
 }
 
-// Frees the writer turn and wakes at most one queued caller to lead the next batch. A
-// running thread may take the turn first (a handed-over turn would wait for the woken
-// thread to be scheduled); it then writes the queued requests in its own batch.
-void QueueTableImpl::pass_writer_turn(CommitQueue& q) {
+void QueueTableImpl::lead(CommitRequest* req, std::vector<CommitRequest*>& batch) {
+  run_batch(batch);
+  CommitRequest* next = nullptr;
+  {
+    auto q = commit_.lock();
+    next = pass_writer_turn(*q);
+  }
+  if (next) futex_wake_one(&next->signal);  // the next leader first: its sync starts sooner
+  for (CommitRequest* r : batch) {
+    if (r == req) continue;
+    // Once kDone is visible the caller may return and free r: r is not touched after.
+    r->signal.store(CommitRequest::kDone, std::memory_order_release);
+    futex_wake_one(&r->signal);
+  }
+  batch.clear();
+  auto q = commit_.lock();
+  if (q->spare.capacity() < batch.capacity()) q->spare.swap(batch);  // reuse the allocation
+}
+
+// Frees the writer turn and tells the oldest queued caller (if any) that it may lead the
+// next batch; returns it, to be woken after the lock is released. A running thread may
+// take the turn first (a handed-over turn would wait for the woken thread to be
+// scheduled); it then writes the queued requests in its own batch.
+CommitRequest* QueueTableImpl::pass_writer_turn(CommitQueue& q) {
   q.busy = false;
   if (q.turn_waiters > 0) commit_cv_.notify_all();  // maintenance competes like any caller
-  if (!q.pending.empty()) q.pending.front()->wake.notify_one();
+  if (q.pending.empty()) return nullptr;
+  CommitRequest* next = q.pending.front();  // alive: a pending request is in no batch yet
+  next->signal.store(CommitRequest::kTryLead, std::memory_order_release);
+  return next;
 }
 
 QueueTableImpl::WriterTurn::WriterTurn(QueueTableImpl& t) : t_(t) {
@@ -60,8 +94,12 @@ QueueTableImpl::WriterTurn::WriterTurn(QueueTableImpl& t) : t_(t) {
 }
 
 QueueTableImpl::WriterTurn::~WriterTurn() {
-  auto q = t_.commit_.lock();
-  t_.pass_writer_turn(*q);
+  CommitRequest* next;
+  {
+    auto q = t_.commit_.lock();
+    next = t_.pass_writer_turn(*q);
+  }
+  if (next) futex_wake_one(&next->signal);
 }
 
 void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {

@@ -85,10 +85,12 @@ struct CommitRequest {
   std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
   bool accepted = false;
   Status status;
-  // Guarded by the table's commit_ lock. Each caller sleeps on its own condvar so a
-  // finished batch wakes only its own callers plus the next leader, not every writer.
-  bool done = false;
-  std::condition_variable wake;
+  // How the caller learns what to do, without touching the commit_ lock once woken:
+  // kQueued -> kTryLead (the turn is free: lead the next batch if still pending) or
+  // kDone (a leader wrote this request; results are set). The caller sleeps on it (futex).
+  enum Signal : uint32_t { kQueued, kTryLead, kDone };
+  std::atomic<uint32_t> signal{kQueued};
+  bool taken = false;  // guarded by commit_: in a leader's batch (no longer pending)
 };
 
 struct CommitQueue {
@@ -142,12 +144,13 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
 
   // group_commit.cc
   void commit(CommitRequest* req);
+  void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
   void run_batch(const std::vector<CommitRequest*>& batch);
   // `written` (the batch's chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                std::string_view written, uint64_t now_ms);
   void maybe_auto_compact();
-  void pass_writer_turn(CommitQueue& q);  // commit_ held
+  CommitRequest* pass_writer_turn(CommitQueue& q);  // commit_ held; returns whom to wake
 
   // Exclusive use of the writer for maintenance: waits for the current leader, then
   // keeps new commits queued until destroyed (a queued follower then leads).
