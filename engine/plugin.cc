@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../functions/function_plugins.h"
+#include "../storage/blocking.h"
 #include "../storage/stats.h"
 #include "../storage/table_registry.h"
 #include "connection_state.h"
@@ -51,6 +52,16 @@ bool show_status(handlerton*, THD* thd, stat_print_fn* print, enum ha_stat_type 
   return false;
 }
 
+// The core's long sleeps, told to the server for the current thread's THD, so that the
+// thread pool (thread_handling=pool-of-threads) runs other connections meanwhile.
+void blocking_begin(q4m::BlockingWait what) {
+  int type = what == q4m::BlockingWait::kRow      ? THD_WAIT_USER_LOCK
+             : what == q4m::BlockingWait::kCommit ? THD_WAIT_GROUP_COMMIT
+                                                  : THD_WAIT_SYNC;
+  thd_wait_begin(nullptr, type);
+}
+void blocking_end() { thd_wait_end(nullptr); }
+
 int panic(handlerton*, enum ha_panic_function flag) {
   if (flag == HA_PANIC_CLOSE) q4m::TableRegistry::instance().close_all();
   return 0;
@@ -68,12 +79,17 @@ int engine_init(void* p) {
   hton->kill_query = kill_query;
   hton->show_status = show_status;
   hton->panic = panic;
+  q4m::BlockingHooks hooks;
+  hooks.begin = blocking_begin;
+  hooks.end = blocking_end;
+  q4m::set_blocking_hooks(hooks);
   apply_system_variables();
   return 0;
 }
 
 int engine_deinit(void*) {
   q4m::TableRegistry::instance().close_all();
+  q4m::set_blocking_hooks(q4m::BlockingHooks());
   queue_hton = nullptr;
   return 0;
 }

@@ -34,18 +34,6 @@ void raise_dropped(const q4m::Status& st, const std::vector<q4m::Subscription>& 
   my_printf_error(ER_NO_SUCH_TABLE, "queue_wait(): %s", MYF(0), st.message().c_str());
 }
 
-// A blocked queue_wait() tells the server, so that a thread pool runs other connections
-// (e.g. the INSERT that will wake it) on another thread meanwhile.
-class ThreadPoolNotice final : public q4m::WaitObserver {
- public:
-  explicit ThreadPoolNotice(THD* thd) : thd_(thd) {}
-  void sleeping() override { thd_wait_begin(thd_, THD_WAIT_USER_LOCK); }
-  void awake() override { thd_wait_end(thd_); }
-
- private:
-  THD* thd_;
-};
-
 class Item_func_queue_wait final : public Item_queue_action {
  public:
   Item_func_queue_wait(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
@@ -85,8 +73,7 @@ class Item_func_queue_wait final : public Item_queue_action {
       return 0;
     }
     int index = 0;
-    ThreadPoolNotice notice(thd);
-    q4m::Status st = consumer.wait(subs, wa.timeout, &index, &notice);
+    q4m::Status st = consumer.wait(subs, wa.timeout, &index);
     if (!st.ok()) {
       if (st.code() == q4m::ErrorCode::kDropped)
         raise_dropped(st, subs, labels);

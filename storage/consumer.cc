@@ -2,6 +2,9 @@
 #include "consumer.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "blocking.h"
 
 #include "consumer_impl.h"
 #include "queue_table_impl.h"
@@ -113,8 +116,7 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
 
 }  // namespace
 
-Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
-                      WaitObserver* observer) {
+Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index) {
   Impl& c = *impl_;
   *index = 0;
   if (subs.empty()) return Status(ErrorCode::kInvalid, "queue_wait(): at least one table is required");
@@ -162,16 +164,15 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
 
   Impl::Mailbox result;
   bool interrupted = false;
-  bool told_sleeping = false;
+  std::optional<BlockingScope> sleeping;
   {
     auto mb = c.mailbox.lock();
     auto must_sleep = [&] {
       return block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending;
     };
-    if (observer && must_sleep()) {  // told outside our lock: the observer takes its own
+    if (must_sleep()) {  // announced outside our lock: the server takes its own locks
       mb.unique_lock().unlock();
-      observer->sleeping();
-      told_sleeping = true;
+      sleeping.emplace(BlockingWait::kRow);
       mb.unique_lock().lock();
     }
     while (must_sleep()) {
@@ -186,7 +187,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     interrupted = !result.handed && dropped_message.empty() && !result.dropped && result.interrupt_pending;
     if (interrupted) mb->interrupt_pending = false;
   }
-  if (told_sleeping) observer->awake();
+  sleeping.reset();
   for (QueueTableImpl* t : registered) t->unregister(c);
 
   if (result.handed) {

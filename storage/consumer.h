@@ -15,15 +15,6 @@ struct Subscription {
   std::shared_ptr<const RowFilter> filter;  // null = any row
 };
 
-// Told when a wait() is about to sleep and when it wakes, so the embedding server can
-// run other work meanwhile (MariaDB's thread pool: thd_wait_begin/thd_wait_end).
-class WaitObserver {
- public:
-  virtual ~WaitObserver() = default;
-  virtual void sleeping() = 0;
-  virtual void awake() = 0;
-};
-
 class Consumer {
  public:
   Consumer();
@@ -36,9 +27,8 @@ class Consumer {
   // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
-  // `observer` (optional) hears of the sleep, if the wait has to sleep at all.
-  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
-              WaitObserver* observer = nullptr);
+  // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).
+  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
 
   Status end();    // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none
   Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none

@@ -5,6 +5,9 @@
 // word and never takes the commit_ lock again once woken: with many writers a shared
 // notify_all, or wakers holding the lock the woken need, made context switches dominate.
 #include <algorithm>
+#include <optional>
+
+#include "blocking.h"
 
 #include "consumer_impl.h"
 #include "futex.h"
@@ -32,10 +35,13 @@ void QueueTableImpl::commit(CommitRequest* req) {
     q->pending.push_back(req);
     if (!q->busy) take_batch(*q, &batch);
   }
+  std::optional<BlockingScope> sleeping;  // announced for syncs only: a write takes microseconds
   while (batch.empty()) {  // queued behind a leader
     uint32_t s;
-    while ((s = req->signal.load(std::memory_order_acquire)) == CommitRequest::kQueued)
+    while ((s = req->signal.load(std::memory_order_acquire)) == CommitRequest::kQueued) {
+      if (!sleeping && settings().sync() != SyncMode::kNone) sleeping.emplace(BlockingWait::kCommit);
       futex_wait(&req->signal, CommitRequest::kQueued);
+    }
     if (s == CommitRequest::kDone) return;
     // kTryLead: the turn was free when we were told. A running thread may have taken it,
     // and our request with it, since: then that leader finishes it and we wait again.
@@ -49,6 +55,7 @@ void QueueTableImpl::commit(CommitRequest* req) {
     req->signal.store(CommitRequest::kQueued, std::memory_order_relaxed);  // pending: only we write it
     if (!q->busy) take_batch(*q, &batch);
   }
+  sleeping.reset();
   lead(req, batch);
   maybe_auto_compact();
 }
@@ -146,7 +153,8 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   Status s = invalidate_snapshot(*w);
   const SyncMode mode = settings().sync();
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
-  if (s.ok()) {
+  if (s.ok() && mode != SyncMode::kNone) {
+    BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
   }

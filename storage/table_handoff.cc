@@ -122,6 +122,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     size_t cached_at;  // position of its payload in `cached`, or kNotCached
   };
   constexpr size_t kNotCached = ~size_t(0);
+  constexpr size_t kMaxCopiedUnderLock = 256u << 10;
   std::vector<Candidate> batch;
   std::string cached, payload;
   RowId from = 0;
@@ -144,10 +145,13 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
         if (e.state != RowState::kFree) continue;
-        // Payloads still in the tail cache are copied now, the rest pread outside the lock.
+        // Payloads still in the tail cache are copied now (up to kMaxCopiedUnderLock in
+        // all), the rest pread outside the lock.
         size_t at = cached.size();
-        if (st->read_cached(e.offset, e.length, &payload)) cached += payload;
-        else at = kNotCached;
+        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(e.offset, e.length, &payload))
+          cached += payload;
+        else
+          at = kNotCached;
         batch.push_back(Candidate{e.id, e.offset, e.length, at});
       }
       if (batch.empty()) {  // checked up to the end, with no row freed meanwhile

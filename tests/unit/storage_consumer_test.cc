@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "../../storage/blocking.h"
 #include "../../storage/row_filter.h"
 #include "../../storage/stats.h"
 #include "check.h"
@@ -515,40 +516,74 @@ TEST(filter_cursor_avoids_rescanning_a_deep_queue) {
   CHECK_EQ(f->evals.load(), e1 + 1);
 }
 
-// The observer hears of a sleep only when the wait really sleeps, and each sleep ends
-// with exactly one awake().
-TEST(wait_observer_hears_of_sleeps_only) {
-  struct Counting : WaitObserver {
-    std::atomic<int> sleeping_calls{0}, awake_calls{0};
-    void sleeping() override { sleeping_calls++; }
-    void awake() override { awake_calls++; }
-  };
+namespace {
+
+// Counts the core's announced sleeps (installed as the blocking hooks for one test).
+struct SleepCounter {
+  static inline std::atomic<int> begins{0}, ends{0};
+  static inline std::atomic<int> kinds[3] = {};
+  explicit SleepCounter() {
+    begins = ends = 0;
+    for (auto& k : kinds) k = 0;
+    BlockingHooks h;
+    h.begin = [](BlockingWait w) { begins++, kinds[static_cast<int>(w)]++; };
+    h.end = [] { ends++; };
+    set_blocking_hooks(h);
+  }
+  ~SleepCounter() { set_blocking_hooks(BlockingHooks()); }
+  int of(BlockingWait w) const { return kinds[static_cast<int>(w)].load(); }
+};
+
+}  // namespace
+
+// A wait announces a sleep only when it really sleeps, and each sleep ends once.
+TEST(a_wait_announces_only_real_sleeps) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
+  SleepCounter sleeps;
   Consumer c;
-  Counting o;
   int idx = -1;
   REQUIRE(insert1(*t, "now").ok());
-  REQUIRE(c.wait({{t, nullptr}}, milliseconds(1000), &idx, &o).ok());  // a row is there
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(1000), &idx).ok());  // a row is there
   CHECK_EQ(idx, 1);
-  CHECK_EQ(o.sleeping_calls.load(), 0);
-  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30), &idx, &o).ok());  // times out
+  CHECK_EQ(sleeps.begins.load(), 0);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30), &idx).ok());  // times out
   CHECK_EQ(idx, 0);
-  CHECK_EQ(o.sleeping_calls.load(), 1);
-  CHECK_EQ(o.awake_calls.load(), 1);
+  CHECK_EQ(sleeps.of(BlockingWait::kRow), 1);
+  CHECK_EQ(sleeps.ends.load(), 1);
   std::thread producer([&] {
     while (t->info().waiters == 0) std::this_thread::sleep_for(milliseconds(1));
     insert1(*t, "later");
   });
-  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30000), &idx, &o).ok());  // handed a row
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(30000), &idx).ok());  // handed a row
   producer.join();
   CHECK_EQ(idx, 1);
-  CHECK_EQ(o.sleeping_calls.load(), 2);
-  CHECK_EQ(o.awake_calls.load(), 2);
-  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx, &o).ok());  // timeout 0 never sleeps
+  CHECK_EQ(sleeps.of(BlockingWait::kRow), 2);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // timeout 0 never sleeps
   CHECK_EQ(idx, 0);
-  CHECK_EQ(o.sleeping_calls.load(), 2);
-  CHECK_EQ(o.awake_calls.load(), 2);
+  CHECK_EQ(sleeps.of(BlockingWait::kRow), 2);
+  CHECK_EQ(sleeps.of(BlockingWait::kSync), 0);  // sync mode none: no syncs to announce
+  CHECK_EQ(sleeps.begins.load(), sleeps.ends.load());
+}
+
+// In a durable mode the leader announces its sync, and callers queued behind it their wait.
+TEST(durable_commits_announce_syncs_and_queued_waits) {
+  SyncModeScope sync(SyncMode::kFdatasync);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  SleepCounter sleeps;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 8; w++)
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 50; i++) insert1(*t, std::to_string(w) + ":" + std::to_string(i));
+    });
+  for (auto& th : writers) th.join();
+  CHECK_EQ(t->visible_count(nullptr), 400u);
+  CHECK(sleeps.of(BlockingWait::kSync) >= 1);
+  CHECK(sleeps.of(BlockingWait::kSync) <= 400);
+  CHECK(sleeps.of(BlockingWait::kCommit) >= 1);  // 8 writers: someone queued behind a sync
+  CHECK_EQ(sleeps.begins.load(), sleeps.ends.load());
 }
