@@ -2,9 +2,11 @@
 //
 // Three pieces of shared state, each behind its own lock, always taken in this order:
 //   commit_  (short)  the group-commit queue: pending requests + "a leader is busy" flag
+//                     (callers wait on their request's futex word, outside any lock)
 //   writer_  (long)   what only the current writer touches: next row id, relay sources,
 //                     the file being appended to; held by the leader for write+sync
 //   state_   (short)  the row index, waiters, scan cursors, delete claims, readers' file
+//                     and its tail cache
 //   then a Consumer's own mutex (hand-off), never the other way round.
 // Files: queue_table_impl.cc (reads, visibility), group_commit.cc (insert/remove path),
 // table_handoff.cc (ownership, waiters), table_maintenance.cc (compact/truncate/drop/rename).
