@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   }
   Report rep;
   std::vector<std::unique_ptr<QueueBackend>> backends;
+  bool has_queue = false;
   client::DbConn admin;
   try {
     admin = connect_admin(opt);
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
         }
         backends.push_back(make_queue_engine_backend(payload, opt.wait_timeout_s));
         rep.queue_sql = backends.back()->describe_sql();
+        has_queue = true;
       } else {
         backends.push_back(make_innodb_backend(payload, opt.poll_sleep_us));
         rep.innodb_sql = backends.back()->describe_sql();
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
           repeats[k++].push_back(std::move(r));
         };
         if (opt.select1) add(run_select1(opt, sync, c));
+        if (opt.empty_poll && has_queue) add(run_empty_poll(opt, admin, sync, c));
         for (Scenario sc : opt.scenarios)
           for (auto& b : backends) add(run_queue_scenario(opt, *b, admin, sc, sync, c));
       }

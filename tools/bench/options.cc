@@ -34,7 +34,9 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --sync LIST           none,durable (default none): none = queue_sync_mode=none and
                         innodb_flush_log_at_trx_commit=2; durable = fdatasync and =1
   --engines LIST        queue,innodb (default both)
-  --scenarios LIST      multireader,multirw,multiwait,select1 (default all)
+  --scenarios LIST      multireader,multirw,multiwait,select1,poll-empty (default all):
+                        select1 = SELECT 1 (the SQL-layer ceiling); poll-empty = the
+                        QUEUE consume statement on an empty table, timeout 0 (its ceiling)
   --circulating N       multiwait: messages in circulation (default concurrency/4)
   --wait-timeout SEC    queue_wait() timeout (default 1)
   --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
@@ -131,11 +133,13 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--scenarios") {
       o.scenarios.clear();
       o.select1 = false;
+      o.empty_poll = false;
       for (auto& s : split_list(value())) {
         if (s == "multireader") o.scenarios.push_back(Scenario::kMultireader);
         else if (s == "multirw") o.scenarios.push_back(Scenario::kMultirw);
         else if (s == "multiwait") o.scenarios.push_back(Scenario::kMultiwait);
         else if (s == "select1") o.select1 = true;
+        else if (s == "poll-empty") o.empty_poll = true;
         else usage_error("--scenarios: unknown scenario '" + s + "'");
       }
     } else if (arg == "--circulating") {

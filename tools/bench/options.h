@@ -26,6 +26,7 @@ struct Options {
   std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
   std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait};
   bool select1 = true;
+  bool empty_poll = true;  // the consume statement on an empty QUEUE table (needs the QUEUE engine)
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.
   uint64_t circulating = 0;
   double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end

@@ -14,6 +14,12 @@ const RunResult* find_run(const Report& rep, const std::string& scenario, const 
   return nullptr;
 }
 
+bool find_any(const Report& rep, const std::string& scenario, SyncMode sync) {
+  for (const auto& r : rep.runs)
+    if (r.scenario == scenario && r.sync == sync) return true;
+  return false;
+}
+
 // a/b as "0.42x"; "-" when either side is missing or failed.
 std::string ratio(const RunResult* a, const RunResult* b) {
   if (!a || !b || !a->ok() || !b->ok() || b->rate <= 0) return "-";
@@ -98,7 +104,7 @@ std::string progress_line(const RunResult& r) {
   char buf[256];
   std::snprintf(buf, sizeof buf, "[sync=%s] %-11s %-6s c=%-4d %10.0f %s/s  %.2f s  %s", sync_name(r.sync),
                 r.scenario.c_str(), r.engine.c_str(), r.concurrency, r.rate,
-                r.scenario == "select1" ? "q" : "msg", r.seconds, r.ok() ? "ok" : "FAILED");
+                r.engine == "server" ? "q" : "msg", r.seconds, r.ok() ? "ok" : "FAILED");
   return buf;
 }
 
@@ -117,36 +123,45 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
     const char* sync_desc = sync == SyncMode::kNone
                                 ? "none: queue_sync_mode=none, innodb_flush_log_at_trx_commit=2"
                                 : "durable: queue_sync_mode=fdatasync, innodb_flush_log_at_trx_commit=1";
-    if (opt.select1) {
-      std::fprintf(out, "\n== select1 ceiling  [sync %s] ==\n", sync_desc);
-      std::fprintf(out, "%6s %12s %9s %9s\n", "conc", "queries/s", "p50_us", "p99_us");
+    const bool any_ceiling = find_any(rep, kSelect1Scenario, sync) || find_any(rep, kEmptyPollScenario, sync);
+    if (any_ceiling) {
+      std::fprintf(out, "\n== ceilings  [sync %s] ==\n", sync_desc);
+      std::fprintf(out, "%6s %12s %9s %9s %12s %9s %9s %10s\n", "conc", "select1 q/s", "p50_us", "p99_us",
+                   "poll q/s", "p50_us", "p99_us", "poll/sel1");
       for (int c : opt.concurrency) {
-        const RunResult* r = find_run(rep, "select1", "server", sync, c);
-        if (!r) continue;
-        std::fprintf(out, "%6d %12.0f %9s %9s\n", c, r->rate, us(r->consume, false).c_str(),
-                     us(r->consume, true).c_str());
-        if (!r->ok()) failures.push_back(progress_line(*r) + ": " + r->error + " " + r->verification);
+        const RunResult* s1 = find_run(rep, kSelect1Scenario, "server", sync, c);
+        const RunResult* poll = find_run(rep, kEmptyPollScenario, "server", sync, c);
+        if (!s1 && !poll) continue;
+        auto rate = [](const RunResult* r) { return r ? std::to_string(static_cast<long long>(r->rate)) : "-"; };
+        auto lat = [](const RunResult* r, bool p99) { return r ? us(r->consume, p99) : "-"; };
+        std::fprintf(out, "%6d %12s %9s %9s %12s %9s %9s %10s\n", c, rate(s1).c_str(), lat(s1, false).c_str(),
+                     lat(s1, true).c_str(), rate(poll).c_str(), lat(poll, false).c_str(), lat(poll, true).c_str(),
+                     ratio(poll, s1).c_str());
+        for (const RunResult* r : {s1, poll})
+          if (r && !r->ok()) failures.push_back(progress_line(*r) + ": " + r->error + " " + r->verification);
       }
     }
     for (Scenario sc : opt.scenarios) {
       std::fprintf(out, "\n== %s  [sync %s] ==\n", scenario_name(sc), sync_desc);
-      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %9s %9s  %s\n", "engine", "conc", "msg/s",
-                   "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "/select1", "/innodb",
-                   "verified");
+      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %9s %9s %9s  %s\n", "engine", "conc", "msg/s",
+                   "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "/select1", "/poll",
+                   "/innodb", "verified");
       for (int c : opt.concurrency) {
-        const RunResult* s1 = find_run(rep, "select1", "server", sync, c);
+        const RunResult* s1 = find_run(rep, kSelect1Scenario, "server", sync, c);
+        const RunResult* poll = find_run(rep, kEmptyPollScenario, "server", sync, c);
         const RunResult* inno = find_run(rep, scenario_name(sc), "innodb", sync, c);
         for (Engine e : opt.engines) {
           const RunResult* r = find_run(rep, scenario_name(sc), engine_name(e), sync, c);
           if (!r) continue;
           std::string vs_inno = e == Engine::kQueue ? ratio(r, inno) : "";
+          std::string vs_poll = e == Engine::kQueue ? ratio(r, poll) : "";
           char syncs[32] = "-";
           if (r->syncs_per_message >= 0) std::snprintf(syncs, sizeof syncs, "%.3f", r->syncs_per_message);
-          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %9s %9s  %s\n", r->engine.c_str(), c,
-                       r->rate, us(r->consume, false).c_str(), us(r->consume, true).c_str(),
+          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %9s %9s %9s  %s\n", r->engine.c_str(),
+                       c, r->rate, us(r->consume, false).c_str(), us(r->consume, true).c_str(),
                        us(r->insert, false).c_str(), us(r->insert, true).c_str(),
                        static_cast<unsigned long long>(r->empty_polls), syncs, ratio(r, s1).c_str(),
-                       vs_inno.c_str(), r->ok() ? "ok" : "FAILED");
+                       vs_poll.c_str(), vs_inno.c_str(), r->ok() ? "ok" : "FAILED");
           if (!r->ok())
             failures.push_back(progress_line(*r) + ": " + (r->error.empty() ? "" : r->error + "; ") +
                                r->verification);
@@ -157,8 +172,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "\nget = obtain one message (QUEUE: one queue_wait statement, which also removes the previous "
                     "message; InnoDB: SELECT..FOR UPDATE SKIP LOCKED + DELETE + COMMIT, retried while empty);\n"
                     "put = one INSERT (InnoDB: + COMMIT). sync/msg = the engine's syncs per message (QUEUE "
-                    "sys_sync, InnoDB Innodb_data_fsyncs).\n/select1 and /innodb compare msg/s at the same "
-                    "concurrency.\n");
+                    "sys_sync, InnoDB Innodb_data_fsyncs).\npoll = QUEUE's consume statement on an empty QUEUE "
+                    "table with timeout 0: what that statement costs with no message to move.\n/select1, /poll and "
+                    "/innodb compare msg/s at the same concurrency.\n");
   if (!failures.empty()) {
     std::fprintf(out, "\nFAILED RUNS:\n");
     for (const auto& f : failures) std::fprintf(out, "  %s\n", f.c_str());
@@ -189,18 +205,21 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "  \"runs\": [\n");
   for (size_t i = 0; i < rep.runs.size(); ++i) {
     const RunResult& r = rep.runs[i];
-    const RunResult* s1 = find_run(rep, "select1", "server", r.sync, r.concurrency);
+    const RunResult* s1 = find_run(rep, kSelect1Scenario, "server", r.sync, r.concurrency);
+    const RunResult* poll = find_run(rep, kEmptyPollScenario, "server", r.sync, r.concurrency);
     const RunResult* inno = find_run(rep, r.scenario, "innodb", r.sync, r.concurrency);
+    const bool ceiling = r.engine == "server";
     std::fprintf(out,
                  "    {\"scenario\": %s, \"engine\": %s, \"sync\": %s, \"concurrency\": %d, \"messages\": %llu, "
                  "\"seconds\": %s, \"rate\": %s, \"get\": %s, \"put\": %s, \"empty_polls\": %llu, "
-                 "\"ratio_select1\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, \"counters\": %s, "
+                 "\"ratio_select1\": %s, \"ratio_poll\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, \"counters\": %s, "
                  "\"repeat_rates\": %s, \"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
                  json_str(r.scenario).c_str(), json_str(r.engine).c_str(), json_str(sync_name(r.sync)).c_str(),
                  r.concurrency, static_cast<unsigned long long>(r.messages), json_num(r.seconds).c_str(),
                  json_num(r.rate).c_str(), json_latency(r.consume).c_str(), json_latency(r.insert).c_str(),
                  static_cast<unsigned long long>(r.empty_polls),
-                 r.scenario == "select1" ? "null" : json_ratio(&r, s1).c_str(),
+                 r.scenario == kSelect1Scenario ? "null" : json_ratio(&r, s1).c_str(),
+                 ceiling ? "null" : json_ratio(&r, poll).c_str(),
                  r.engine == "queue" ? json_ratio(&r, inno).c_str() : "null",
                  r.syncs_per_message >= 0 ? json_num(r.syncs_per_message).c_str() : "null",
                  json_counters(r.counters).c_str(), json_rates(r.repeat_rates).c_str(), r.ok() ? "true" : "false",

@@ -134,9 +134,16 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
   return r;
 }
 
-RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
+namespace {
+
+// Runs `sql` max(M, 50000) times in total on `concurrency` connections; `check`
+// validates each result (throws on a wrong one). A ceiling is a rate, not a queue:
+// nothing is consumed, so it is "verified" when every query ran.
+template <typename Check>
+RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, const char* scenario,
+                            const std::string& sql, Check check) {
   RunResult r;
-  r.scenario = "select1";
+  r.scenario = scenario;
   r.engine = "server";
   r.sync = sync;
   r.concurrency = concurrency;
@@ -149,9 +156,8 @@ RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
       const uint64_t count = share(m, concurrency, i);
       for (uint64_t k = 0; k < count && !ctl.should_stop(); ++k) {
         Clock::time_point t0 = Clock::now();
-        client::DbResult res = conns[i].query("SELECT 1");
-        MYSQL_ROW row = res.next();
-        if (!row || !row[0] || row[0][0] != '1') throw client::DbError(0, "SELECT 1 returned no 1");
+        client::DbResult res = conns[i].query(sql);
+        check(res);
         Clock::time_point t1 = Clock::now();
         st.consume.add(t0, t1);
         st.last_progress = t1;
@@ -168,6 +174,45 @@ RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
     r.error = e.what();
   }
   return r;
+}
+
+}  // namespace
+
+RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
+  return run_query_ceiling(opt, sync, concurrency, kSelect1Scenario, "SELECT 1", [](client::DbResult& res) {
+    MYSQL_ROW row = res.next();
+    if (!row || !row[0] || row[0][0] != '1') throw client::DbError(0, "SELECT 1 returned no 1");
+  });
+}
+
+RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode sync, int concurrency) {
+  const std::string table = kEmptyPollTable;
+  try {
+    admin.exec("DROP TABLE IF EXISTS " + table);
+    admin.exec("CREATE TABLE " + table + " (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE");
+  } catch (const std::exception& e) {
+    RunResult r;
+    r.scenario = kEmptyPollScenario;
+    r.engine = "server";
+    r.sync = sync;
+    r.concurrency = concurrency;
+    r.error = e.what();
+    return r;
+  }
+  RunResult r = run_query_ceiling(opt, sync, concurrency, kEmptyPollScenario, empty_poll_sql(),
+                                  [](client::DbResult& res) {
+                                    if (res.next()) throw client::DbError(0, "the empty queue returned a row");
+                                  });
+  try {
+    admin.exec("DROP TABLE IF EXISTS " + table);
+  } catch (const std::exception& e) {
+    if (r.error.empty()) r.error = e.what();
+  }
+  return r;
+}
+
+std::string empty_poll_sql() {
+  return std::string("SELECT * FROM ") + kEmptyPollTable + " WHERE queue_wait('" + kEmptyPollTable + "', 0)";
 }
 
 }  // namespace q4m::bench

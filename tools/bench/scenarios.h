@@ -4,7 +4,9 @@
 //   multirw:     each client inserts one, then consumes one (M in total).
 //   multiwait:   K messages circulate (default N/4, Q4M's "semi-starvation"):
 //                consume one, insert one, until M were consumed.
-//   select1:     N clients run max(M, 50000) x SELECT 1 in total.
+//   select1:     N clients run max(M, 50000) x SELECT 1 in total (the SQL-layer ceiling).
+//   poll-empty:  the same with QUEUE's consume statement on an empty QUEUE table and
+//                timeout 0: the statement's own cost with no message work (its ceiling).
 #pragma once
 #include <string>
 #include <vector>
@@ -38,6 +40,13 @@ struct RunResult {
 
 RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::DbConn& admin,
                              Scenario scenario, SyncMode sync, int concurrency);
+inline constexpr const char* kSelect1Scenario = "select1";
+inline constexpr const char* kEmptyPollScenario = "poll-empty";
+inline constexpr const char* kEmptyPollTable = "q4m_bench_poll";
+
 RunResult run_select1(const Options& opt, SyncMode sync, int concurrency);
+// Creates an empty QUEUE table, polls it, drops it.
+RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode sync, int concurrency);
+std::string empty_poll_sql();
 
 }  // namespace q4m::bench

@@ -1,0 +1,68 @@
+"""q4m-bench against a real server: every scenario, both engines, both ceilings and both sync
+modes run and verify exactly-once delivery, and the report has its columns. Rates are printed
+by the tool, never asserted (timings belong in benchmarks, not in pass/fail tests)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "build" / "bin" / "q4m-bench"
+
+
+@pytest.fixture(autouse=True)
+def _bench_built():
+    if not BENCH.exists():
+        pytest.fail(f"{BENCH} is missing: run `make tools` first", pytrace=False)
+
+
+def run_bench(server, tmp_path, *args):
+    out = tmp_path / "bench.json"
+    p = subprocess.run([str(BENCH), "--socket", str(server.socket), "--user", "root", "--db", "bench_smoke",
+                        "--json-out", str(out), *args], capture_output=True, text=True, timeout=600)
+    return p, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_every_scenario_runs_and_verifies(server, tmp_path):
+    p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", "1,3", "--sync", "none,durable",
+                       "--wait-timeout", "0.2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["ok"] is True
+    seen = {(r["scenario"], r["engine"], r["sync"], r["concurrency"]) for r in doc["runs"]}
+    for sync in ("none", "durable"):
+        for c in (1, 3):
+            assert ("select1", "server", sync, c) in seen
+            assert ("poll-empty", "server", sync, c) in seen
+            for sc in ("multireader", "multirw", "multiwait"):
+                for engine in ("queue", "innodb"):
+                    assert (sc, engine, sync, c) in seen
+    for r in doc["runs"]:
+        assert r["ok"], r
+        if r["engine"] != "server":
+            assert r["messages"] == 300, r
+            assert r["ratio_select1"] is not None, r
+        if r["engine"] == "queue":
+            assert r["ratio_poll"] is not None and r["ratio_innodb"] is not None, r
+            # durable: every message needs a sync, shared by at most all connections
+            if r["sync"] == "durable":
+                assert r["syncs_per_message"] > 0, r
+            else:
+                assert r["syncs_per_message"] == 0, r
+    assert "== ceilings" in p.stdout and "/poll" in p.stdout and "/innodb" in p.stdout
+    # the benchmark cleans up after itself
+    assert server.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bench_smoke'") == 0
+
+
+def test_empty_poll_ceiling_needs_the_queue_engine(server, tmp_path):
+    p, doc = run_bench(server, tmp_path, "--messages", "100", "--engines", "innodb", "--scenarios",
+                       "multireader,select1,poll-empty")
+    assert p.returncode == 0, p.stdout + p.stderr
+    scenarios = {r["scenario"] for r in doc["runs"]}
+    assert scenarios == {"select1", "multireader"}, scenarios
+
+
+def test_bad_option_is_a_clear_error(server, tmp_path):
+    p, _ = run_bench(server, tmp_path, "--messages", "0")
+    assert p.returncode != 0 and "--messages must be > 0" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--scenarios", "multireader,fastest")
+    assert p.returncode != 0 and "unknown scenario 'fastest'" in p.stderr
