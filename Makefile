@@ -65,7 +65,11 @@ $(PLUGIN): $(PLUGIN_OBJ) $(CORE_OBJ)
 
 $(BUILD)/tests/%_test: tests/unit/%_test.cc $(CORE_OBJ) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CORE_CXXFLAGS) $< $(CORE_OBJ) -o $@
+	$(CXX) $(CORE_CXXFLAGS) $< $(CORE_OBJ) -o $@ $(TEST_LDFLAGS)
+
+# The power-loss test routes the core's file system calls through its simulated disk.
+$(BUILD)/tests/storage_power_loss_test: TEST_LDFLAGS := \
+  -Wl,--wrap=open,--wrap=close,--wrap=pwrite,--wrap=ftruncate,--wrap=fsync,--wrap=fdatasync,--wrap=rename,--wrap=unlink
 
 $(BUILD)/bin/q4m-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)

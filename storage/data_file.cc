@@ -117,6 +117,12 @@ Status DataFile::sync(SyncMode mode) {
   return Status::Ok();
 }
 
+Status DataFile::overwrite(uint64_t offset, const std::string& bytes) {
+  if (offset + bytes.size() > size_) return Status(ErrorCode::kInvalid, "file " + path_ + ": overwrite past the end");
+  Status s = write_at(offset, bytes.data(), bytes.size(), "write");
+  return s.ok() ? sync(SyncMode::kFdatasync) : s;
+}
+
 Status DataFile::read(uint64_t offset, size_t length, std::string* out) const {
   out->resize(length);
   size_t done = 0;

@@ -36,6 +36,9 @@ class DataFile {
   Status release_preallocation();
   Status sync(SyncMode mode);  // no-op for kNone
   Status read(uint64_t offset, size_t length, std::string* out) const;
+  // Overwrites `bytes` at `offset` inside the data and syncs (fdatasync). Only for the
+  // file header's one-time version upgrade: everything else is appended.
+  Status overwrite(uint64_t offset, const std::string& bytes);
   Status truncate_to(uint64_t size);  // used by recovery to cut a torn tail
 
   static constexpr uint64_t kPreallocStep = 1u << 20;

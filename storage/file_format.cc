@@ -18,7 +18,9 @@ std::string check_file_header(std::string_view b) {
   if (std::memcmp(b.data(), kFileMagic, sizeof(kFileMagic)) != 0) return "not a QUEUE data file (bad magic)";
   if (crc32c(b.data(), 12) != get_u32(b.data() + 12)) return "file header checksum mismatch";
   uint32_t version = get_u32(b.data() + 8);
-  if (version != kFormatVersion) return "unsupported format version " + std::to_string(version);
+  if (version < kOldestFormatVersion || version > kFormatVersion)
+    return "unsupported format version " + std::to_string(version) + " (this build reads " +
+           std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")";
   return "";
 }
 
@@ -78,7 +80,7 @@ void ChunkBuilder::finish() {
   const char* body = h + kChunkHeaderSize;
   size_t body_len = out_->size() - chunk_start_ - kChunkHeaderSize;
   store_u32(h, kChunkMagic);
-  store_u32(h + 4, static_cast<uint32_t>(body_len));
+  store_u32(h + 4, static_cast<uint32_t>(body_len) | (unsynced_ ? kChunkUnsynced : 0));
   store_u32(h + 8, crc32c(body, body_len));
   store_u32(h + 12, crc32c(h, 12));
 }
@@ -86,7 +88,9 @@ void ChunkBuilder::finish() {
 std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out) {
   if (get_u32(p) != kChunkMagic) return "bad chunk magic";
   if (crc32c(p, 12) != get_u32(p + 12)) return "chunk header checksum mismatch";
-  out->body_len = get_u32(p + 4);
+  const uint32_t flags_and_len = get_u32(p + 4);
+  out->body_len = flags_and_len & ~kChunkUnsynced;
+  out->unsynced = (flags_and_len & kChunkUnsynced) != 0;
   out->body_crc = get_u32(p + 8);
   if (out->body_len > kMaxChunkBody) return "chunk length " + std::to_string(out->body_len) + " too large";
   return "";

@@ -3,8 +3,9 @@
 //
 //   file   := file_header chunk*
 //   header := "Q4MQUEUE" u32 version u32 crc32c(magic+version)
-//   chunk  := u32 magic "Q4MC" | u32 body_len | u32 crc32c(body) | u32 crc32c(previous 12 bytes)
+//   chunk  := u32 magic "Q4MC" | u32 flags_and_len | u32 crc32c(body) | u32 crc32c(previous 12 bytes)
 //             body (records; a record never spans chunks)
+//             flags_and_len: body length (bits 0..30) | kChunkUnsynced (bit 31, version 2)
 //   record := ROW    u8 1 | u64 rowid | u64 insert_time_ms | u32 len | payload[len]
 //           | REMOVE u8 2 | u32 count | u64 rowid[count]
 //           | SRCID  u8 3 | u32 source_id | u64 last_rowid
@@ -22,11 +23,16 @@ using RowId = uint64_t;
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;   // written by this build
+constexpr uint32_t kOldestFormatVersion = 1;  // still read (it never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
 constexpr size_t kChunkHeaderSize = 16;
 constexpr uint32_t kMaxChunkBody = 1u << 30;
+// Set in a chunk header when no sync followed the chunk (sync mode none). After a power
+// cut such chunks may have reached the disk only in part, in any order, so damage
+// followed by nothing but such chunks is a lost tail, not corruption (docs/recovery.md).
+constexpr uint32_t kChunkUnsynced = 1u << 31;
 // A commit bigger than this is split into several chunks (still one write + one sync).
 constexpr size_t kSplitChunkBody = 256u << 20;
 constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
@@ -74,7 +80,8 @@ std::string check_file_header(std::string_view bytes);
 // start of `out` (the caller adds the file position where `out` will be written).
 class ChunkBuilder {
  public:
-  explicit ChunkBuilder(std::string* out) : out_(out) {}
+  // `unsynced`: no sync will follow these chunks (kChunkUnsynced).
+  explicit ChunkBuilder(std::string* out, bool unsynced = false) : out_(out), unsynced_(unsynced) {}
   // Returns the offset of the payload bytes inside `out`.
   size_t add_row(RowId id, uint64_t time_ms, std::string_view payload);
   void add_remove(const RowId* ids, size_t count);
@@ -89,11 +96,13 @@ class ChunkBuilder {
   std::string* out_;
   size_t chunk_start_ = 0;
   bool open_ = false;
+  bool unsynced_ = false;
 };
 
 struct ChunkHeader {
   uint32_t body_len = 0;
   uint32_t body_crc = 0;
+  bool unsynced = false;  // kChunkUnsynced
 };
 // Empty string if the 16 header bytes at `p` are a valid chunk header, else why not.
 std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out);

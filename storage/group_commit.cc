@@ -117,10 +117,11 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
     return;
   }
   const uint64_t now = now_ms();
+  const SyncMode mode = settings().sync();
   RowId next = w->next_rowid;
   std::vector<std::pair<uint32_t, RowId>> old_sources;  // to undo on failure
   w->buffer.clear();
-  fmt::ChunkBuilder chunk(&w->buffer);
+  fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone);
   for (CommitRequest* r : batch) {
     switch (r->kind) {
       case CommitRequest::kInsert:
@@ -151,7 +152,6 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
 
   const uint64_t base = w->file->size();
   Status s = invalidate_snapshot(*w);
-  const SyncMode mode = settings().sync();
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
   if (s.ok() && mode != SyncMode::kNone) {
     BlockingScope syncing(BlockingWait::kSync);

@@ -29,6 +29,19 @@ bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
   return e.state == RowState::kFree || (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
 }
 
+// A version-1 file predates kChunkUnsynced: a version-1 reader would take such a chunk
+// for a torn tail and cut it. Its header (16 bytes, inside one sector) is rewritten and
+// synced before this build appends anything.
+Status upgrade_file_header(DataFile& file) {
+  std::string header;
+  Status s = file.read(0, fmt::kFileHeaderSize, &header);
+  if (!s.ok()) return s;
+  if (fmt::get_u32(header.data() + 8) == fmt::kFormatVersion) return Status::Ok();
+  std::string why = fmt::check_file_header(header);
+  if (!why.empty()) return Status(ErrorCode::kCorrupt, "file " + file.path() + ": " + why);
+  return file.overwrite(0, fmt::file_header());
+}
+
 }  // namespace
 
 uint64_t now_ms() {
@@ -58,6 +71,8 @@ Status QueueTableImpl::open(const std::string& path, std::shared_ptr<QueueTableI
     s = recover_table(*file, &rec);
     if (!s.ok()) return s;
   }
+  s = upgrade_file_header(*file);
+  if (!s.ok()) return s;
   out->reset(new QueueTableImpl(path, std::move(file), std::move(rec)));
   return Status::Ok();
 }

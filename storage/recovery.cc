@@ -33,10 +33,12 @@ class BlockReader {
   std::string buf_;
 };
 
-// Why the chunk at `pos` is bad ("" if it is valid). *end = offset after it, set
-// whenever its header is valid (its length can then be trusted), else left 0.
-std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* end, Status* io) {
+// Why the chunk at `pos` is bad ("" if it is valid). *end = offset after it and
+// *unsynced = its kChunkUnsynced flag, set whenever its header is valid (its length can
+// then be trusted), else left 0 / false.
+std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* end, bool* unsynced, Status* io) {
   *end = 0;
+  *unsynced = false;
   if (size - pos < fmt::kChunkHeaderSize) return "chunk header is truncated";
   const unsigned char* p = nullptr;
   *io = r.get(pos, fmt::kChunkHeaderSize, &p);
@@ -45,6 +47,7 @@ std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* e
   std::string why = fmt::parse_chunk_header(p, &h);
   if (!why.empty()) return why;
   *end = pos + fmt::kChunkHeaderSize + h.body_len;
+  *unsynced = h.unsynced;
   if (size - pos - fmt::kChunkHeaderSize < h.body_len) return "chunk body is truncated";
   *io = r.get(pos + fmt::kChunkHeaderSize, h.body_len, &p);
   if (!io->ok()) return "read failed";
@@ -52,9 +55,12 @@ std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* e
   return "";
 }
 
-// Is there a valid chunk starting at or after `from`? (Then the bad chunk before it is
-// not a torn tail.) Every byte offset is tried: a damaged header gives no length.
-Status valid_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* found) {
+// Is there a valid chunk written in a durable sync mode starting at or after `from`?
+// (Then the bad chunk before it is corruption: that chunk was synced before the later
+// one was written.) Every byte offset is tried: a damaged header gives no length.
+// Chunks flagged kChunkUnsynced do not count: without a sync, a power cut may keep a
+// later one and lose an earlier one.
+Status durable_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* found) {
   *found = false;
   BlockReader scan(f, size), verify(f, size);
   unsigned char magic[4];
@@ -65,9 +71,10 @@ Status valid_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* f
     if (!s.ok()) return s;
     if (std::memcmp(p, magic, 4) != 0) continue;
     uint64_t end;
-    std::string why = check_chunk(verify, pos, size, &end, &s);
+    bool unsynced = false;
+    std::string why = check_chunk(verify, pos, size, &end, &unsynced, &s);
     if (!s.ok()) return s;
-    if (why.empty()) {
+    if (why.empty() && !unsynced) {
       *found = true;
       return Status::Ok();
     }
@@ -154,7 +161,8 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   uint64_t pos = fmt::kFileHeaderSize;
   while (pos < size) {
     uint64_t end = 0;
-    why = check_chunk(reader, pos, size, &end, &s);
+    bool unsynced = false;
+    why = check_chunk(reader, pos, size, &end, &unsynced, &s);
     if (!s.ok()) return s;
     if (!why.empty()) {
       bool preallocated = false;
@@ -167,11 +175,13 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
       }
       // With an intact header, nothing can start inside its body (which may hold any
       // bytes, even a chunk image inside a payload): look only past its end.
-      bool later_valid = false;
-      s = valid_chunk_from(file, end ? end : pos + 1, size, &later_valid);
+      bool later_durable = false;
+      s = durable_chunk_from(file, end ? end : pos + 1, size, &later_durable);
       if (!s.ok()) return s;
-      if (later_valid) return corrupt(file, pos, why);
-      // Torn write at the tail: nothing after it was ever acknowledged.
+      if (later_durable) return corrupt(file, pos, why);
+      // A torn write at the tail (nothing after it was acknowledged), or a power cut in
+      // sync mode none that lost part of the unsynced tail (which was only ever promised
+      // to survive a server crash): cut, keep everything before.
       out->dropped_tail_bytes = size - pos;
       s = file.truncate_to(pos);
       if (!s.ok()) return s;

@@ -1,8 +1,9 @@
 // Recovery: rebuilds a table's state by walking the chunks of its data file.
-//  - a bad chunk with no valid chunk anywhere after it is a torn write: the file is
-//    cut back to the last good chunk (reported in dropped_tail_bytes, not an error);
-//  - a bad chunk followed by a valid one is corruption: kCorrupt
-//    "file <path>: corrupt chunk at offset N: <why>" and nothing is changed.
+//  - a bad chunk with no valid durable chunk anywhere after it is a torn write (or, in
+//    sync mode none, a power cut that lost part of the unsynced tail): the file is cut
+//    back to the last good chunk (reported in dropped_tail_bytes, not an error);
+//  - a bad chunk followed by a valid chunk written in a durable sync mode is corruption:
+//    kCorrupt "file <path>: corrupt chunk at offset N: <why>" and nothing is changed.
 #pragma once
 #include <cstdint>
 #include <unordered_map>

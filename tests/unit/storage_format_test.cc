@@ -117,3 +117,36 @@ TEST(chunk_header_damage_detected) {
     CHECK(!fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(bad.data()), &h).empty());
   }
 }
+
+// Bit 31 of the length field flags a chunk no sync followed (sync mode none); the body
+// length and checksum are unaffected, and the flag is covered by the header checksum.
+TEST(unsynced_flag_round_trips_and_is_checksummed) {
+  for (bool unsynced : {false, true}) {
+    std::string buf;
+    fmt::ChunkBuilder b(&buf, unsynced);
+    b.add_row(5, 6, "payload");
+    b.finish();
+    fmt::ChunkHeader h;
+    REQUIRE(fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(buf.data()), &h).empty());
+    CHECK_EQ(h.unsynced, unsynced);
+    CHECK_EQ(h.body_len, buf.size() - fmt::kChunkHeaderSize);
+    std::string flipped = buf;
+    flipped[7] ^= static_cast<char>(0x80);  // the flag bit alone
+    CHECK(!fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(flipped.data()), &h).empty());
+  }
+}
+
+// Version 1 files (no unsynced flag) are still read; newer versions are refused by name.
+TEST(file_header_versions) {
+  std::string h = fmt::file_header();
+  CHECK_EQ(fmt::get_u32(h.data() + 8), fmt::kFormatVersion);
+  CHECK(fmt::check_file_header(h).empty());
+  for (uint32_t v : {1u, 3u}) {
+    std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
+    fmt::put_u32(&o, v);
+    fmt::put_u32(&o, crc32c(o));
+    std::string why = fmt::check_file_header(o);
+    if (v == 1) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 3") != std::string::npos);
+  }
+}
