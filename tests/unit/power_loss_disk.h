@@ -129,32 +129,17 @@ class DiskModel {
     dir_fds_.erase(std::remove(dir_fds_.begin(), dir_fds_.end(), fd), dir_fds_.end());
   }
   void wrote(int fd, const void* buf, size_t n, off_t off) {
-    std::lock_guard<std::mutex> g(mu_);
-    File* f = file_of(fd);
-    if (!f) return;
-    maybe_capture();
-    seen_.writes++;
     Event e;
-    e.seq = ++seq_;
     e.kind = Event::kWrite;
     e.offset = static_cast<uint64_t>(off);
     e.bytes.assign(static_cast<const char*>(buf), n);
-    if (f->current.size() < e.offset + n) f->current.resize(e.offset + n, '\0');
-    f->current.replace(e.offset, n, e.bytes);
-    f->pending.push_back(std::move(e));
+    record(fd, std::move(e));
   }
   void truncated(int fd, off_t size) {
-    std::lock_guard<std::mutex> g(mu_);
-    File* f = file_of(fd);
-    if (!f) return;
-    maybe_capture();
-    seen_.truncates++;
     Event e;
-    e.seq = ++seq_;
     e.kind = Event::kTruncate;
     e.size = static_cast<uint64_t>(size);
-    f->current.resize(e.size, '\0');
-    f->pending.push_back(std::move(e));
+    record(fd, std::move(e));
   }
   // A sync makes durable what was recorded before it started: returns a token for synced().
   struct SyncToken {
@@ -200,6 +185,14 @@ class DiskModel {
     auto& p = f.pending;
     p.erase(std::remove_if(p.begin(), p.end(), [&](const Event& e) { return e.seq <= t.seq; }), p.end());
   }
+  // fsync/fdatasync through the model: durable is what was recorded before the call.
+  int sync(int fd, int (*real)(int)) {
+    SyncToken t = syncing(fd);
+    int r = real(fd);
+    synced(t, r == 0);
+    return r;
+  }
+
   void renamed(const char* from, const char* to) {
     std::lock_guard<std::mutex> g(mu_);
     if (!tracked(from) || !tracked(to)) return;
@@ -239,6 +232,24 @@ class DiskModel {
     std::string a, b;
     int id;
   };
+
+  // A write or truncate of a tracked file: what the process sees now, pending on disk.
+  void record(int fd, Event e) {
+    std::lock_guard<std::mutex> g(mu_);
+    File* f = file_of(fd);
+    if (!f) return;
+    maybe_capture();
+    e.seq = ++seq_;
+    if (e.kind == Event::kWrite) {
+      seen_.writes++;
+      if (f->current.size() < e.offset + e.bytes.size()) f->current.resize(e.offset + e.bytes.size(), '\0');
+      f->current.replace(e.offset, e.bytes.size(), e.bytes);
+    } else {
+      seen_.truncates++;
+      f->current.resize(e.size, '\0');
+    }
+    f->pending.push_back(std::move(e));
+  }
 
   bool tracked(const char* path) const {
     return tracking_ && path && std::string(path).compare(0, dir_.size(), dir_) == 0;
@@ -369,21 +380,9 @@ int __wrap_ftruncate(int fd, off_t size) {
   return r;
 }
 
-int __wrap_fsync(int fd) {
-  auto& m = q4m_test::power::DiskModel::instance();
-  auto t = m.syncing(fd);
-  int r = __real_fsync(fd);
-  m.synced(t, r == 0);
-  return r;
-}
+int __wrap_fsync(int fd) { return q4m_test::power::DiskModel::instance().sync(fd, __real_fsync); }
 
-int __wrap_fdatasync(int fd) {
-  auto& m = q4m_test::power::DiskModel::instance();
-  auto t = m.syncing(fd);
-  int r = __real_fdatasync(fd);
-  m.synced(t, r == 0);
-  return r;
-}
+int __wrap_fdatasync(int fd) { return q4m_test::power::DiskModel::instance().sync(fd, __real_fdatasync); }
 
 int __wrap_rename(const char* from, const char* to) {
   int r = __real_rename(from, to);

@@ -29,6 +29,26 @@ std::vector<Written> write_rows(QueueTable& t, int n) {
   return out;
 }
 
+// Creates `path` with n rows (in the caller's sync mode), closes it cleanly and returns
+// the file's bytes; *rows (optional) tells where each insert ended.
+std::string closed_file_with_rows(const std::string& path, int n, std::vector<Written>* rows = nullptr) {
+  auto t = create_and_open(path);
+  if (!t) return "";
+  std::vector<Written> written = write_rows(*t, n);
+  t.reset();
+  TableRegistry::instance().close_all();
+  if (rows) *rows = std::move(written);
+  return read_file_bytes(path);
+}
+
+// A copy of `bytes` whose file header says version 1 (before the unsynced chunk flag).
+std::string with_version_1_header(const std::string& bytes) {
+  std::string v1(fmt::kFileMagic, sizeof(fmt::kFileMagic));
+  fmt::put_u32(&v1, 1);
+  fmt::put_u32(&v1, crc32c(v1));
+  return v1 + bytes.substr(fmt::kFileHeaderSize);
+}
+
 }  // namespace
 
 TEST(truncate_at_every_byte_offset) {
@@ -104,13 +124,9 @@ TEST(corrupt_middle_chunk_is_kcorrupt_with_offset) {
   SyncModeScope sync(SyncMode::kFdatasync);
   TempDir dir;
   std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
-  auto rows = write_rows(*t, 3);
+  std::vector<Written> rows;
+  std::string bytes = closed_file_with_rows(path, 3, &rows);
   REQUIRE(rows.size() == 3);
-  t.reset();
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
   uint64_t second = rows[0].file_end;  // offset of the second chunk
   // Damage the body, then (separately) the header, of the middle chunk.
   for (uint64_t at : {second + 20, second + 5}) {
@@ -135,15 +151,12 @@ TEST(damage_among_unsynced_chunks_is_cut_not_corrupt) {
   TempDir dir;
   std::string path = dir.file("t");
   std::vector<Written> rows;
+  std::string bytes;
   {
     SyncModeScope sync(SyncMode::kNone);
-    auto t = create_and_open(path);
-    REQUIRE(t);
-    rows = write_rows(*t, 4);
+    bytes = closed_file_with_rows(path, 4, &rows);
     REQUIRE(rows.size() == 4);
   }
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
   const uint64_t second = rows[0].file_end;
   for (uint64_t at : {second + 20, second + 5, second}) {  // body, header length, magic
     std::string bad = bytes;
@@ -195,12 +208,8 @@ TEST(garbage_tail_after_valid_chunks_is_cut) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
-  auto rows = write_rows(*t, 2);
-  t.reset();
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
+  std::string bytes = closed_file_with_rows(path, 2);
+  REQUIRE(!bytes.empty());
   // Zeros are a durable-mode preallocation: cut, but not reported as a torn write.
   for (char fill : {'\0', '\xab'}) {
     write_file_bytes(path, bytes + std::string(4096, fill));
@@ -273,16 +282,13 @@ TEST(leftover_tmp_from_crash_mid_compaction_is_ignored) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
-  auto rows = write_rows(*t, 4);
-  t.reset();
-  TableRegistry::instance().close_all();
+  std::vector<Written> rows;
+  std::string bytes = closed_file_with_rows(path, 4, &rows);
+  REQUIRE(rows.size() == 4);
   // A compaction that died before its rename leaves a partial "<path>.tmp".
-  std::string bytes = read_file_bytes(path);
   write_file_bytes(path + ".tmp", bytes.substr(0, bytes.size() / 2));
   Status s;
-  t = reopen(path, &s);
+  auto t = reopen(path, &s);
   REQUIRE(t);
   CHECK_EQ(scan(*t).size(), 4u);
   CHECK(!file_exists_for_test(path + ".tmp"));
@@ -341,16 +347,9 @@ TEST(version_1_file_is_upgraded_on_open) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
-  auto rows = write_rows(*t, 3);
-  t.reset();
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
-  std::string v1(fmt::kFileMagic, sizeof(fmt::kFileMagic));
-  fmt::put_u32(&v1, 1);
-  fmt::put_u32(&v1, crc32c(v1));
-  write_file_bytes(path, v1 + bytes.substr(fmt::kFileHeaderSize));
+  std::string bytes = closed_file_with_rows(path, 3);
+  REQUIRE(!bytes.empty());
+  write_file_bytes(path, with_version_1_header(bytes));
   for (const char* how : {"recovery", "index snapshot"}) {
     Status s;
     auto r = reopen(path, &s);
@@ -361,7 +360,6 @@ TEST(version_1_file_is_upgraded_on_open) {
     if (fmt::get_u32(now.data() + 8) != fmt::kFormatVersion) std::fprintf(stderr, "  after %s\n", how);
     r.reset();
     TableRegistry::instance().close_all();  // leaves a snapshot: the second round opens from it
-    std::string again = read_file_bytes(path);
-    write_file_bytes(path, v1 + again.substr(fmt::kFileHeaderSize));
+    write_file_bytes(path, with_version_1_header(read_file_bytes(path)));
   }
 }
