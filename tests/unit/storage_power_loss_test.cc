@@ -1,5 +1,5 @@
-// Power loss (machine crash), not just a killed server: producers, consumers, a relay and
-// compaction run against one table while a simulated disk (power_loss_disk.h) keeps, at
+// Power loss (machine crash), not just a killed server: producers, consumers, a relay,
+// DELETEs and compaction run against one table while a simulated disk (power_loss_disk.h) keeps, at
 // random moments, what a power cut could leave on disk — only what was synced is sure;
 // later writes may have landed sector by sector, in any order, and un-synced renames may
 // or may not have happened. Each such outcome is then opened with the normal recovery.
@@ -143,6 +143,26 @@ void consume(Workload& w, int thread, int rounds) {
   c.release();  // an owned row goes back: no acknowledgement
 }
 
+// DELETE: claims up to three visible rows, then removes them in one commit.
+void delete_some(Workload& w, int rounds) {
+  std::mt19937_64 rng(w.seed * 13);
+  Consumer viewer;  // a connection that is not in owner mode
+  for (int i = 0; i < rounds; i++) {
+    std::vector<std::string> claimed;
+    RowId after = 0, id = 0;
+    std::string payload;
+    bool found = true;
+    while (claimed.size() < 3 && w.table->next_visible(&viewer, after, &id, &payload, &found).ok() && found) {
+      after = id;
+      if (rng() % 3 == 0 && w.table->claim_for_delete(&viewer, id)) claimed.push_back(tag_of(payload));
+    }
+    for (auto& tag : claimed) w.acks.add({Ack::kEnding, tag, 0, 0});
+    if (w.table->remove_claimed(&viewer).ok())
+      for (auto& tag : claimed) w.acks.add({Ack::kEnded, tag, 0, 0});
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 void compact_now_and_then(Workload& w, std::atomic<bool>& stop) {
   while (!stop.load()) {
     w.table->compact();
@@ -245,6 +265,7 @@ void run(SyncMode mode, uint64_t default_seed) {
     th.emplace_back(consume, std::ref(w), 2 * phase, 70);
     th.emplace_back(consume, std::ref(w), 2 * phase + 1, 70);
     th.emplace_back(relay, std::ref(w), 20, &next_seq);
+    th.emplace_back(delete_some, std::ref(w), 15);
     std::thread compactor(compact_now_and_then, std::ref(w), std::ref(stop));
     for (auto& t : th) t.join();
     stop = true;
