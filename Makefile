@@ -31,9 +31,11 @@ TOOL_LIBS := $(shell mariadb_config --libs 2>/dev/null) -pthread
 BENCH_SRC := $(wildcard tools/bench/*.cc)
 FORWARD_SRC := $(wildcard tools/forward/*.cc)
 TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/bin/q4m-forward)
+# Client programs the integration tests drive (binary-protocol consumer).
+TEST_CLIENTS := $(BUILD)/tests/ps_consumer
 
-.PHONY: all deps plugin tools unit-tests run stop test unit integration bench clean
-all: plugin tools unit-tests
+.PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean
+all: plugin tools unit-tests test-clients
 
 # Installs the pinned MariaDB, toolchain and cached server headers (idempotent).
 deps:
@@ -45,6 +47,7 @@ $(SDK)/.complete:
 plugin: $(PLUGIN)
 tools: $(TOOLS)
 unit-tests: $(UNIT_BIN)
+test-clients: $(TEST_CLIENTS)
 
 $(BUILD)/storage/%.o: storage/%.cc $(wildcard storage/*.h)
 	@mkdir -p $(dir $@)
@@ -74,6 +77,9 @@ $(BUILD)/tests/storage_power_loss_test: TEST_LDFLAGS := \
 $(BUILD)/bin/q4m-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $(BENCH_SRC) -o $@ $(TOOL_LIBS)
+$(BUILD)/tests/ps_consumer: tests/integration/ps_consumer.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(TOOL_CXXFLAGS) $< -o $@ $(TOOL_LIBS)
 $(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)
