@@ -1,12 +1,12 @@
 // Power loss (machine crash), not just a killed server: producers, consumers, a relay,
-// DELETEs and compaction run against one table while a simulated disk (power_loss_disk.h) keeps, at
+// DELETEs, compaction and a TRUNCATE run against one table while a simulated disk (power_loss_disk.h) keeps, at
 // random moments, what a power cut could leave on disk — only what was synced is sure;
 // later writes may have landed sector by sector, in any order, and un-synced renames may
 // or may not have happened. Each such outcome is then opened with the normal recovery.
 // Promised for fdatasync and fsync (README "Sync modes", docs/recovery.md):
 //   recovery succeeds (no "corrupt" for what is only a power cut);
-//   every row whose insert returned is there, unless its removal returned;
-//   no row whose removal returned is there; no row appears twice or from nowhere;
+//   every row whose insert returned is there, unless its removal (or a TRUNCATE) started;
+//   no row whose removal (or a later TRUNCATE) returned is there; no row appears twice or from nowhere;
 //   row ids never go back; relay dedup state covers every relayed row that returned.
 // With sync mode none a power cut may lose recent rows and acknowledgements (README),
 // but the table must still open and never show a row twice or one that was never inserted.
@@ -30,10 +30,11 @@ namespace {
 
 constexpr uint32_t kSource = 7;
 
-// kEnding is published before a removal starts (queue_end, or a queue_wait that ends the
-// owned row), kEnded after it returned: between the two the row may or may not be gone.
+// kEnding is published before a removal starts (queue_end, a queue_wait that ends the
+// owned row, DELETE), kEnded after it returned: between the two the row may or may not be
+// gone. kTruncating / kTruncated likewise bracket a TRUNCATE (run with nothing else going on).
 struct Ack {
-  enum Kind { kCreated, kInserted, kRelayed, kEnding, kEnded } kind;
+  enum Kind { kCreated, kInserted, kRelayed, kEnding, kEnded, kTruncating, kTruncated } kind;
   std::string payload;
   RowId id = 0;       // kInserted
   RowId source_seq = 0;  // kRelayed
@@ -207,21 +208,46 @@ void verify_image(const CrashImage& img, size_t n, Workload& w, SyncMode mode, F
   }
   f->rows_checked += seen.size();
   if (mode != SyncMode::kNone) {
-    std::set<std::string> ending;  // removal started: may be gone
-    std::vector<Ack> acks = w.acks.first(img.acks);
-    for (const Ack& a : acks)
-      if (a.kind == Ack::kEnding) ending.insert(a.payload);
+    // What the acknowledgements published before the cut promise, row by row.
+    enum class Expect { kPresent, kMaybe, kAbsent };
+    std::unordered_map<std::string, Expect> expect;
+    std::vector<std::string> inserted_before_truncate;
     RowId max_acked_id = 0, max_seq = 0;
-    for (const Ack& a : acks) {
-      if (a.kind == Ack::kInserted) max_acked_id = std::max(max_acked_id, a.id);
-      if (a.kind == Ack::kRelayed) max_seq = std::max(max_seq, a.source_seq);
-      if (a.kind == Ack::kEnding || a.kind == Ack::kCreated) continue;
-      if (a.kind == Ack::kEnded) {
-        if (seen.count(a.payload)) fail(__FILE__, __LINE__, where + ": removed row " + a.payload + " is back");
-        f->acked_absent++;
-      } else if (!ending.count(a.payload)) {
-        if (!seen.count(a.payload)) fail(__FILE__, __LINE__, where + ": acknowledged row " + a.payload + " is lost");
+    for (const Ack& a : w.acks.first(img.acks)) {
+      switch (a.kind) {
+        case Ack::kInserted:
+        case Ack::kRelayed:
+          if (!expect.count(a.payload)) expect[a.payload] = Expect::kPresent;  // (an end may come first)
+          max_acked_id = std::max(max_acked_id, a.id);
+          if (a.kind == Ack::kRelayed) max_seq = std::max(max_seq, a.source_seq);
+          break;
+        case Ack::kEnding:
+          if (expect[a.payload] != Expect::kAbsent) expect[a.payload] = Expect::kMaybe;
+          break;
+        case Ack::kEnded:
+          expect[a.payload] = Expect::kAbsent;
+          break;
+        case Ack::kTruncating:
+          inserted_before_truncate.clear();
+          for (auto& [p, e] : expect) {
+            inserted_before_truncate.push_back(p);
+            if (e == Expect::kPresent) e = Expect::kMaybe;
+          }
+          break;
+        case Ack::kTruncated:
+          for (auto& p : inserted_before_truncate) expect[p] = Expect::kAbsent;
+          break;
+        case Ack::kCreated:
+          break;
+      }
+    }
+    for (const auto& [p, e] : expect) {
+      if (e == Expect::kPresent) {
+        if (!seen.count(p)) fail(__FILE__, __LINE__, where + ": acknowledged row " + p + " is lost");
         f->acked_present++;
+      } else if (e == Expect::kAbsent) {
+        if (seen.count(p)) fail(__FILE__, __LINE__, where + ": removed row " + p + " is back");
+        f->acked_absent++;
       }
     }
     if (t->info().next_rowid <= max_acked_id)
@@ -270,6 +296,11 @@ void run(SyncMode mode, uint64_t default_seed) {
     for (auto& t : th) t.join();
     stop = true;
     compactor.join();
+    if (phase == 1) {  // TRUNCATE, with nothing else running
+      w.acks.add({Ack::kTruncating, "", 0, 0});
+      REQUIRE(w.table->truncate().ok());
+      w.acks.add({Ack::kTruncated, "", 0, 0});
+    }
     // A clean close (index snapshot) and a reopen, as a server restart does.
     w.table.reset();
     w.table = reopen(path);
