@@ -92,7 +92,7 @@ class DiskModel {
 
   // Counts of what was simulated, for the test's own sanity checks.
   struct Seen {
-    uint64_t writes = 0, syncs = 0, dir_syncs = 0, renames = 0, truncates = 0;
+    uint64_t writes = 0, syncs = 0, dir_syncs = 0, renames = 0;
   };
   Seen seen() {
     std::lock_guard<std::mutex> g(mu_);
@@ -243,7 +243,6 @@ class DiskModel {
       if (f->current.size() < e.offset + e.bytes.size()) f->current.resize(e.offset + e.bytes.size(), '\0');
       f->current.replace(e.offset, e.bytes.size(), e.bytes);
     } else {
-      seen_.truncates++;
       f->current.resize(e.size, '\0');
     }
     f->pending.push_back(std::move(e));

@@ -139,14 +139,19 @@ namespace {
 // Runs `sql` max(M, 50000) times in total on `concurrency` connections; `check`
 // validates each result (throws on a wrong one). A ceiling is a rate, not a queue:
 // nothing is consumed, so it is "verified" when every query ran.
-template <typename Check>
-RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, const char* scenario,
-                            const std::string& sql, Check check) {
+RunResult ceiling_result(const char* scenario, SyncMode sync, int concurrency) {
   RunResult r;
   r.scenario = scenario;
   r.engine = "server";
   r.sync = sync;
   r.concurrency = concurrency;
+  return r;
+}
+
+template <typename Check>
+RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, const char* scenario,
+                            const std::string& sql, Check check) {
+  RunResult r = ceiling_result(scenario, sync, concurrency);
   // At least 50000 queries: a ceiling measured over a few milliseconds is noise.
   const uint64_t m = std::max<uint64_t>(opt.messages, 50000);
   try {
@@ -191,15 +196,12 @@ RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode syn
     admin.exec("DROP TABLE IF EXISTS " + table);
     admin.exec("CREATE TABLE " + table + " (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE");
   } catch (const std::exception& e) {
-    RunResult r;
-    r.scenario = kEmptyPollScenario;
-    r.engine = "server";
-    r.sync = sync;
-    r.concurrency = concurrency;
+    RunResult r = ceiling_result(kEmptyPollScenario, sync, concurrency);
     r.error = e.what();
     return r;
   }
-  RunResult r = run_query_ceiling(opt, sync, concurrency, kEmptyPollScenario, empty_poll_sql(),
+  const std::string sql = "SELECT * FROM " + table + " WHERE queue_wait('" + table + "', 0)";
+  RunResult r = run_query_ceiling(opt, sync, concurrency, kEmptyPollScenario, sql,
                                   [](client::DbResult& res) {
                                     if (res.next()) throw client::DbError(0, "the empty queue returned a row");
                                   });
@@ -209,10 +211,6 @@ RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode syn
     if (r.error.empty()) r.error = e.what();
   }
   return r;
-}
-
-std::string empty_poll_sql() {
-  return std::string("SELECT * FROM ") + kEmptyPollTable + " WHERE queue_wait('" + kEmptyPollTable + "', 0)";
 }
 
 }  // namespace q4m::bench

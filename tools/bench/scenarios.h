@@ -47,6 +47,5 @@ inline constexpr const char* kEmptyPollTable = "q4m_bench_poll";
 RunResult run_select1(const Options& opt, SyncMode sync, int concurrency);
 // Creates an empty QUEUE table, polls it, drops it.
 RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode sync, int concurrency);
-std::string empty_poll_sql();
 
 }  // namespace q4m::bench
