@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "build" / "bin" / "q4m-bench"
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "build" / "bin" / "q4m-bench"
+TO_MARKDOWN = REPO / "tools" / "bench" / "to_markdown.py"
 
 
 @pytest.fixture(autouse=True)
@@ -21,6 +23,13 @@ def run_bench(server, tmp_path, *args):
     p = subprocess.run([str(BENCH), "--socket", str(server.socket), "--user", "root", "--db", "bench_smoke",
                         "--json-out", str(out), *args], capture_output=True, text=True, timeout=600)
     return p, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def markdown_of(doc, tmp_path):
+    path = tmp_path / "render.json"
+    path.write_text(json.dumps(doc))
+    return subprocess.run(["python3", str(TO_MARKDOWN), str(path)], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def test_every_scenario_runs_and_verifies(server, tmp_path):
@@ -49,6 +58,12 @@ def test_every_scenario_runs_and_verifies(server, tmp_path):
             else:
                 assert r["syncs_per_message"] == 0, r
     assert "== ceilings" in p.stdout and "/poll" in p.stdout and "/innodb" in p.stdout
+    md = markdown_of(doc, tmp_path)
+    for sync in ("none", "durable"):
+        assert f"**ceilings, sync={sync}**" in md
+        for sc in ("multireader", "multirw", "multiwait"):
+            assert f"**{sc}, sync={sync}**" in md
+    assert "all runs verified: yes" in md
     # the benchmark cleans up after itself
     assert server.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bench_smoke'") == 0
 
@@ -59,6 +74,15 @@ def test_empty_poll_ceiling_needs_the_queue_engine(server, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     scenarios = {r["scenario"] for r in doc["runs"]}
     assert scenarios == {"select1", "multireader"}, scenarios
+
+
+def test_markdown_of_a_run_without_ceilings_has_no_empty_ceiling_table(server, tmp_path):
+    p, doc = run_bench(server, tmp_path, "--messages", "100", "--engines", "queue", "--scenarios", "multireader")
+    assert p.returncode == 0, p.stdout + p.stderr
+    md = markdown_of(doc, tmp_path)
+    assert "ceilings" not in md, md
+    rows = [line for line in md.splitlines() if line.startswith("| 4 |")]
+    assert len(rows) == 1 and "| – | – |" in rows[0], md  # no InnoDB run, no ceiling to compare with
 
 
 def test_bad_option_is_a_clear_error(server, tmp_path):

@@ -1,5 +1,7 @@
-// One client connection to MariaDB (Connector/C), shared by the q4m client tools.
-// Header-only because each tool is built from its own directory's .cc files.
+// One client connection to MariaDB (Connector/C) for q4m-bench. Header-only because each
+// tool is built from its own directory's .cc files. q4m-forward keeps its own Connection
+// (tools/forward/connection.h): it classifies every error for retry-or-exit, disables
+// reconnects and pins the session time zone, none of which a benchmark wants.
 // Errors are exceptions (DbError) carrying the server error number, so callers
 // can tell a lost connection from an SQL error.
 #pragma once
