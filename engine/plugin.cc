@@ -52,15 +52,34 @@ bool show_status(handlerton*, THD* thd, stat_print_fn* print, enum ha_stat_type 
   return false;
 }
 
+// Thread states (SHOW PROCESSLIST, information_schema.PROCESSLIST.STATE) while q4m sleeps.
+constexpr const char* kStateWaitingForRow = "Waiting for a queue row";
+constexpr const char* kStateWaitingForCommit = "Waiting for queue group commit";
+constexpr const char* kStateSyncing = "Syncing queue data file";
+
 // The core's long sleeps, told to the server for the current thread's THD, so that the
-// thread pool (thread_handling=pool-of-threads) runs other connections meanwhile.
-void blocking_begin(q4m::BlockingWait what) {
-  int type = what == q4m::BlockingWait::kRow      ? THD_WAIT_USER_LOCK
-             : what == q4m::BlockingWait::kCommit ? THD_WAIT_GROUP_COMMIT
-                                                  : THD_WAIT_SYNC;
+// thread pool (thread_handling=pool-of-threads) runs other connections meanwhile, and
+// shown as the thread's state in SHOW PROCESSLIST (else a consumer waiting a minute for a
+// row shows the server's last stage, e.g. "checking permissions"). The token is the state
+// to restore.
+const void* blocking_begin(q4m::BlockingWait what) {
+  int type = THD_WAIT_SYNC;
+  const char* state = kStateSyncing;
+  if (what == q4m::BlockingWait::kRow) {
+    type = THD_WAIT_USER_LOCK;
+    state = kStateWaitingForRow;
+  } else if (what == q4m::BlockingWait::kCommit) {
+    type = THD_WAIT_GROUP_COMMIT;
+    state = kStateWaitingForCommit;
+  }
+  const char* before = thd_proc_info(nullptr, state);
   thd_wait_begin(nullptr, type);
+  return before;
 }
-void blocking_end() { thd_wait_end(nullptr); }
+void blocking_end(const void* state_before) {
+  thd_wait_end(nullptr);
+  thd_proc_info(nullptr, static_cast<const char*>(state_before));
+}
 
 int panic(handlerton*, enum ha_panic_function flag) {
   if (flag == HA_PANIC_CLOSE) q4m::TableRegistry::instance().close_all();

@@ -13,11 +13,11 @@ BlockingHooks& hooks() {
 void set_blocking_hooks(const BlockingHooks& h) { hooks() = h; }
 
 BlockingScope::BlockingScope(BlockingWait what) : announced_(hooks().begin && hooks().end) {
-  if (announced_) hooks().begin(what);
+  if (announced_) token_ = hooks().begin(what);
 }
 
 BlockingScope::~BlockingScope() {
-  if (announced_) hooks().end();
+  if (announced_) hooks().end(token_);
 }
 
 }  // namespace q4m

@@ -11,9 +11,12 @@ enum class BlockingWait {
   kSync,    // the leader's own fdatasync/fsync
 };
 
+// begin() returns a token that the matching end() gets back (the server keeps there what
+// to restore after the sleep, e.g. the thread's state shown by SHOW PROCESSLIST); scopes
+// nest, so each scope keeps its own token.
 struct BlockingHooks {
-  void (*begin)(BlockingWait) = nullptr;
-  void (*end)() = nullptr;
+  const void* (*begin)(BlockingWait) = nullptr;
+  void (*end)(const void* token) = nullptr;
 };
 
 // Installed once, before any table is used (plugin init); empty hooks by default.
@@ -29,6 +32,7 @@ class BlockingScope {
 
  private:
   bool announced_;
+  const void* token_ = nullptr;
 };
 
 }  // namespace q4m

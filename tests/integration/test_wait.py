@@ -27,6 +27,18 @@ def test_insert_wakes_a_waiter(server):
     assert query(c, "SELECT v FROM q") == [(42,)]
 
 
+def test_a_waiting_consumer_shows_its_state_in_the_processlist(server):
+    _queue(server)
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+
+    def state():
+        return server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s", (c.thread_id(),))
+    wait_until(lambda: state() == "Waiting for a queue row", what="the waiter's processlist state")
+    server.sql("INSERT INTO test.q VALUES (1)")
+    assert bg.join() == 1
+    assert state() != "Waiting for a queue row"
+
+
 def test_insert_into_second_table_wakes_a_multi_table_waiter(server):
     _queue(server, "q1")
     _queue(server, "q2")

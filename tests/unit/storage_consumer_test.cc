@@ -522,12 +522,16 @@ namespace {
 struct SleepCounter {
   static inline std::atomic<int> begins{0}, ends{0};
   static inline std::atomic<int> kinds[3] = {};
+  static inline std::atomic<const void*> last_ended{nullptr};  // token of the last end()
   explicit SleepCounter() {
     begins = ends = 0;
     for (auto& k : kinds) k = 0;
     BlockingHooks h;
-    h.begin = [](BlockingWait w) { begins++, kinds[static_cast<int>(w)]++; };
-    h.end = [] { ends++; };
+    h.begin = [](BlockingWait w) -> const void* {
+      begins++, kinds[static_cast<int>(w)]++;
+      return &kinds[static_cast<int>(w)];
+    };
+    h.end = [](const void* token) { ends++, last_ended = token; };
     set_blocking_hooks(h);
   }
   ~SleepCounter() { set_blocking_hooks(BlockingHooks()); }
@@ -535,6 +539,22 @@ struct SleepCounter {
 };
 
 }  // namespace
+
+// Each scope gets back the token its own begin() returned, also when scopes nest (the
+// server restores the thread state it saved at that begin()).
+TEST(nested_blocking_scopes_end_with_their_own_tokens) {
+  SleepCounter sleeps;
+  {
+    BlockingScope outer(BlockingWait::kRow);
+    {
+      BlockingScope inner(BlockingWait::kCommit);
+    }
+    CHECK(sleeps.last_ended.load() == &SleepCounter::kinds[static_cast<int>(BlockingWait::kCommit)]);
+  }
+  CHECK(sleeps.last_ended.load() == &SleepCounter::kinds[static_cast<int>(BlockingWait::kRow)]);
+  CHECK_EQ(sleeps.begins.load(), 2);
+  CHECK_EQ(sleeps.ends.load(), 2);
+}
 
 // A wait announces a sleep only when it really sleeps, and each sleep ends once.
 TEST(a_wait_announces_only_real_sleeps) {
