@@ -11,6 +11,7 @@ namespace q4m_engine {
 unsigned sql_errno_for(q4m::ErrorCode code) {
   switch (code) {
     case q4m::ErrorCode::kNotFound: return ER_NO_SUCH_TABLE;
+    case q4m::ErrorCode::kDropped: return ER_NO_SUCH_TABLE;  // dropped by DDL meanwhile
     case q4m::ErrorCode::kNoSpace: return ER_RECORD_FILE_FULL;
     case q4m::ErrorCode::kInterrupted: return ER_QUERY_INTERRUPTED;
     case q4m::ErrorCode::kExists: return ER_TABLE_EXISTS_ERROR;
@@ -22,6 +23,7 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
 static int handler_error_for(q4m::ErrorCode code) {
   switch (code) {
     case q4m::ErrorCode::kNotFound: return HA_ERR_NO_SUCH_TABLE;
+    case q4m::ErrorCode::kDropped: return HA_ERR_NO_SUCH_TABLE;
     case q4m::ErrorCode::kCorrupt: return HA_ERR_CRASHED;
     case q4m::ErrorCode::kNoSpace: return HA_ERR_RECORD_FILE_FULL;
     case q4m::ErrorCode::kInterrupted: return HA_ERR_ABORTED_BY_USER;

@@ -19,7 +19,7 @@ namespace {
 
 // Resolves the single table argument of `function`.
 bool table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges,
-                    ResolvedTable* out) {
+                    ResolvedTable* out, bool hold_metadata_lock = false) {
   StringBuffer<256> buf;
   String* s = arg->val_str(&buf);
   if (!s || arg->null_value) {
@@ -27,7 +27,7 @@ bool table_argument(THD* thd, Item* arg, const char* function, privilege_t privi
     return false;
   }
   std::string text(s->ptr(), s->length());
-  TableArgument a{function, 1, text, false, privileges};
+  TableArgument a{function, 1, text, false, privileges, hold_metadata_lock};
   return resolve_table(thd, a, out);
 }
 
@@ -49,9 +49,15 @@ class Item_func_queue_compact final : public Item_queue_action {
  protected:
   longlong run(THD* thd) override {
     ResolvedTable t;
-    // Like OPTIMIZE TABLE: rewriting the file needs SELECT and INSERT.
-    if (!table_argument(thd, args[0], "queue_compact", SELECT_ACL | INSERT_ACL, &t)) return 0;
+    // Like OPTIMIZE TABLE: rewriting the file needs SELECT and INSERT, and DROP or ALTER
+    // wait until it is done (the metadata lock is held until `t` goes away).
+    if (!table_argument(thd, args[0], "queue_compact", SELECT_ACL | INSERT_ACL, &t, true)) return 0;
     q4m::Status st = t.subscription.table->compact();
+    if (st.code() == q4m::ErrorCode::kDropped) {  // not expected with the lock held: still say what happened
+      my_printf_error(ER_NO_SUCH_TABLE, "queue_compact(): argument 1: table '%s' was dropped during compaction (%s)",
+                      MYF(0), t.label.c_str(), st.message().c_str());
+      return 0;
+    }
     if (!st.ok()) {
       q4m_engine::raise_status_error(st);
       return 0;

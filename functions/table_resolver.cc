@@ -110,7 +110,9 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
   return true;
 }
 
-bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definition* def) {
+// With `keep`, a successful read hands its metadata lock over instead of releasing it.
+bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definition* def,
+                     HeldMetadataLock* keep) {
   std::string db = cache_name(n.db), table = cache_name(n.table);
   if (db.size() > NAME_LEN || table.size() > NAME_LEN) {
     raise(a, ER_NO_SUCH_TABLE, "table '" + label(n) + "' does not exist");
@@ -143,7 +145,10 @@ bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definitio
       raise(a, ER_NO_SUCH_TABLE, "table '" + label(n) + "' does not exist");
     }
   }
-  thd->mdl_context.release_lock(mdl.ticket);
+  if (ok && keep)
+    keep->hold(thd, mdl.ticket);
+  else
+    thd->mdl_context.release_lock(mdl.ticket);
   return ok;
 }
 
@@ -181,6 +186,17 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
 
 }  // namespace
 
+void HeldMetadataLock::hold(THD* thd, MDL_ticket* ticket) {
+  release();
+  thd_ = thd;
+  ticket_ = ticket;
+}
+
+void HeldMetadataLock::release() {
+  if (ticket_) thd_->mdl_context.release_lock(ticket_);
+  ticket_ = nullptr;
+}
+
 bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Names n;
   if (!split(thd, a, &n)) return false;
@@ -192,7 +208,7 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
     }
   }
   Definition def;
-  if (!read_definition(thd, a, n, &def)) return false;
+  if (!read_definition(thd, a, n, &def, a.hold_metadata_lock ? &out->metadata_lock : nullptr)) return false;
   std::shared_ptr<q4m::QueueTable> table;
   q4m::Status st = q4m::TableRegistry::instance().acquire(def.path, &table);
   if (!st.ok()) {

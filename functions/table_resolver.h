@@ -12,6 +12,7 @@
 #include "../storage/consumer.h"
 
 class THD;
+class MDL_ticket;
 
 namespace q4m_functions {
 
@@ -21,11 +22,31 @@ struct TableArgument {
   std::string_view text;  // the argument as given
   bool allow_condition;   // queue_wait only
   privilege_t privileges; // needed on the table, e.g. SELECT_ACL | DELETE_ACL
+  // Keep the table's metadata lock in ResolvedTable::metadata_lock (queue_compact: DROP and
+  // ALTER wait for the work, as for any statement using the table). queue_wait must not:
+  // DDL would wait for a consumer's whole wait.
+  bool hold_metadata_lock = false;
+};
+
+// A metadata lock kept past resolution; released when this goes away.
+class HeldMetadataLock {
+ public:
+  HeldMetadataLock() = default;
+  ~HeldMetadataLock() { release(); }
+  HeldMetadataLock(const HeldMetadataLock&) = delete;
+  HeldMetadataLock& operator=(const HeldMetadataLock&) = delete;
+  void hold(THD* thd, MDL_ticket* ticket);
+  void release();
+
+ private:
+  THD* thd_ = nullptr;
+  MDL_ticket* ticket_ = nullptr;
 };
 
 struct ResolvedTable {
   std::string label;  // "db.table" as the user named it
   q4m::Subscription subscription;
+  HeldMetadataLock metadata_lock;  // only with TableArgument::hold_metadata_lock
 };
 
 // False if an SQL error was raised; the message names the function, argument and table.

@@ -5,6 +5,7 @@ import time
 import pymysql
 
 ER_QUERY_INTERRUPTED = 1317
+ER_NO_SUCH_TABLE = 1146
 
 
 def query(conn, sql, args=None):
@@ -91,13 +92,20 @@ def wait_for_waiter(server, conn_id, timeout=30):
     wait_until(running, timeout, what=f"connection {conn_id} to be running a statement")
 
 
+WAITING_FOR_ROW = "Waiting for a queue row"  # the processlist state of a sleeping queue_wait()
+
+
 def start_waiter(server, sql):
-    """Runs a blocking statement (e.g. queue_wait) on a new connection in the background and
-    returns (conn, Background) once the statement is running."""
+    """Runs a queue_wait() statement that blocks on a new connection in the background and
+    returns (conn, Background) once it sleeps, registered as a waiter (its processlist state)."""
     c = server.connect()
     bg = Background(lambda: value(c, sql))
     wait_for_waiter(server, c.thread_id())
-    time.sleep(0.2)  # let it reach the blocking wait inside the statement
+
+    def sleeping():
+        state = server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s", (c.thread_id(),))
+        return state == WAITING_FOR_ROW
+    wait_until(sleeping, what=f"connection {c.thread_id()} to sleep in queue_wait()")
     return c, bg
 
 

@@ -7,7 +7,7 @@ import pymysql
 import pytest
 from pymysql.constants import COMMAND
 
-from sqlcheck import ER_QUERY_INTERRUPTED, query, start_waiter, value, wait_for_waiter, wait_until
+from sqlcheck import ER_QUERY_INTERRUPTED, WAITING_FOR_ROW, query, start_waiter, value, wait_for_waiter, wait_until
 
 LONG = 60  # a waiter that is woken must return well before this
 
@@ -33,10 +33,10 @@ def test_a_waiting_consumer_shows_its_state_in_the_processlist(server):
 
     def state():
         return server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s", (c.thread_id(),))
-    wait_until(lambda: state() == "Waiting for a queue row", what="the waiter's processlist state")
+    assert state() == WAITING_FOR_ROW  # start_waiter waited for it
     server.sql("INSERT INTO test.q VALUES (1)")
     assert bg.join() == 1
-    assert state() != "Waiting for a queue row"
+    assert state() != WAITING_FOR_ROW
 
 
 def test_insert_into_second_table_wakes_a_multi_table_waiter(server):

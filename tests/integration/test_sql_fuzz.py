@@ -1,0 +1,166 @@
+"""Random SQL against a real server: q4m's functions with random (mostly wrong) arguments in
+random statement shapes, mixed with DML, DDL, LOCK TABLES, transactions and sync-mode switches,
+from four connections at once. Bad input must end in an SQL error, never a crash, a hang, a lost
+connection or a "table is marked as crashed". The statement sequence is seeded (Q4M_FUZZ_SEED
+reproduces it); the interleaving of the four connections is not."""
+import os
+import random
+import threading
+import time
+
+import pymysql
+
+SEED = int(os.environ.get("Q4M_FUZZ_SEED", "20261124"))
+STATEMENTS_PER_CONNECTION = 2500
+CONNECTIONS = 4
+TIME_BUDGET_S = 60  # a budget for the whole run, not an assertion: the workers just stop
+
+TABLE_ARGS = [
+    "q1", "q2", "inn", "vq", "nope", "fz.q1", "other.q1", "`q1`", "Q1", "q1 ", " q1", "", ":", "q1:",
+    "q1:id>3", "q1:s='a1'", "q2:v%2=0", "q1:id>", "q1:(((", "q1:s LIKE 'x%'", "q1:id IN (1,2,3)",
+    "q2:j IS NULL", "q1:d/0>1", "q1:t>'2020-01-01'", "q1:nosuch=1", "q1:id=?", "q1:b='x'",
+    "q1:" + "(" * 300 + "1" + ")" * 300, "q1:" + "id+" * 2000 + "1", "q1:\u00e9=1", "q1:s='\u20ac'",
+]
+# Values that may stand anywhere but last in queue_wait() (a number there is an error).
+ODD_VALUES = ["0", "1", "-1", "NULL", "'1'", "'abc'", "18446744073709551615", "1e300", "0.5",
+              "(SELECT 1)", "id", "@unset", "CAST(1 AS DATETIME)", "X'00ff'", "REPEAT('q', 70000)"]
+# queue_wait()'s last argument: never one that blocks for long (the test must not hang itself).
+LAST_WAIT_ARGS = ["0", "0.05", "0.01", "-1", "NULL", "'abc'", "-0", "1e-300", "(SELECT 0)", "@unset", "''"]
+FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_set_srcid", "queue_compact", "queue_stats"]
+OTHER_STATEMENTS = [
+    "DELETE FROM q1 LIMIT 1", "UPDATE q1 SET id = 1", "SELECT COUNT(*) FROM q1",
+    "SELECT * FROM q1 ORDER BY id LIMIT 2", "TRUNCATE q2", "SELECT * FROM q1 WHERE id = 1 FOR UPDATE",
+    "SELECT * FROM q1 FOR UPDATE SKIP LOCKED", "LOCK TABLES q1 WRITE", "LOCK TABLES q1 READ, q2 WRITE",
+    "UNLOCK TABLES", "BEGIN", "COMMIT", "ROLLBACK", "ALTER TABLE q2 ENGINE=QUEUE", "OPTIMIZE TABLE q1",
+    "CHECK TABLE q1", "REPAIR TABLE q2", "ANALYZE TABLE q1", "SET GLOBAL queue_sync_mode = 'none'",
+    "SET GLOBAL queue_sync_mode = 'fdatasync'", "HANDLER q1 OPEN", "HANDLER q1 READ NEXT",
+    "HANDLER q1 CLOSE", "SELECT * FROM vq WHERE queue_wait('q1', 0)", "SHOW ENGINE QUEUE STATUS",
+    "SELECT * FROM information_schema.QUEUE_TABLES", "INSERT INTO q2 SELECT * FROM q2 LIMIT 3",
+    "REPLACE INTO q1 (id) VALUES (1)", "INSERT INTO q1 (id) VALUES (1) ON DUPLICATE KEY UPDATE id = 2",
+    "CREATE TEMPORARY TABLE tq (v INT) ENGINE=QUEUE", "DROP TEMPORARY TABLE IF EXISTS tq",
+]
+LOST = (2006, 2013, 2003)
+CRASHED = (1194, 1195)  # ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR
+UNCLEAR = (1105, 1030)  # ER_UNKNOWN_ERROR, ER_GET_ERRNO ("Got error N from storage engine")
+
+
+def quoted(text):
+    return "'" + text.replace("'", "''") + "'"
+
+
+def wait_call(rng):
+    args = [quoted(rng.choice(TABLE_ARGS)) if rng.random() < 0.75 else rng.choice(ODD_VALUES)
+            for _ in range(rng.choice([0, 1, 1, 2, 3]))]
+    args.append(rng.choice(LAST_WAIT_ARGS))
+    return f"queue_wait({', '.join(args)})"
+
+
+def other_call(rng):
+    args = [quoted(rng.choice(TABLE_ARGS)) if rng.random() < 0.6 else rng.choice(ODD_VALUES)
+            for _ in range(rng.choice([0, 0, 1, 1, 2, 3, 4]))]
+    return f"{rng.choice(FUNCTIONS)}({', '.join(args)})"
+
+
+def statement(rng):
+    call = wait_call(rng) if rng.random() < 0.5 else other_call(rng)
+    k = rng.random()
+    if k < 0.30:
+        return f"SELECT {call}"
+    if k < 0.50:
+        return f"SELECT * FROM {rng.choice(['q1', 'q2', 'inn'])} WHERE {call}"
+    if k < 0.58:
+        return f"INSERT INTO q1 (id, s, d) VALUES ({rng.randint(-5, 10)}, 'a{rng.randint(0, 9)}', {rng.random()})"
+    if k < 0.62:
+        return f"INSERT INTO q2 (v, j) VALUES ({rng.randint(0, 100)}, NULL)"
+    if k < 0.67:
+        return f"SELECT {call}, {other_call(rng)}"
+    if k < 0.72:
+        return f"SELECT * FROM q1 AS a JOIN q2 AS b WHERE {call}"
+    if k < 0.76:
+        return f"SELECT {call} FROM q1 GROUP BY id HAVING {call}"
+    if k < 0.80:
+        return f"PREPARE st FROM {quoted('SELECT * FROM q1 WHERE ' + call)}"
+    if k < 0.83:
+        return "EXECUTE st"
+    return rng.choice(OTHER_STATEMENTS)
+
+
+def processlist(server):
+    rows = server.sql("SELECT ID, COMMAND, TIME, STATE, LEFT(INFO, 150) FROM information_schema.PROCESSLIST "
+                      "WHERE COMMAND <> 'Sleep'")
+    return "\n".join(f"  {r}" for r in rows)
+
+
+def test_random_sql_gets_sql_errors_only(fresh_server):
+    server = fresh_server
+    server.sql("CREATE DATABASE fz")
+    server.sql("CREATE TABLE fz.q1 (id INT, s VARCHAR(20), d DOUBLE, t DATETIME, b BLOB) ENGINE=QUEUE")
+    server.sql("CREATE TABLE fz.q2 (v BIGINT UNSIGNED NOT NULL, j TEXT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE fz.inn (v INT) ENGINE=InnoDB")
+    server.sql("CREATE VIEW fz.vq AS SELECT * FROM fz.q1")
+    deadline = time.monotonic() + TIME_BUDGET_S
+    failures, errors_seen, executed = [], {}, [0]
+    lock = threading.Lock()
+
+    def worker(n):
+        c = server.connect(db="fz", read_timeout=30)
+        try:
+            run_statements(n, c)
+        finally:
+            c.close()  # its LOCK TABLES, transaction or HANDLER would hold metadata locks
+
+    def run_statements(n, c):
+        rng = random.Random(SEED * 100 + n)
+        # Statements in this test wait at most a few seconds (short queue_wait timeouts, a
+        # 3 s lock wait): a statement still running after 30 s (the read timeout) is a hang.
+        with c.cursor() as cur:
+            cur.execute("SET SESSION lock_wait_timeout = 3")
+        release, release_after = None, 0  # LOCK TABLES / BEGIN hold their locks a few statements only
+        for _ in range(STATEMENTS_PER_CONNECTION):
+            if time.monotonic() > deadline or failures:
+                return
+            if release and release_after == 0:
+                sql, release = release, None
+            else:
+                sql = statement(rng)
+                release_after -= 1
+                if release is None and sql.startswith(("LOCK TABLES", "BEGIN")):
+                    release = "UNLOCK TABLES" if sql.startswith("LOCK") else rng.choice(["COMMIT", "ROLLBACK"])
+                    release_after = rng.randint(1, 5)
+            try:
+                with c.cursor() as cur:
+                    cur.execute(sql)
+                    cur.fetchall()
+            except pymysql.err.MySQLError as e:
+                code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
+                text = str(e)
+                with lock:
+                    errors_seen[code] = errors_seen.get(code, 0) + 1
+                    if code in LOST:
+                        failures.append(f"connection lost on {sql[:200]!r}: {text}\n{processlist(server)}")
+                        return
+                    if code in CRASHED or code in UNCLEAR or "crashed" in text:
+                        failures.append(f"{sql[:200]!r}: {text}")
+            with lock:
+                executed[0] += 1
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(CONNECTIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    server.check_alive("after the random statements")
+    assert not failures, "\n".join(failures[:5]) + f"\n(seed {SEED})"
+    print(f"seed {SEED}: {executed[0]} statements, errors by code: {dict(sorted(errors_seen.items()))}")
+    assert executed[0] > 100  # the run did something (each connection gets at least a few seconds)
+    # The tables still work and nothing was logged as an error.
+    server.sql("SET GLOBAL queue_sync_mode = 'fdatasync'")
+    c = server.connect(db="fz")
+    with c.cursor() as cur:
+        cur.execute("TRUNCATE q2")
+        cur.execute("INSERT INTO q2 (v) VALUES (424242)")
+        cur.execute("SELECT v FROM q2 WHERE queue_wait('q2', 5)")
+        assert cur.fetchall() == ((424242,),)
+        cur.execute("SELECT queue_end()")
+    log = server.err_log_since_start()
+    assert "[ERROR]" not in log, log[-3000:]
