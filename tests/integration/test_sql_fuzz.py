@@ -1,6 +1,6 @@
 """Random SQL against a real server: q4m's functions with random (mostly wrong) arguments in
 random statement shapes, mixed with DML, DDL, LOCK TABLES, transactions and sync-mode switches,
-from four connections at once. Bad input must end in an SQL error, never a crash, a hang, a lost
+from four connections at once, while a fifth interrupts them with KILL QUERY. Bad input must end in an SQL error, never a crash, a hang, a lost
 connection or a "table is marked as crashed". The statement sequence is seeded (Q4M_FUZZ_SEED
 reproduces it); the interleaving of the four connections is not."""
 import os
@@ -104,6 +104,8 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
 
     def worker(n):
         c = server.connect(db="fz", read_timeout=30)
+        with lock:
+            worker_ids.append(c.thread_id())
         try:
             run_statements(n, c)
         finally:
@@ -144,11 +146,31 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
             with lock:
                 executed[0] += 1
 
+    worker_ids, stop_killing = [], threading.Event()
+
+    def killer():
+        """KILL QUERY at random moments: every statement must survive being interrupted."""
+        rng = random.Random(SEED)
+        k = server.connect(db="fz")
+        while not stop_killing.wait(rng.uniform(0.002, 0.02)):
+            with lock:
+                ids = list(worker_ids)
+            if ids:
+                try:
+                    with k.cursor() as cur:
+                        cur.execute(f"KILL QUERY {rng.choice(ids)}")
+                except pymysql.err.MySQLError:
+                    pass  # the connection has just gone (ER_NO_SUCH_THREAD)
+
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(CONNECTIONS)]
+    killing = threading.Thread(target=killer)
     for t in threads:
         t.start()
+    killing.start()
     for t in threads:
         t.join()
+    stop_killing.set()
+    killing.join()
     server.check_alive("after the random statements")
     assert not failures, "\n".join(failures[:5]) + f"\n(seed {SEED})"
     print(f"seed {SEED}: {executed[0]} statements, errors by code: {dict(sorted(errors_seen.items()))}")
