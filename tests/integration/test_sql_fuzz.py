@@ -104,8 +104,6 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
 
     def worker(n):
         c = server.connect(db="fz", read_timeout=30)
-        with lock:
-            worker_ids.append(c.thread_id())
         try:
             run_statements(n, c)
         finally:
@@ -117,6 +115,8 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
         # 3 s lock wait): a statement still running after 30 s (the read timeout) is a hang.
         with c.cursor() as cur:
             cur.execute("SET SESSION lock_wait_timeout = 3")
+        with lock:
+            worker_ids.append(c.thread_id())  # only now: the SET above must not be killed
         release, release_after = None, 0  # LOCK TABLES / BEGIN hold their locks a few statements only
         for _ in range(STATEMENTS_PER_CONNECTION):
             if time.monotonic() > deadline or failures:
