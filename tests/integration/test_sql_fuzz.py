@@ -106,6 +106,9 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
         c = server.connect(db="fz", read_timeout=30)
         try:
             run_statements(n, c)
+        except Exception as e:  # noqa: BLE001 - a dying worker must fail the test, not vanish
+            with lock:
+                failures.append(f"worker {n}: {e!r}")
         finally:
             c.close()  # its LOCK TABLES, transaction or HANDLER would hold metadata locks
 
