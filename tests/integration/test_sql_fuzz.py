@@ -61,28 +61,26 @@ def other_call(rng):
     return f"{rng.choice(FUNCTIONS)}({', '.join(args)})"
 
 
+# Statement shapes around a function call, with their weights.
+SHAPES = [
+    (30, lambda rng, call: f"SELECT {call}"),
+    (20, lambda rng, call: f"SELECT * FROM {rng.choice(['q1', 'q2', 'inn'])} WHERE {call}"),
+    (8, lambda rng, call: f"INSERT INTO q1 (id, s, d) VALUES ({rng.randint(-5, 10)}, 'a{rng.randint(0, 9)}', "
+                          f"{rng.random()})"),
+    (4, lambda rng, call: f"INSERT INTO q2 (v, j) VALUES ({rng.randint(0, 100)}, NULL)"),
+    (5, lambda rng, call: f"SELECT {call}, {other_call(rng)}"),
+    (5, lambda rng, call: f"SELECT * FROM q1 AS a JOIN q2 AS b WHERE {call}"),
+    (4, lambda rng, call: f"SELECT {call} FROM q1 GROUP BY id HAVING {call}"),
+    (4, lambda rng, call: f"PREPARE st FROM {quoted('SELECT * FROM q1 WHERE ' + call)}"),
+    (3, lambda rng, call: "EXECUTE st"),
+    (17, lambda rng, call: rng.choice(OTHER_STATEMENTS)),
+]
+
+
 def statement(rng):
     call = wait_call(rng) if rng.random() < 0.5 else other_call(rng)
-    k = rng.random()
-    if k < 0.30:
-        return f"SELECT {call}"
-    if k < 0.50:
-        return f"SELECT * FROM {rng.choice(['q1', 'q2', 'inn'])} WHERE {call}"
-    if k < 0.58:
-        return f"INSERT INTO q1 (id, s, d) VALUES ({rng.randint(-5, 10)}, 'a{rng.randint(0, 9)}', {rng.random()})"
-    if k < 0.62:
-        return f"INSERT INTO q2 (v, j) VALUES ({rng.randint(0, 100)}, NULL)"
-    if k < 0.67:
-        return f"SELECT {call}, {other_call(rng)}"
-    if k < 0.72:
-        return f"SELECT * FROM q1 AS a JOIN q2 AS b WHERE {call}"
-    if k < 0.76:
-        return f"SELECT {call} FROM q1 GROUP BY id HAVING {call}"
-    if k < 0.80:
-        return f"PREPARE st FROM {quoted('SELECT * FROM q1 WHERE ' + call)}"
-    if k < 0.83:
-        return "EXECUTE st"
-    return rng.choice(OTHER_STATEMENTS)
+    shape = rng.choices([f for _, f in SHAPES], weights=[w for w, _ in SHAPES])[0]
+    return shape(rng, call)
 
 
 def processlist(server):
