@@ -72,13 +72,17 @@ const void* blocking_begin(q4m::BlockingWait what) {
     type = THD_WAIT_GROUP_COMMIT;
     state = kStateWaitingForCommit;
   }
-  const char* before = thd_proc_info(nullptr, state);
-  thd_wait_begin(nullptr, type);
+  THD* thd = current_thd;  // none in a server thread without a connection (shutdown)
+  if (!thd) return nullptr;
+  const char* before = thd_proc_info(thd, state);
+  thd_wait_begin(thd, type);
   return before;
 }
 void blocking_end(const void* state_before) {
-  thd_wait_end(nullptr);
-  thd_proc_info(nullptr, static_cast<const char*>(state_before));
+  THD* thd = current_thd;
+  if (!thd) return;
+  thd_wait_end(thd);
+  thd_proc_info(thd, static_cast<const char*>(state_before));
 }
 
 int panic(handlerton*, enum ha_panic_function flag) {
