@@ -10,6 +10,8 @@ import time
 
 import pymysql
 
+from sqlcheck import wait_until
+
 SEED = int(os.environ.get("Q4M_FUZZ_SEED", "20261124"))
 STATEMENTS_PER_CONNECTION = 2500
 CONNECTIONS = 4
@@ -89,38 +91,68 @@ def processlist(server):
     return "\n".join(f"  {r}" for r in rows)
 
 
-def test_random_sql_gets_sql_errors_only(fresh_server):
-    server = fresh_server
+def create_tables(server):
     server.sql("CREATE DATABASE fz")
     server.sql("CREATE TABLE fz.q1 (id INT, s VARCHAR(20), d DOUBLE, t DATETIME, b BLOB) ENGINE=QUEUE")
     server.sql("CREATE TABLE fz.q2 (v BIGINT UNSIGNED NOT NULL, j TEXT) ENGINE=QUEUE")
     server.sql("CREATE TABLE fz.inn (v INT) ENGINE=InnoDB")
     server.sql("CREATE VIEW fz.vq AS SELECT * FROM fz.q1")
-    deadline = time.monotonic() + TIME_BUDGET_S
-    failures, errors_seen, executed = [], {}, [0]
-    lock = threading.Lock()
 
-    def worker(n):
-        c = server.connect(db="fz", read_timeout=30)
+
+class Fuzzer:
+    """CONNECTIONS workers sending random statements, and one connection sending KILL QUERY at
+    random moments (every statement must survive being interrupted)."""
+
+    def __init__(self, server):
+        self.server = server
+        self.deadline = time.monotonic() + TIME_BUDGET_S
+        self.failures, self.errors_seen, self.executed = [], {}, 0
+        self.lock = threading.Lock()
+        self.worker_ids, self.stop_killing = [], threading.Event()
+        self.server_killed = False  # set before a kill -9: lost connections are then expected
+
+    def start(self):
+        self.threads = [threading.Thread(target=self.worker, args=(n,)) for n in range(CONNECTIONS)]
+        self.threads.append(threading.Thread(target=self.killer))
+        for t in self.threads:
+            t.start()
+
+    def join(self):
+        for t in self.threads[:-1]:
+            t.join()
+        self.stop_killing.set()
+        self.threads[-1].join()
+
+    def worker(self, n):
         try:
-            run_statements(n, c)
+            c = self.server.connect(db="fz", read_timeout=30)
+        except pymysql.err.MySQLError:
+            if self.server_killed:
+                return
+            raise
+        try:
+            self.run_statements(n, c)
         except Exception as e:  # noqa: BLE001 - a dying worker must fail the test, not vanish
-            with lock:
-                failures.append(f"worker {n}: {e!r}")
+            if not self.server_killed:
+                with self.lock:
+                    self.failures.append(f"worker {n}: {e!r}")
         finally:
-            c.close()  # its LOCK TABLES, transaction or HANDLER would hold metadata locks
+            try:
+                c.close()  # its LOCK TABLES, transaction or HANDLER would hold metadata locks
+            except pymysql.err.Error:
+                pass  # kill9() closed it already
 
-    def run_statements(n, c):
+    def run_statements(self, n, c):
         rng = random.Random(SEED * 100 + n)
         # Statements in this test wait at most a few seconds (short queue_wait timeouts, a
         # 3 s lock wait): a statement still running after 30 s (the read timeout) is a hang.
         with c.cursor() as cur:
             cur.execute("SET SESSION lock_wait_timeout = 3")
-        with lock:
-            worker_ids.append(c.thread_id())  # only now: the SET above must not be killed
+        with self.lock:
+            self.worker_ids.append(c.thread_id())  # only now: the SET above must not be killed
         release, release_after = None, 0  # LOCK TABLES / BEGIN hold their locks a few statements only
         for _ in range(STATEMENTS_PER_CONNECTION):
-            if time.monotonic() > deadline or failures:
+            if time.monotonic() > self.deadline or self.failures:
                 return
             if release and release_after == 0:
                 sql, release = release, None
@@ -135,51 +167,58 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
                     cur.execute(sql)
                     cur.fetchall()
             except pymysql.err.MySQLError as e:
-                code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
-                text = str(e)
-                with lock:
-                    errors_seen[code] = errors_seen.get(code, 0) + 1
-                    if code in LOST:
-                        failures.append(f"connection lost on {sql[:200]!r}: {text}\n{processlist(server)}")
-                        return
-                    if code in CRASHED or code in UNCLEAR or "crashed" in text:
-                        failures.append(f"{sql[:200]!r}: {text}")
-            with lock:
-                executed[0] += 1
+                if not self.record_error(sql, e):
+                    return
+            with self.lock:
+                self.executed += 1
 
-    worker_ids, stop_killing = [], threading.Event()
+    def record_error(self, sql, e):
+        """Counts an error; False if the connection is gone."""
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else -1
+        text = str(e)
+        with self.lock:
+            self.errors_seen[code] = self.errors_seen.get(code, 0) + 1
+            if code in LOST:
+                if not self.server_killed:
+                    self.failures.append(f"connection lost on {sql[:200]!r}: {text}\n{processlist(self.server)}")
+                return False
+            if code in CRASHED or code in UNCLEAR or "crashed" in text:
+                self.failures.append(f"{sql[:200]!r}: {text}")
+        return True
 
-    def killer():
-        """KILL QUERY at random moments: every statement must survive being interrupted."""
+    def killer(self):
         rng = random.Random(SEED)
-        k = server.connect(db="fz")
-        while not stop_killing.wait(rng.uniform(0.002, 0.02)):
-            with lock:
-                ids = list(worker_ids)
+        try:
+            k = self.server.connect(db="fz")
+        except pymysql.err.MySQLError:
+            return
+        while not self.stop_killing.wait(rng.uniform(0.002, 0.02)):
+            with self.lock:
+                ids = list(self.worker_ids)
             if ids:
                 try:
                     with k.cursor() as cur:
                         cur.execute(f"KILL QUERY {rng.choice(ids)}")
                 except pymysql.err.MySQLError:
-                    pass  # the connection has just gone (ER_NO_SUCH_THREAD)
+                    if self.server_killed:
+                        return
+                    # else the connection has just gone (ER_NO_SUCH_THREAD)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(CONNECTIONS)]
-    killing = threading.Thread(target=killer)
-    for t in threads:
-        t.start()
-    killing.start()
-    for t in threads:
-        t.join()
-    stop_killing.set()
-    killing.join()
-    server.check_alive("after the random statements")
-    assert not failures, "\n".join(failures[:5]) + f"\n(seed {SEED})"
-    print(f"seed {SEED}: {executed[0]} statements, errors by code: {dict(sorted(errors_seen.items()))}")
-    assert executed[0] > 100  # the run did something (each connection gets at least a few seconds)
-    # The tables still work and nothing was logged as an error.
+    def report(self):
+        assert not self.failures, "\n".join(self.failures[:5]) + f"\n(seed {SEED})"
+        print(f"seed {SEED}: {self.executed} statements, errors by code: {dict(sorted(self.errors_seen.items()))}")
+
+
+def check_tables_work(server):
+    """Every table opens and reads; a row goes in and comes out; no error in the log."""
     server.sql("SET GLOBAL queue_sync_mode = 'fdatasync'")
     c = server.connect(db="fz")
     with c.cursor() as cur:
+        for table in ("q1", "q2"):
+            cur.execute(f"SELECT COUNT(*) FROM {table}")
+            count = cur.fetchone()[0]
+            cur.execute(f"SELECT * FROM {table}")
+            assert len(cur.fetchall()) == count
         cur.execute("TRUNCATE q2")
         cur.execute("INSERT INTO q2 (v) VALUES (424242)")
         cur.execute("SELECT v FROM q2 WHERE queue_wait('q2', 5)")
@@ -187,3 +226,34 @@ def test_random_sql_gets_sql_errors_only(fresh_server):
         cur.execute("SELECT queue_end()")
     log = server.err_log_since_start()
     assert "[ERROR]" not in log, log[-3000:]
+
+
+def test_random_sql_gets_sql_errors_only(fresh_server):
+    server = fresh_server
+    create_tables(server)
+    fuzz = Fuzzer(server)
+    fuzz.start()
+    fuzz.join()
+    server.check_alive("after the random statements")
+    fuzz.report()
+    assert fuzz.executed > 100  # the run did something (each connection gets at least a few seconds)
+    check_tables_work(server)
+
+
+def test_random_sql_then_kill9_recovers(fresh_server):
+    """kill -9 in the middle of the random statements (compactions, TRUNCATE, ALTER, sync-mode
+    switches in flight): the restarted server opens every table, nothing is "crashed"."""
+    server = fresh_server
+    create_tables(server)
+    fuzz = Fuzzer(server)
+    fuzz.start()
+    wait_until(lambda: fuzz.executed >= 2000 or fuzz.failures or not any(t.is_alive() for t in fuzz.threads[:-1]),
+               timeout=TIME_BUDGET_S, what="2000 random statements")
+    fuzz.server_killed = True
+    server.kill9()
+    fuzz.join()
+    fuzz.report()
+    server.start()
+    check_tables_work(server)
+    server.restart()  # and a clean shutdown and start after that
+    check_tables_work(server)
