@@ -22,6 +22,34 @@ struct Copied {
 
 constexpr size_t kBatch = 4096;  // rows collected per state-lock hold
 
+// Reads rows in file order through one buffer: a pread per block of up to kBlock bytes,
+// not one per row. Never past `limit`, the end of the last row of the batch (published
+// bytes, which never change).
+class SequentialReader {
+ public:
+  static constexpr uint64_t kBlock = 1u << 20;
+
+  Status read(const DataFile& file, uint64_t offset, size_t length, uint64_t limit, std::string_view* out) {
+    if (file.id() != file_id_ || offset < begin_ || offset + length > begin_ + buffer_.size()) {
+      const uint64_t end = std::max(std::min(offset + kBlock, limit), offset + length);
+      Status s = file.read(offset, static_cast<size_t>(end - offset), &buffer_);
+      if (!s.ok()) {
+        buffer_.clear();
+        return s;
+      }
+      file_id_ = file.id();
+      begin_ = offset;
+    }
+    *out = std::string_view(buffer_).substr(static_cast<size_t>(offset - begin_), length);
+    return Status::Ok();
+  }
+
+ private:
+  uint64_t file_id_ = 0;
+  uint64_t begin_ = 0;
+  std::string buffer_;
+};
+
 }  // namespace
 
 // Copies the live rows with after < id <= upto, a batch per state-lock hold.
@@ -29,7 +57,7 @@ static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId 
                         uint64_t flush_bytes, std::vector<Copied>* copied) {
   std::vector<RowEntry> batch;
   std::shared_ptr<DataFile> file;
-  std::string payload;
+  SequentialReader reader;
   for (;;) {
     batch.clear();
     {
@@ -42,8 +70,11 @@ static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId 
       }
     }
     if (batch.empty()) return Status::Ok();
+    uint64_t limit = 0;  // rows are in id order, which is file order
+    for (const RowEntry& e : batch) limit = std::max(limit, e.offset + e.length);
     for (const RowEntry& e : batch) {
-      Status s = file->read(e.offset, e.length, &payload);
+      std::string_view payload;
+      Status s = reader.read(*file, e.offset, e.length, limit, &payload);
       if (!s.ok()) return s;
       copied->push_back(Copied{e.id, out.add_row(e.id, e.time_ms, payload)});
       s = out.flush_if_over(flush_bytes);
@@ -162,6 +193,7 @@ Status QueueTableImpl::compact_now() {
     }
     retired = st->file;
     st->file = fresh;
+    st->tail.reset(fresh->id(), fresh->size());  // readers may read ahead up to here
   }
   w->file = fresh;
   file_bytes_.store(fresh->size());

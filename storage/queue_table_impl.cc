@@ -119,6 +119,7 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
   std::shared_ptr<DataFile> file;
   uint64_t offset = 0;
   uint32_t length = 0;
+  std::optional<ReadAheadWindow::Plan> plan;
   {
     auto st = state_.lock();
     if (m.owned_here) {
@@ -135,10 +136,24 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
     *found = true;
     if (!payload || st->read_cached(offset, length, payload)) return Status::Ok();
     file = st->file;
+    ReadAheadWindow::Plan p;
+    if (st->read_ahead_plan(offset, length, &p)) plan = p;
   }
   // The payload is read outside the lock; `file` keeps the right file alive even if
   // compaction swaps it meanwhile.
-  return file->read(offset, length, payload);
+  return read_uncached(file, offset, length, plan, payload);
+}
+
+Status QueueTableImpl::read_uncached(const std::shared_ptr<DataFile>& file, uint64_t offset, uint32_t length,
+                                     const std::optional<ReadAheadWindow::Plan>& plan, std::string* payload) {
+  if (!plan) return file->read(offset, length, payload);
+  std::string block;
+  Status s = file->read(plan->begin, static_cast<size_t>(plan->end - plan->begin), &block);
+  if (!s.ok()) return s;
+  payload->assign(block.data() + (offset - plan->begin), length);
+  auto st = state_.lock();
+  if (st->file == file) st->window.fill(file->id(), plan->begin, std::move(block));
+  return Status::Ok();
 }
 
 Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
@@ -146,6 +161,7 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
   std::shared_ptr<DataFile> file;
   uint64_t offset;
   uint32_t length;
+  std::optional<ReadAheadWindow::Plan> plan;
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
@@ -153,8 +169,10 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
     *found = true;
     if (st->read_cached(e->offset, e->length, payload)) return Status::Ok();
     file = st->file, offset = e->offset, length = e->length;
+    ReadAheadWindow::Plan p;
+    if (st->read_ahead_plan(offset, length, &p)) plan = p;
   }
-  return file->read(offset, length, payload);
+  return read_uncached(file, offset, length, plan, payload);
 }
 
 Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found) {
@@ -162,6 +180,7 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
   std::shared_ptr<DataFile> file;
   uint64_t offset;
   uint32_t length;
+  std::optional<ReadAheadWindow::Plan> plan;
   {
     auto st = state_.lock();
     size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
@@ -169,10 +188,13 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
     if (pos == end) return Status::Ok();
     const RowEntry& e = st->index.at(pos);
     *id = e.id, offset = e.offset, length = e.length;
+    *found = true;
+    if (!payload || st->read_cached(offset, length, payload)) return Status::Ok();
     file = st->file;
+    ReadAheadWindow::Plan p;
+    if (st->read_ahead_plan(offset, length, &p)) plan = p;
   }
-  *found = true;
-  return payload ? file->read(offset, length, payload) : Status::Ok();
+  return read_uncached(file, offset, length, plan, payload);
 }
 
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {

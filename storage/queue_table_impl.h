@@ -17,6 +17,7 @@
 #include <list>
 #include <mutex>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "recovery.h"
 #include "row_filter.h"
 #include "row_index.h"
+#include "read_ahead_window.h"
 #include "tail_cache.h"
 
 namespace q4m {
@@ -48,6 +50,7 @@ struct TableState {
   RowIndex index;
   std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
   TailCache tail;                  // the newest bytes of `file`, filled by publish()
+  ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
   std::list<Waiter> waiters;       // FIFO
   RowId first_free_hint = 0;       // cursor of the "any row" filter
   uint64_t free_epoch = 0;         // counts rows returning to Free (see take_or_register)
@@ -55,10 +58,15 @@ struct TableState {
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   bool dropped = false;
 
-  // A row's payload from the tail cache; false if it is not there (then pread `file`
-  // outside the lock).
+  // A row's payload from the tail cache or the read-ahead window; false if it is in
+  // neither (then QueueTableImpl::read_uncached, outside the lock).
   bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
-    return file && tail.read(file->id(), offset, length, out);
+    return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
+  }
+  // What to read ahead for an uncached row (false: the row alone). Bytes below the tail
+  // cache's start are published and never change.
+  bool read_ahead_plan(uint64_t offset, uint32_t length, ReadAheadWindow::Plan* plan) const {
+    return file && tail.file_id() == file->id() && ReadAheadWindow::plan(offset, length, tail.begin(), plan);
   }
 };
 
@@ -143,6 +151,11 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
 
  private:
   QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec);
+
+  // A row the caches did not hold, read outside the state lock: the block `plan` names
+  // (TableState::read_ahead_plan), kept in the read-ahead window, or the row alone.
+  Status read_uncached(const std::shared_ptr<DataFile>& file, uint64_t offset, uint32_t length,
+                       const std::optional<ReadAheadWindow::Plan>& plan, std::string* payload);
 
   // group_commit.cc
   void commit(CommitRequest* req);

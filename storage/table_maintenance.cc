@@ -35,6 +35,7 @@ Status QueueTableImpl::truncate() {
     st->cursors.clear();
     st->first_free_hint = 0;
     st->file = fresh;
+    st->tail.reset(fresh->id(), fresh->size());
     rows_.store(0);
     owned_.store(0);
     live_bytes_.store(0);
@@ -75,7 +76,9 @@ Status QueueTableImpl::rename_to(const std::string& to) {
   std::shared_ptr<DataFile> fresh;
   if (DataFile::open(to, &fresh).ok()) {  // same inode; only so messages name the new path
     w->file = fresh;
-    state_.lock()->file = fresh;
+    auto st = state_.lock();
+    st->file = fresh;
+    st->tail.reset(fresh->id(), fresh->size());
   }
   set_path(to);
   w->generation++;  // a concurrent compaction writes "<old path>.tmp": void

@@ -30,6 +30,7 @@ class TailCache {
   // Copies [offset, offset + length) of file `file_id` into *out if all of it is cached.
   bool read(uint64_t file_id, uint64_t offset, size_t length, std::string* out) const;
 
+  uint64_t file_id() const { return file_id_; }
   uint64_t begin() const { return begin_; }
   uint64_t end() const { return end_; }
 
