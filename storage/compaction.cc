@@ -8,6 +8,7 @@
 // current relay sources and a final META. Otherwise the turn is held throughout.
 #include <algorithm>
 
+#include "block_reader.h"
 #include "queue_table_impl.h"
 #include "replacement_file.h"
 #include "settings.h"
@@ -22,34 +23,6 @@ struct Copied {
 
 constexpr size_t kBatch = 4096;  // rows collected per state-lock hold
 
-// Reads rows in file order through one buffer: a pread per block of up to kBlock bytes,
-// not one per row. Never past `limit`, the end of the last row of the batch (published
-// bytes, which never change).
-class SequentialReader {
- public:
-  static constexpr uint64_t kBlock = 1u << 20;
-
-  Status read(const DataFile& file, uint64_t offset, size_t length, uint64_t limit, std::string_view* out) {
-    if (file.id() != file_id_ || offset < begin_ || offset + length > begin_ + buffer_.size()) {
-      const uint64_t end = std::max(std::min(offset + kBlock, limit), offset + length);
-      Status s = file.read(offset, static_cast<size_t>(end - offset), &buffer_);
-      if (!s.ok()) {
-        buffer_.clear();
-        return s;
-      }
-      file_id_ = file.id();
-      begin_ = offset;
-    }
-    *out = std::string_view(buffer_).substr(static_cast<size_t>(offset - begin_), length);
-    return Status::Ok();
-  }
-
- private:
-  uint64_t file_id_ = 0;
-  uint64_t begin_ = 0;
-  std::string buffer_;
-};
-
 }  // namespace
 
 // Copies the live rows with after < id <= upto, a batch per state-lock hold.
@@ -57,7 +30,6 @@ static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId 
                         uint64_t flush_bytes, std::vector<Copied>* copied) {
   std::vector<RowEntry> batch;
   std::shared_ptr<DataFile> file;
-  SequentialReader reader;
   for (;;) {
     batch.clear();
     {
@@ -70,12 +42,16 @@ static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId 
       }
     }
     if (batch.empty()) return Status::Ok();
-    uint64_t limit = 0;  // rows are in id order, which is file order
+    // Rows are in id order, which is file order: read them a block at a time, never past
+    // the batch's last row (bytes known to be written, which never change).
+    uint64_t limit = 0;
     for (const RowEntry& e : batch) limit = std::max(limit, e.offset + e.length);
+    BlockReader reader(*file, limit);
     for (const RowEntry& e : batch) {
-      std::string_view payload;
-      Status s = reader.read(*file, e.offset, e.length, limit, &payload);
+      const unsigned char* p = nullptr;
+      Status s = reader.get(e.offset, e.length, &p);
       if (!s.ok()) return s;
+      std::string_view payload(reinterpret_cast<const char*>(p), e.length);
       copied->push_back(Copied{e.id, out.add_row(e.id, e.time_ms, payload)});
       s = out.flush_if_over(flush_bytes);
       if (!s.ok()) return s;
@@ -192,8 +168,7 @@ Status QueueTableImpl::compact_now() {
       e.offset = copied[i].offset;
     }
     retired = st->file;
-    st->file = fresh;
-    st->tail.reset(fresh->id(), fresh->size());  // readers may read ahead up to here
+    st->install_file(fresh);
   }
   w->file = fresh;
   file_bytes_.store(fresh->size());

@@ -94,8 +94,7 @@ QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile
   counters_.rows_removed.value = rec.rows_removed;
   auto st = state_.lock();
   st->index = std::move(rec.index);
-  st->tail.reset(file->id(), file->size());
-  st->file = std::move(file);
+  st->install_file(std::move(file));
 }
 
 QueueTableImpl::~QueueTableImpl() = default;
@@ -116,85 +115,67 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
   ViewerMode m = mode_of(viewer, this);
   if (m.owns_elsewhere) return Status::Ok();
   if (m.owned_here && m.owned_here <= after) return Status::Ok();  // the owner's scan is past its row
-  std::shared_ptr<DataFile> file;
-  uint64_t offset = 0;
-  uint32_t length = 0;
-  std::optional<ReadAheadWindow::Plan> plan;
+  UncachedRead r;
   {
     auto st = state_.lock();
+    const RowEntry* e = nullptr;
     if (m.owned_here) {
-      RowEntry* e = st->index.find(m.owned_here);
+      e = st->index.find(m.owned_here);
       if (!e || e->owner != viewer) return Status::Ok();
-      *id = e->id, offset = e->offset, length = e->length;
     } else {
       size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
       while (pos < end && !visible_in_scan(st->index.at(pos), viewer)) pos++;
       if (pos == end) return Status::Ok();
-      const RowEntry& e = st->index.at(pos);
-      *id = e.id, offset = e.offset, length = e.length;
+      e = &st->index.at(pos);
     }
+    *id = e->id;
     *found = true;
-    if (!payload || st->read_cached(offset, length, payload)) return Status::Ok();
-    file = st->file;
-    ReadAheadWindow::Plan p;
-    if (st->read_ahead_plan(offset, length, &p)) plan = p;
+    if (!payload || st->read_cached(e->offset, e->length, payload)) return Status::Ok();
+    r = st->uncached_read(e->offset, e->length);
   }
-  // The payload is read outside the lock; `file` keeps the right file alive even if
-  // compaction swaps it meanwhile.
-  return read_uncached(file, offset, length, plan, payload);
+  return read_uncached(r, payload);
 }
 
-Status QueueTableImpl::read_uncached(const std::shared_ptr<DataFile>& file, uint64_t offset, uint32_t length,
-                                     const std::optional<ReadAheadWindow::Plan>& plan, std::string* payload) {
-  if (!plan) return file->read(offset, length, payload);
+Status QueueTableImpl::read_uncached(const UncachedRead& r, std::string* payload) {
+  if (!r.block) return r.file->read(r.offset, r.length, payload);
   std::string block;
-  Status s = file->read(plan->begin, static_cast<size_t>(plan->end - plan->begin), &block);
+  Status s = r.file->read(r.block->begin, static_cast<size_t>(r.block->end - r.block->begin), &block);
   if (!s.ok()) return s;
-  payload->assign(block.data() + (offset - plan->begin), length);
+  payload->assign(block.data() + (r.offset - r.block->begin), r.length);
   auto st = state_.lock();
-  if (st->file == file) st->window.fill(file->id(), plan->begin, std::move(block));
+  if (st->file == r.file) st->window.fill(r.file->id(), r.block->begin, std::move(block));
   return Status::Ok();
 }
 
 Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
   *found = false;
-  std::shared_ptr<DataFile> file;
-  uint64_t offset;
-  uint32_t length;
-  std::optional<ReadAheadWindow::Plan> plan;
+  UncachedRead r;
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
     if (!e) return Status::Ok();
     *found = true;
     if (st->read_cached(e->offset, e->length, payload)) return Status::Ok();
-    file = st->file, offset = e->offset, length = e->length;
-    ReadAheadWindow::Plan p;
-    if (st->read_ahead_plan(offset, length, &p)) plan = p;
+    r = st->uncached_read(e->offset, e->length);
   }
-  return read_uncached(file, offset, length, plan, payload);
+  return read_uncached(r, payload);
 }
 
 Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found) {
   *found = false;
-  std::shared_ptr<DataFile> file;
-  uint64_t offset;
-  uint32_t length;
-  std::optional<ReadAheadWindow::Plan> plan;
+  UncachedRead r;
   {
     auto st = state_.lock();
     size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
     while (pos < end && st->index.at(pos).state == RowState::kRemoved) pos++;
     if (pos == end) return Status::Ok();
     const RowEntry& e = st->index.at(pos);
-    *id = e.id, offset = e.offset, length = e.length;
+    *id = e.id;
     *found = true;
-    if (!payload || st->read_cached(offset, length, payload)) return Status::Ok();
-    file = st->file;
-    ReadAheadWindow::Plan p;
-    if (st->read_ahead_plan(offset, length, &p)) plan = p;
+    if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
+    r = st->uncached_read(e.offset, e.length);
   }
-  return read_uncached(file, offset, length, plan, payload);
+  return read_uncached(r, payload);
 }
 
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {

@@ -46,6 +46,15 @@ struct ScanCursor {
   RowId next = 0;
 };
 
+// A row to read outside the table's lock: `file` keeps the right file alive even if
+// compaction swaps it meanwhile; `block`, if set, is read instead and kept as read-ahead.
+struct UncachedRead {
+  std::shared_ptr<DataFile> file;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  std::optional<ReadAheadWindow::Plan> block;
+};
+
 struct TableState {
   RowIndex index;
   std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
@@ -58,15 +67,26 @@ struct TableState {
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   bool dropped = false;
 
+  // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
+  // at its end, so rows below it may be read ahead at once.
+  void install_file(std::shared_ptr<DataFile> f) {
+    tail.reset(f->id(), f->size());
+    file = std::move(f);
+  }
+
   // A row's payload from the tail cache or the read-ahead window; false if it is in
-  // neither (then QueueTableImpl::read_uncached, outside the lock).
+  // neither (then uncached_read(), and QueueTableImpl::read_uncached outside the lock).
   bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
     return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
   }
-  // What to read ahead for an uncached row (false: the row alone). Bytes below the tail
-  // cache's start are published and never change.
-  bool read_ahead_plan(uint64_t offset, uint32_t length, ReadAheadWindow::Plan* plan) const {
-    return file && tail.file_id() == file->id() && ReadAheadWindow::plan(offset, length, tail.begin(), plan);
+  // What to pread for a row the caches do not hold. Read ahead only below the tail
+  // cache's start: those bytes are published and never change.
+  UncachedRead uncached_read(uint64_t offset, uint32_t length) const {
+    UncachedRead r{file, offset, length, std::nullopt};
+    ReadAheadWindow::Plan plan;
+    if (file && tail.file_id() == file->id() && ReadAheadWindow::plan(offset, length, tail.begin(), &plan))
+      r.block = plan;
+    return r;
   }
 };
 
@@ -152,10 +172,9 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
  private:
   QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec);
 
-  // A row the caches did not hold, read outside the state lock: the block `plan` names
-  // (TableState::read_ahead_plan), kept in the read-ahead window, or the row alone.
-  Status read_uncached(const std::shared_ptr<DataFile>& file, uint64_t offset, uint32_t length,
-                       const std::optional<ReadAheadWindow::Plan>& plan, std::string* payload);
+  // A row the caches did not hold (TableState::uncached_read), read outside the state
+  // lock; a read-ahead block goes into the window.
+  Status read_uncached(const UncachedRead& r, std::string* payload);
 
   // group_commit.cc
   void commit(CommitRequest* req);

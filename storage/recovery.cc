@@ -2,36 +2,12 @@
 
 #include <cstring>
 
+#include "block_reader.h"
 #include "crc32c.h"
 #include "stats.h"
 
 namespace q4m {
 namespace {
-
-// Sequential reader over the file with a large buffer (one pread per block, not per chunk).
-class BlockReader {
- public:
-  BlockReader(const DataFile& f, uint64_t size) : f_(f), size_(size) {}
-  // Bytes [pos, pos+len) of the file; len must fit in the file.
-  Status get(uint64_t pos, size_t len, const unsigned char** out) {
-    if (pos < start_ || pos + len > start_ + buf_.size()) {
-      size_t want = len > kBlock ? len : kBlock;
-      if (pos + want > size_) want = static_cast<size_t>(size_ - pos);
-      Status s = f_.read(pos, want, &buf_);
-      if (!s.ok()) return s;
-      start_ = pos;
-    }
-    *out = reinterpret_cast<const unsigned char*>(buf_.data()) + (pos - start_);
-    return Status::Ok();
-  }
-
- private:
-  static constexpr size_t kBlock = 4u << 20;
-  const DataFile& f_;
-  uint64_t size_;
-  uint64_t start_ = 0;
-  std::string buf_;
-};
 
 // Why the chunk at `pos` is bad ("" if it is valid). *end = offset after it and
 // *unsynced = its kChunkUnsynced flag, set whenever its header is valid (its length can

@@ -34,8 +34,7 @@ Status QueueTableImpl::truncate() {
     st->claims.clear();
     st->cursors.clear();
     st->first_free_hint = 0;
-    st->file = fresh;
-    st->tail.reset(fresh->id(), fresh->size());
+    st->install_file(fresh);
     rows_.store(0);
     owned_.store(0);
     live_bytes_.store(0);
@@ -76,9 +75,7 @@ Status QueueTableImpl::rename_to(const std::string& to) {
   std::shared_ptr<DataFile> fresh;
   if (DataFile::open(to, &fresh).ok()) {  // same inode; only so messages name the new path
     w->file = fresh;
-    auto st = state_.lock();
-    st->file = fresh;
-    st->tail.reset(fresh->id(), fresh->size());
+    state_.lock()->install_file(fresh);
   }
   set_path(to);
   w->generation++;  // a concurrent compaction writes "<old path>.tmp": void
