@@ -136,9 +136,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
 
 namespace {
 
-// Runs `sql` max(M, 50000) times in total on `concurrency` connections; `check`
-// validates each result (throws on a wrong one). A ceiling is a rate, not a queue:
-// nothing is consumed, so it is "verified" when every query ran.
+// A ceiling's result before it runs: a rate of the server itself, not of a queue.
 RunResult ceiling_result(const char* scenario, SyncMode sync, int concurrency) {
   RunResult r;
   r.scenario = scenario;
@@ -148,6 +146,9 @@ RunResult ceiling_result(const char* scenario, SyncMode sync, int concurrency) {
   return r;
 }
 
+// Runs `sql` max(M, 50000) times in total on `concurrency` connections; `check`
+// validates each result (throws on a wrong one). Nothing is consumed, so the run is
+// "verified" when every query ran.
 template <typename Check>
 RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, const char* scenario,
                             const std::string& sql, Check check) {
