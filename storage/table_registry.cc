@@ -95,6 +95,9 @@ Status TableRegistry::drop(const std::string& path) {
 }
 
 Status TableRegistry::rename(const std::string& from, const std::string& to) {
+  // A missing source comes first: the server's DDL recovery replays a rename that a crash
+  // interrupted after the file moved, and it ignores "no such table" but not "exists".
+  if (!file_exists(from)) return Status(ErrorCode::kNotFound, "file " + from + " does not exist");
   if (file_exists(to)) return Status(ErrorCode::kExists, "file " + to + " already exists");
   std::shared_ptr<Slot> slot = take_slot(from);
   std::shared_ptr<QueueTableImpl> table = slot ? *slot->lock() : nullptr;

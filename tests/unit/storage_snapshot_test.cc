@@ -133,6 +133,33 @@ TEST(drop_and_rename_of_closed_table_handle_snapshot) {
   CHECK(!file_exists_for_test(b));
 }
 
+// The server's DDL recovery replays the renames of an ALTER TABLE that a kill -9 cut short.
+// A replayed rename whose file already moved must say "not found" (which recovery ignores),
+// not "exists" (which it logs as an error), and must leave the moved table alone.
+TEST(rename_replayed_after_the_file_moved_is_knotfound_and_harmless) {
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  std::string a = dir.file("a"), b = dir.file("b");
+  auto t = create_and_open(a);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "x").ok());
+  t.reset();
+  TableRegistry::instance().close_all();
+  REQUIRE(TableRegistry::instance().rename(a, b).ok());
+  CHECK(TableRegistry::instance().rename(a, b).code() == ErrorCode::kNotFound);
+  std::shared_ptr<QueueTable> r;
+  REQUIRE(TableRegistry::instance().acquire(b, &r).ok());
+  CHECK_EQ(scan(*r).size(), 1u);
+  // Both present is a real conflict, open or not.
+  auto c = create_and_open(a);
+  REQUIRE(c);
+  CHECK(TableRegistry::instance().rename(a, b).code() == ErrorCode::kExists);
+  c.reset();
+  r.reset();
+  TableRegistry::instance().close_all();
+  CHECK(TableRegistry::instance().rename(a, b).code() == ErrorCode::kExists);
+}
+
 TEST(drop_with_data_file_missing_removes_snapshot_and_tmp) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
