@@ -1,4 +1,5 @@
-"""kill -9 in the middle of ALTER TABLE, RENAME TABLE, TRUNCATE, CREATE and DROP of queue tables.
+"""kill -9 in the middle of ALTER TABLE, RENAME TABLE, TRUNCATE, CREATE and DROP of queue
+tables and DROP DATABASE.
 
 MariaDB's DDL log replays or undoes an interrupted DDL statement at the next start, and it calls
 the engine's rename and drop again for steps that may already have happened. After every restart:
@@ -33,9 +34,13 @@ DDL = [  # {t}: the table's current name, {other}: the other one
     "DROP TABLE IF EXISTS spare",
     "CREATE TABLE IF NOT EXISTS spare2 ENGINE=QUEUE SELECT id, body FROM {t}",
     "DROP TABLE IF EXISTS spare2",
+    "CREATE DATABASE IF NOT EXISTS dc2",
+    "CREATE TABLE IF NOT EXISTS dc2.a (id INT) ENGINE=QUEUE",
+    "RENAME TABLE spare TO dc2.spare",                # across databases
+    "DROP DATABASE IF EXISTS dc2",                    # the DDL log's drop-database action
 ]
 DDL += DDL[:3]  # copying ALTERs twice as often: their renames are where recovery has most to redo
-TOLERATED = {1146, 1213, 1205}  # a table mid-rename or not there yet, deadlock, lock wait
+TOLERATED = {1049, 1050, 1146, 1213, 1205}  # no dc2 or spare yet, dc2.spare there, deadlock, lock wait
 
 
 def payload(mid):
@@ -104,7 +109,8 @@ def table_after_restart(server, cycle):
         tables = {r[0] for r in cur.fetchall()}
     present = [n for n in NAMES if n in tables]
     assert len(present) == 1 and "tmp_x" not in tables, f"cycle {cycle}: tables after restart: {tables}"
-    leftovers = [f for f in os.listdir(server.datadir / "dc") if f.startswith("#sql")]
+    leftovers = [f for db in ("dc", "dc2") if (server.datadir / db).is_dir()
+                 for f in os.listdir(server.datadir / db) if f.startswith("#sql")]
     assert not leftovers, f"cycle {cycle}: files left by the interrupted DDL: {leftovers}"
     return present[0]
 
