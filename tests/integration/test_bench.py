@@ -85,8 +85,34 @@ def test_markdown_of_a_run_without_ceilings_has_no_empty_ceiling_table(server, t
     assert len(rows) == 1 and "| – | – |" in rows[0], md  # no InnoDB run, no ceiling to compare with
 
 
+def test_prepared_protocol_runs_every_statement_prepared(server, tmp_path):
+    """--protocol prepared: queues and ceilings use server-side prepared statements (the server
+    counts their executions; a text run executes none), payloads longer than the client's first
+    column buffer arrive whole, and every scenario still verifies."""
+    def executions():
+        return int(server.value("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                                "WHERE VARIABLE_NAME='COM_STMT_EXECUTE'"))
+    before = executions()
+    p, doc = run_bench(server, tmp_path, "--messages", "200", "--concurrency", "1,3", "--payload", "3000",
+                       "--var-length", "--wait-timeout", "0.2", "--protocol", "prepared")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["ok"] is True and doc["options"]["protocol"] == "prepared"
+    assert {r["scenario"] for r in doc["runs"]} == {"select1", "poll-empty", "multireader", "multirw", "multiwait"}
+    # 50,000 SELECT 1 and as many polls per concurrency, plus every message's statements
+    assert executions() - before > 4 * 50000
+    assert "protocol: prepared" in p.stdout
+    assert "prepared protocol" in markdown_of(doc, tmp_path)
+
+    before = executions()
+    p, doc = run_bench(server, tmp_path, "--messages", "100", "--scenarios", "multireader,select1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["options"]["protocol"] == "text" and executions() == before
+
+
 def test_bad_option_is_a_clear_error(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--messages", "0")
     assert p.returncode != 0 and "--messages must be > 0" in p.stderr
     p, _ = run_bench(server, tmp_path, "--scenarios", "multireader,fastest")
     assert p.returncode != 0 and "unknown scenario 'fastest'" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--protocol", "binary")
+    assert p.returncode != 0 and "--protocol: expected text or prepared, got 'binary'" in p.stderr

@@ -14,44 +14,39 @@ namespace {
 class InnodbSession : public QueueSession {
  public:
   InnodbSession(client::DbConn* conn, const MessageCodec& codec, const std::string& claim_sql,
-                uint32_t poll_sleep_us)
-      : conn_(conn), codec_(codec), claim_sql_(claim_sql),
-        delete_prefix_("DELETE FROM " + codec.table() + " WHERE id="), poll_sleep_us_(poll_sleep_us) {
-    conn_->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-    conn_->exec("SET SESSION autocommit = 0");
+                uint32_t poll_sleep_us, client::Protocol protocol)
+      : codec_(codec), poll_sleep_us_(poll_sleep_us),
+        insert_(*conn, codec.insert_statement(), protocol), claim_(*conn, claim_sql, protocol),
+        delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
+        commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol) {
+    conn->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    conn->exec("SET SESSION autocommit = 0");
   }
 
   void insert(uint64_t id) override {
-    codec_.insert_sql(id, &sql_);
-    conn_->exec(sql_);
-    conn_->exec("COMMIT");
+    codec_.run_insert(insert_, id, &payload_);
+    commit_.run({});
   }
 
   bool consume(Delivered* out) override {
-    uint64_t row_id;
-    {
-      client::DbResult res = conn_->query(claim_sql_);
-      MYSQL_ROW row = res.next();
-      if (!row) {
-        // Everything left is locked by other consumers (or the table is empty).
-        conn_->exec("ROLLBACK");
-        ++empty_polls_;
-        back_off();
-        return false;
-      }
-      backoff_us_ = 0;
-      row_id = std::strtoull(row[0], nullptr, 10);
-      codec_.decode(row, res.lengths(), 1, out);
+    claim_.run({});
+    if (!claim_.next()) {
+      // Everything left is locked by other consumers (or the table is empty).
+      rollback_.run({});
+      ++empty_polls_;
+      back_off();
+      return false;
     }
-    sql_.assign(delete_prefix_);
-    sql_.append(std::to_string(row_id));
-    conn_->exec(sql_);
-    conn_->exec("COMMIT");
+    backoff_us_ = 0;
+    const uint64_t row_id = std::strtoull(claim_.row()[0], nullptr, 10);
+    codec_.decode(claim_.row(), claim_.lengths(), 1, out);
+    delete_.run({row_id});
+    commit_.run({});
     return true;
   }
 
   bool finish() override {
-    conn_->exec("ROLLBACK");  // nothing is held between messages; this just ends cleanly
+    rollback_.run({});  // nothing is held between messages; this just ends cleanly
     return false;
   }
 
@@ -65,19 +60,17 @@ class InnodbSession : public QueueSession {
     backoff_us_ = backoff_us_ ? std::min(backoff_us_ * 2, poll_sleep_us_) : std::min(50u, poll_sleep_us_);
   }
 
-  client::DbConn* conn_;
   const MessageCodec& codec_;
-  const std::string& claim_sql_;
-  const std::string delete_prefix_;
   const uint32_t poll_sleep_us_;
   uint32_t backoff_us_ = 0;
-  std::string sql_;
+  client::DbStatement insert_, claim_, delete_, commit_, rollback_;
+  std::string payload_;  // reused: no allocation per insert
 };
 
 class InnodbBackend : public QueueBackend {
  public:
-  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us)
-      : QueueBackend(MessageCodec("q4m_bench_innodb", payload)), poll_sleep_us_(poll_sleep_us),
+  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us, client::Protocol protocol)
+      : QueueBackend(MessageCodec("q4m_bench_innodb", payload)), poll_sleep_us_(poll_sleep_us), protocol_(protocol),
         claim_sql_("SELECT id, v" + std::string(payload.enabled() ? ", s" : "") + " FROM " + table() +
                    " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED") {}
 
@@ -86,9 +79,8 @@ class InnodbBackend : public QueueBackend {
   std::vector<std::string> describe_sql() const override {
     return {create_sql(),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION autocommit = 0",
-            codec_.insert_prefix() + (codec_.payload().enabled() ? "(<id>,'<payload>')" : "(<id>)") +
-                "; COMMIT",
-            claim_sql_ + "; DELETE FROM " + table() + " WHERE id=<id>; COMMIT",
+            codec_.insert_statement() + "; COMMIT  -- ? = id[, payload]",
+            claim_sql_ + "; DELETE FROM " + table() + " WHERE id=?; COMMIT  -- ? = the claimed id",
             "ROLLBACK  -- after a claim that found no unlocked row"};
   }
 
@@ -105,7 +97,7 @@ class InnodbBackend : public QueueBackend {
   }
 
   std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_);
+    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_, protocol_);
   }
 
   EngineCounters counters(client::DbConn& admin) override {
@@ -125,13 +117,15 @@ class InnodbBackend : public QueueBackend {
   }
 
   const uint32_t poll_sleep_us_;
+  const client::Protocol protocol_;
   const std::string claim_sql_;
 };
 
 }  // namespace
 
-std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us) {
-  return std::make_unique<InnodbBackend>(payload, poll_sleep_us);
+std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
+                                                  client::Protocol protocol) {
+  return std::make_unique<InnodbBackend>(payload, poll_sleep_us, protocol);
 }
 
 }  // namespace q4m::bench

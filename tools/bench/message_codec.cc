@@ -19,9 +19,15 @@ void MessageCodec::append_values(uint64_t id, std::string* sql) const {
   sql->push_back(')');
 }
 
-void MessageCodec::insert_sql(uint64_t id, std::string* sql) const {
-  sql->assign(insert_prefix_);
-  append_values(id, sql);
+std::string MessageCodec::insert_statement() const {
+  return insert_prefix_ + (payload_.enabled() ? "(?,?)" : "(?)");
+}
+
+void MessageCodec::run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const {
+  if (!payload_.enabled()) return insert.run({id});
+  scratch->clear();
+  payload_.append(id, scratch);
+  insert.run({id, std::string_view(*scratch)});
 }
 
 void MessageCodec::decode(const char* const* row, const unsigned long* lengths, unsigned v_col,

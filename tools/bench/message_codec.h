@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../common/db_statement.h"
 #include "payload.h"
 
 namespace q4m::bench {
@@ -23,8 +24,10 @@ class MessageCodec {
   const std::string& insert_prefix() const { return insert_prefix_; }
   // Appends "(id[,'payload'])".
   void append_values(uint64_t id, std::string* sql) const;
-  // Replaces `sql` with the single-row INSERT of message `id`.
-  void insert_sql(uint64_t id, std::string* sql) const;
+  // "INSERT INTO t (v[,s]) VALUES (?[,?])": one message, parameters given by run_insert().
+  std::string insert_statement() const;
+  // Runs insert_statement() for message `id`; `scratch` holds its payload.
+  void run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const;
   // Fills `out` from a fetched row whose id is text column `v_col` (payload follows it).
   void decode(const char* const* row, const unsigned long* lengths, unsigned v_col,
               Delivered* out) const;

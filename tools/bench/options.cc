@@ -33,6 +33,9 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --var-length          payload length uniform in [0, BYTES), like Q4M's VAR_LENGTH
   --sync LIST           none,durable (default none): none = queue_sync_mode=none and
                         innodb_flush_log_at_trx_commit=2; durable = fdatasync and =1
+  --protocol P          text (default) or prepared: every timed statement (queue,
+                        InnoDB and ceilings) as COM_QUERY text or as a server-side
+                        prepared statement executed with parameters (binary protocol)
   --engines LIST        queue,innodb (default both)
   --scenarios LIST      multireader,multirw,multiwait,select1,poll-empty (default all):
                         select1 = SELECT 1 (the SQL-layer ceiling); poll-empty = the
@@ -123,6 +126,11 @@ Options parse_options(int argc, char** argv) {
         else if (s == "durable") o.sync.push_back(SyncMode::kDurable);
         else usage_error("--sync: expected none or durable, got '" + s + "'");
       }
+    } else if (arg == "--protocol") {
+      std::string p = value();
+      if (p == "text") o.protocol = client::Protocol::kText;
+      else if (p == "prepared") o.protocol = client::Protocol::kPrepared;
+      else usage_error("--protocol: expected text or prepared, got '" + p + "'");
     } else if (arg == "--engines") {
       o.engines.clear();
       for (auto& e : split_list(value())) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "../common/db_conn.h"
+#include "../common/db_statement.h"
 
 namespace q4m::bench {
 
@@ -23,6 +24,9 @@ struct Options {
   uint32_t payload = 0;     // bytes per message (the maximum with var_length)
   bool var_length = false;  // Q4M's VAR_LENGTH: length uniform in [0, payload)
   std::vector<SyncMode> sync = {SyncMode::kNone};
+  // How every timed statement travels (queues and ceilings alike, so ratios compare like
+  // with like): the text protocol, or server-side prepared statements.
+  client::Protocol protocol = client::Protocol::kText;
   std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
   std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait};
   bool select1 = true;

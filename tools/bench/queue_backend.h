@@ -67,8 +67,9 @@ class QueueBackend {
 // Rows of (name, number) from a SHOW statement; name and value column indexes given.
 EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsigned name_col, unsigned value_col);
 
-std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload,
-                                                        double wait_timeout_s);
-std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us);
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
+                                                        client::Protocol protocol);
+std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
+                                                  client::Protocol protocol);
 
 }  // namespace q4m::bench

@@ -11,24 +11,22 @@ namespace {
 
 class QueueEngineSession : public QueueSession {
  public:
-  QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql)
-      : conn_(conn), codec_(codec), consume_sql_(consume_sql) {}
+  QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql,
+                     client::Protocol protocol)
+      : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol),
+        insert_(*conn, codec.insert_statement(), protocol) {}
 
-  void insert(uint64_t id) override {
-    codec_.insert_sql(id, &sql_);
-    conn_->exec(sql_);
-  }
+  void insert(uint64_t id) override { codec_.run_insert(insert_, id, &payload_); }
 
   bool consume(Delivered* out) override {
-    client::DbResult res = conn_->query(consume_sql_);
-    MYSQL_ROW row = res.next();
+    consume_.run({});
     // A timeout (no row) has still removed the previously owned row and left owner mode.
-    owning_ = row != nullptr;
-    if (!row) {
+    owning_ = consume_.next();
+    if (!owning_) {
       ++empty_polls_;
       return false;
     }
-    codec_.decode(row, res.lengths(), 0, out);
+    codec_.decode(consume_.row(), consume_.lengths(), 0, out);
     return true;
   }
 
@@ -42,15 +40,15 @@ class QueueEngineSession : public QueueSession {
  private:
   client::DbConn* conn_;
   const MessageCodec& codec_;
-  const std::string& consume_sql_;
-  std::string sql_;  // reused: no allocation per insert
+  client::DbStatement consume_, insert_;
+  std::string payload_;  // reused: no allocation per insert
   bool owning_ = false;
 };
 
 class QueueEngineBackend : public QueueBackend {
  public:
-  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s)
-      : QueueBackend(MessageCodec("q4m_bench_queue", payload)) {
+  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s, client::Protocol protocol)
+      : QueueBackend(MessageCodec("q4m_bench_queue", payload)), protocol_(protocol) {
     char timeout[32];
     std::snprintf(timeout, sizeof timeout, "%g", wait_timeout_s);
     consume_sql_ = "SELECT * FROM " + table() + " WHERE queue_wait('" + table() + "', " + timeout + ")";
@@ -60,7 +58,7 @@ class QueueEngineBackend : public QueueBackend {
 
   std::vector<std::string> describe_sql() const override {
     return {create_sql(),
-            codec_.insert_prefix() + (codec_.payload().enabled() ? "(<id>,'<payload>')" : "(<id>)"),
+            codec_.insert_statement() + "  -- ? = id[, payload]",
             consume_sql_ + "  -- one per message", "SELECT queue_end()  -- once, after the last message"};
   }
 
@@ -75,7 +73,7 @@ class QueueEngineBackend : public QueueBackend {
   }
 
   std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_);
+    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, protocol_);
   }
 
   EngineCounters counters(client::DbConn& admin) override {
@@ -89,13 +87,15 @@ class QueueEngineBackend : public QueueBackend {
            (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=QUEUE";
   }
 
+  const client::Protocol protocol_;
   std::string consume_sql_;
 };
 
 }  // namespace
 
-std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s) {
-  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s);
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
+                                                        client::Protocol protocol) {
+  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s, protocol);
 }
 
 }  // namespace q4m::bench

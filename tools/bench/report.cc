@@ -112,9 +112,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "machine: %s\n", rep.machine.line().c_str());
   std::fprintf(out, "server variables:");
   for (const auto& [k, v] : rep.machine.server_variables) std::fprintf(out, " %s=%s", k.c_str(), v.c_str());
-  std::fprintf(out, "\nmessages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll back-off: up to %u us",
-               static_cast<unsigned long long>(opt.messages), payload_desc(opt).c_str(), opt.wait_timeout_s,
-               opt.poll_sleep_us);
+  std::fprintf(out, "\nprotocol: %s, messages per run: %llu, payload: %s, queue_wait timeout: %g s, innodb poll back-off: up to %u us",
+               client::protocol_name(opt.protocol), static_cast<unsigned long long>(opt.messages),
+               payload_desc(opt).c_str(), opt.wait_timeout_s, opt.poll_sleep_us);
   if (opt.repeat > 1) std::fprintf(out, ", median of %d runs", opt.repeat);
   std::fprintf(out, "\n");
 
@@ -191,8 +191,9 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     std::fprintf(out, "%s%s: %s", sep, json_str(k).c_str(), json_str(v).c_str());
     sep = ", ";
   }
-  std::fprintf(out, "}},\n  \"options\": {\"messages\": %llu, \"payload\": %u, \"var_length\": %s, "
+  std::fprintf(out, "}},\n  \"options\": {\"protocol\": %s, \"messages\": %llu, \"payload\": %u, \"var_length\": %s, "
                     "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d},\n",
+               json_str(client::protocol_name(opt.protocol)).c_str(),
                static_cast<unsigned long long>(opt.messages), opt.payload, opt.var_length ? "true" : "false",
                json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us, opt.repeat);
   auto sql_list = [&](const std::vector<std::string>& v) {

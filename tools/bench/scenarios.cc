@@ -157,13 +157,16 @@ RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, 
   const uint64_t m = std::max<uint64_t>(opt.messages, 50000);
   try {
     std::vector<client::DbConn> conns = open_connections(opt, concurrency);
+    std::vector<std::unique_ptr<client::DbStatement>> statements;
+    for (auto& c : conns) statements.push_back(std::make_unique<client::DbStatement>(c, sql, opt.protocol));
     RunControl ctl(opt.run_timeout_s);
     WorkersOutcome out = run_workers(concurrency, ctl, [&](int i, WorkerStats& st) {
       const uint64_t count = share(m, concurrency, i);
+      client::DbStatement& statement = *statements[i];
       for (uint64_t k = 0; k < count && !ctl.should_stop(); ++k) {
         Clock::time_point t0 = Clock::now();
-        client::DbResult res = conns[i].query(sql);
-        check(res);
+        statement.run({});
+        check(statement);
         Clock::time_point t1 = Clock::now();
         st.consume.add(t0, t1);
         st.last_progress = t1;
@@ -185,9 +188,8 @@ RunResult run_query_ceiling(const Options& opt, SyncMode sync, int concurrency, 
 }  // namespace
 
 RunResult run_select1(const Options& opt, SyncMode sync, int concurrency) {
-  return run_query_ceiling(opt, sync, concurrency, kSelect1Scenario, "SELECT 1", [](client::DbResult& res) {
-    MYSQL_ROW row = res.next();
-    if (!row || !row[0] || row[0][0] != '1') throw client::DbError(0, "SELECT 1 returned no 1");
+  return run_query_ceiling(opt, sync, concurrency, kSelect1Scenario, "SELECT 1", [](client::DbStatement& res) {
+    if (!res.next() || !res.row()[0] || res.row()[0][0] != '1') throw client::DbError(0, "SELECT 1 returned no 1");
   });
 }
 
@@ -203,7 +205,7 @@ RunResult run_empty_poll(const Options& opt, client::DbConn& admin, SyncMode syn
   }
   const std::string sql = "SELECT * FROM " + table + " WHERE queue_wait('" + table + "', 0)";
   RunResult r = run_query_ceiling(opt, sync, concurrency, kEmptyPollScenario, sql,
-                                  [](client::DbResult& res) {
+                                  [](client::DbStatement& res) {
                                     if (res.next()) throw client::DbError(0, "the empty queue returned a row");
                                   });
   try {

@@ -57,7 +57,8 @@ def main(path):
     scenarios = [s for s in ("multireader", "multirw", "multiwait") if any(r["scenario"] == s for r in runs)]
     m = doc.get("machine", {})
     print(f"Machine: {m.get('cpu_model', '?')} x {m.get('cpus', '?')}, {m.get('uname', '')}; "
-          f"server {doc.get('server', {}).get('version', '?')}; {doc['options']['messages']} messages per run, "
+          f"server {doc.get('server', {}).get('version', '?')}; {doc['options'].get('protocol', 'text')} protocol; "
+          f"{doc['options']['messages']} messages per run, "
           f"median of {doc['options']['repeat']}; all runs verified: {'yes' if doc.get('ok') else 'NO'}.\n")
     for sync in syncs:
         print_ceilings(find, concs, sync)

@@ -41,6 +41,13 @@ class DbResult {
  public:
   explicit DbResult(MYSQL_RES* res) : res_(res) {}
   DbResult(DbResult&& o) noexcept : res_(std::exchange(o.res_, nullptr)) {}
+  DbResult& operator=(DbResult&& o) noexcept {
+    if (this != &o) {
+      if (res_) mysql_free_result(res_);
+      res_ = std::exchange(o.res_, nullptr);
+    }
+    return *this;
+  }
   DbResult(const DbResult&) = delete;
   DbResult& operator=(const DbResult&) = delete;
   ~DbResult() {
