@@ -15,6 +15,15 @@ namespace {
 
 std::string idx(const std::string& path) { return path + ".idx"; }
 
+// A table at `path` holding one row "x", closed cleanly (so it has an index snapshot).
+void make_closed_table_with_one_row(const std::string& path) {
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "x").ok());
+  t.reset();
+  TableRegistry::instance().close_all();
+}
+
 }  // namespace
 
 TEST(clean_close_then_fast_open_restores_everything) {
@@ -116,11 +125,7 @@ TEST(drop_and_rename_of_closed_table_handle_snapshot) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string a = dir.file("a"), b = dir.file("b");
-  auto t = create_and_open(a);
-  REQUIRE(t);
-  REQUIRE(insert1(*t, "x").ok());
-  t.reset();
-  TableRegistry::instance().close_all();
+  make_closed_table_with_one_row(a);
   REQUIRE(TableRegistry::instance().rename(a, b).ok());
   CHECK(!file_exists_for_test(idx(a)));
   std::shared_ptr<QueueTable> r;
@@ -140,11 +145,7 @@ TEST(rename_replayed_after_the_file_moved_is_knotfound_and_harmless) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string a = dir.file("a"), b = dir.file("b");
-  auto t = create_and_open(a);
-  REQUIRE(t);
-  REQUIRE(insert1(*t, "x").ok());
-  t.reset();
-  TableRegistry::instance().close_all();
+  make_closed_table_with_one_row(a);
   REQUIRE(TableRegistry::instance().rename(a, b).ok());
   CHECK(TableRegistry::instance().rename(a, b).code() == ErrorCode::kNotFound);
   std::shared_ptr<QueueTable> r;
@@ -164,11 +165,7 @@ TEST(drop_with_data_file_missing_removes_snapshot_and_tmp) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
-  REQUIRE(insert1(*t, "x").ok());
-  t.reset();
-  TableRegistry::instance().close_all();  // leaves the .idx snapshot
+  make_closed_table_with_one_row(path);  // leaves the .idx snapshot
   REQUIRE(file_exists_for_test(idx(path)));
   { std::ofstream(path + ".tmp") << "partial"; }  // as a crashed compaction leaves it
   REQUIRE(std::remove(path.c_str()) == 0);
