@@ -12,6 +12,7 @@ import random
 import threading
 
 import pymysql
+import pytest
 
 from sqlcheck import wait_until
 
@@ -115,8 +116,17 @@ def table_after_restart(server, cycle):
     return present[0]
 
 
-def test_kill9_during_ddl_keeps_every_acknowledged_row(fresh_server):
-    server = fresh_server
+@pytest.fixture(params=["binlog off", "binlog on"])
+def ddl_server(request, server_factory):
+    """With the binary log on, DDL recovery first asks the binlog which statements completed."""
+    args = ["--log-bin=ddl-bin", "--server-id=1"] if request.param == "binlog on" else []
+    s = server_factory.new(extra_args=args)
+    yield s
+    s.destroy(keep_dir=bool(os.environ.get("Q4M_KEEP_TMP")))
+
+
+def test_kill9_during_ddl_keeps_every_acknowledged_row(ddl_server):
+    server = ddl_server
     server.sql("SET GLOBAL queue_sync_mode = 'fdatasync'")
     server.sql("CREATE DATABASE dc")
     server.sql("CREATE TABLE dc.q (id INT NOT NULL, body VARCHAR(100)) ENGINE=QUEUE")
