@@ -124,6 +124,7 @@ class DbStatement {
       }
       ++p;
     }
+    if (p != params.end()) throw DbError(0, "too many parameters for: " + sql_);
     text_result_ = conn_.query(text_sql_);
   }
 
