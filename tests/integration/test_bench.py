@@ -109,6 +109,21 @@ def test_prepared_protocol_runs_every_statement_prepared(server, tmp_path):
     assert doc["options"]["protocol"] == "text" and executions() == before
 
 
+def test_held_read_view_stops_innodb_purge_during_the_run(server, tmp_path):
+    """--hold-read-view keeps a consistent-snapshot transaction open through each queue run:
+    none of the InnoDB queue's DELETEs can then be purged, so its history list grows by at
+    least one entry per consumed message. QUEUE has no such garbage."""
+    p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", "3", "--scenarios",
+                       "multireader", "--hold-read-view")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["ok"] is True and doc["options"]["hold_read_view"] is True
+    innodb = [r for r in doc["runs"] if r["engine"] == "innodb"]
+    assert len(innodb) == 1 and innodb[0]["counters"]["Innodb_history_list_length"] >= 300, innodb
+    assert "read view held" in p.stdout and "read view held" in markdown_of(doc, tmp_path)
+    # the holder is gone once the run ends
+    assert server.value("SELECT COUNT(*) FROM information_schema.INNODB_TRX") == 0
+
+
 def test_bad_option_is_a_clear_error(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--messages", "0")
     assert p.returncode != 0 and "--messages must be > 0" in p.stderr

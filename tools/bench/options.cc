@@ -36,6 +36,9 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --protocol P          text (default) or prepared: every timed statement (queue,
                         InnoDB and ceilings) as COM_QUERY text or as a server-side
                         prepared statement executed with parameters (binary protocol)
+  --hold-read-view      another connection holds an InnoDB read view (START TRANSACTION
+                        WITH CONSISTENT SNAPSHOT) during each queue run, so purge
+                        cannot remove what the run deletes (a long report, an idle BEGIN)
   --engines LIST        queue,innodb (default both)
   --scenarios LIST      multireader,multirw,multiwait,select1,poll-empty (default all):
                         select1 = SELECT 1 (the SQL-layer ceiling); poll-empty = the
@@ -131,6 +134,8 @@ Options parse_options(int argc, char** argv) {
       if (p == "text") o.protocol = client::Protocol::kText;
       else if (p == "prepared") o.protocol = client::Protocol::kPrepared;
       else usage_error("--protocol: expected text or prepared, got '" + p + "'");
+    } else if (arg == "--hold-read-view") {
+      o.hold_read_view = true;
     } else if (arg == "--engines") {
       o.engines.clear();
       for (auto& e : split_list(value())) {

@@ -27,6 +27,9 @@ struct Options {
   // How every timed statement travels (queues and ceilings alike, so ratios compare like
   // with like): the text protocol, or server-side prepared statements.
   client::Protocol protocol = client::Protocol::kText;
+  // An extra connection holds an InnoDB read view (an idle REPEATABLE READ transaction, e.g. a
+  // report or a forgotten BEGIN) through every queue run: InnoDB cannot purge what it deletes.
+  bool hold_read_view = false;
   std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
   std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait};
   bool select1 = true;

@@ -15,7 +15,7 @@ EngineCounters counter_delta(const EngineCounters& before, const EngineCounters&
     uint64_t base = 0;
     for (const auto& [bname, bvalue] : before)
       if (bname == name) base = bvalue;
-    d.emplace_back(name, value - base);
+    d.emplace_back(name, value >= base ? value - base : 0);  // a gauge that shrank: no growth
   }
   return d;
 }

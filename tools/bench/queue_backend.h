@@ -16,7 +16,8 @@ namespace q4m::bench {
 
 using EngineCounters = std::vector<std::pair<std::string, uint64_t>>;
 
-// after - before, by name (counters missing from `before` count from 0).
+// after - before, by name (counters missing from `before` count from 0). A gauge such as
+// Innodb_history_list_length that shrank gives 0: the report shows growth.
 EngineCounters counter_delta(const EngineCounters& before, const EngineCounters& after);
 
 class QueueSession {

@@ -116,6 +116,7 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
                client::protocol_name(opt.protocol), static_cast<unsigned long long>(opt.messages),
                payload_desc(opt).c_str(), opt.wait_timeout_s, opt.poll_sleep_us);
   if (opt.repeat > 1) std::fprintf(out, ", median of %d runs", opt.repeat);
+  if (opt.hold_read_view) std::fprintf(out, ", an InnoDB read view held during queue runs");
   std::fprintf(out, "\n");
 
   std::vector<std::string> failures;
@@ -192,10 +193,11 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     sep = ", ";
   }
   std::fprintf(out, "}},\n  \"options\": {\"protocol\": %s, \"messages\": %llu, \"payload\": %u, \"var_length\": %s, "
-                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d},\n",
+                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d, \"hold_read_view\": %s},\n",
                json_str(client::protocol_name(opt.protocol)).c_str(),
                static_cast<unsigned long long>(opt.messages), opt.payload, opt.var_length ? "true" : "false",
-               json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us, opt.repeat);
+               json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us, opt.repeat,
+               opt.hold_read_view ? "true" : "false");
   auto sql_list = [&](const std::vector<std::string>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_str(v[i]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "delivery_ledger.h"
@@ -75,6 +76,13 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
     if (scenario == Scenario::kMultireader) backend.preload(admin, 0, m);
     if (scenario == Scenario::kMultiwait) backend.preload(admin, 0, circulating);
 
+    // --hold-read-view: opened after the preload, kept until the workers are done.
+    std::optional<client::DbConn> read_view;
+    if (opt.hold_read_view) {
+      read_view.emplace(worker_params(opt));
+      read_view->exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+      read_view->exec("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+    }
     DeliveryLedger ledger(m);
     RunControl ctl(opt.run_timeout_s);
     std::atomic<uint64_t> next_id{circulating};  // multiwait: the next id to enqueue
@@ -115,6 +123,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
       });
       r.counters = counter_delta(before, backend.counters(admin));
     }  // sessions end and connections close before the table is checked
+    read_view.reset();  // its disconnect ends the transaction
     r.seconds = out.seconds;
     r.consume = out.merged.consume.summarize();
     r.insert = out.merged.insert.summarize();

@@ -59,6 +59,7 @@ def main(path):
     print(f"Machine: {m.get('cpu_model', '?')} x {m.get('cpus', '?')}, {m.get('uname', '')}; "
           f"server {doc.get('server', {}).get('version', '?')}; {doc['options'].get('protocol', 'text')} protocol; "
           f"{doc['options']['messages']} messages per run, "
+          f"{'InnoDB read view held during queue runs, ' if doc['options'].get('hold_read_view') else ''}"
           f"median of {doc['options']['repeat']}; all runs verified: {'yes' if doc.get('ok') else 'NO'}.\n")
     for sync in syncs:
         print_ceilings(find, concs, sync)
