@@ -42,7 +42,7 @@ def test_every_scenario_runs_and_verifies(server, tmp_path):
         for c in (1, 3):
             assert ("select1", "server", sync, c) in seen
             assert ("poll-empty", "server", sync, c) in seen
-            for sc in ("multireader", "multirw", "multiwait"):
+            for sc in ("multireader", "multirw", "multiwait", "enqueue"):
                 for engine in ("queue", "innodb"):
                     assert (sc, engine, sync, c) in seen
     for r in doc["runs"]:
@@ -61,7 +61,7 @@ def test_every_scenario_runs_and_verifies(server, tmp_path):
     md = markdown_of(doc, tmp_path)
     for sync in ("none", "durable"):
         assert f"**ceilings, sync={sync}**" in md
-        for sc in ("multireader", "multirw", "multiwait"):
+        for sc in ("multireader", "multirw", "multiwait", "enqueue"):
             assert f"**{sc}, sync={sync}**" in md
     assert "all runs verified: yes" in md
     # the benchmark cleans up after itself
@@ -97,7 +97,8 @@ def test_prepared_protocol_runs_every_statement_prepared(server, tmp_path):
                        "--var-length", "--wait-timeout", "0.2", "--protocol", "prepared")
     assert p.returncode == 0, p.stdout + p.stderr
     assert doc["ok"] is True and doc["options"]["protocol"] == "prepared"
-    assert {r["scenario"] for r in doc["runs"]} == {"select1", "poll-empty", "multireader", "multirw", "multiwait"}
+    assert {r["scenario"] for r in doc["runs"]} == {"select1", "poll-empty", "multireader", "multirw", "multiwait",
+                                                  "enqueue"}
     # 50,000 SELECT 1 and as many polls per concurrency, plus every message's statements
     assert executions() - before > 4 * 50000
     assert "protocol: prepared" in p.stdout
@@ -124,10 +125,27 @@ def test_held_read_view_stops_innodb_purge_during_the_run(server, tmp_path):
     assert server.value("SELECT COUNT(*) FROM information_schema.INNODB_TRX") == 0
 
 
+@pytest.mark.parametrize("protocol", ["text", "prepared"])
+def test_enqueue_batches_with_a_short_last_batch_arrive_exactly_once(server, tmp_path, protocol):
+    """enqueue: 3 clients insert 100 messages in INSERTs of 7 rows (shares of 34/33/33 end in
+    a shorter batch); the scan afterwards finds each id once with its payload."""
+    p, doc = run_bench(server, tmp_path, "--messages", "100", "--concurrency", "3", "--scenarios", "enqueue",
+                       "--batch", "7", "--payload", "300", "--var-length", "--protocol", protocol)
+    assert p.returncode == 0, p.stdout + p.stderr
+    runs = doc["runs"]
+    assert {r["engine"] for r in runs} == {"queue", "innodb"}
+    for r in runs:
+        assert r["ok"] and r["messages"] == 100, r
+        assert r["put"]["count"] == 15, r  # ceil(34/7) + 2 * ceil(33/7) statements
+    assert "QUEUE INSERT p50/p99" in markdown_of(doc, tmp_path)
+
+
 def test_bad_option_is_a_clear_error(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--messages", "0")
     assert p.returncode != 0 and "--messages must be > 0" in p.stderr
     p, _ = run_bench(server, tmp_path, "--scenarios", "multireader,fastest")
     assert p.returncode != 0 and "unknown scenario 'fastest'" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--batch", "0")
+    assert p.returncode != 0 and "--batch: 1..10000" in p.stderr
     p, _ = run_bench(server, tmp_path, "--protocol", "binary")
     assert p.returncode != 0 and "--protocol: expected text or prepared, got 'binary'" in p.stderr

@@ -18,13 +18,18 @@ class InnodbSession : public QueueSession {
       : codec_(codec), poll_sleep_us_(poll_sleep_us),
         insert_(*conn, codec.insert_statement(), protocol), claim_(*conn, claim_sql, protocol),
         delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
-        commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol) {
+        commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol), batch_(*conn, codec, protocol) {
     conn->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     conn->exec("SET SESSION autocommit = 0");
   }
 
   void insert(uint64_t id) override {
     codec_.run_insert(insert_, id, &payload_);
+    commit_.run({});
+  }
+
+  void insert_batch(uint64_t first, uint64_t count) override {
+    batch_.run(first, count);
     commit_.run({});
   }
 
@@ -64,6 +69,7 @@ class InnodbSession : public QueueSession {
   const uint32_t poll_sleep_us_;
   uint32_t backoff_us_ = 0;
   client::DbStatement insert_, claim_, delete_, commit_, rollback_;
+  BatchInsert batch_;
   std::string payload_;  // reused: no allocation per insert
 };
 

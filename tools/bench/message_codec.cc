@@ -19,8 +19,27 @@ void MessageCodec::append_values(uint64_t id, std::string* sql) const {
   sql->push_back(')');
 }
 
-std::string MessageCodec::insert_statement() const {
-  return insert_prefix_ + (payload_.enabled() ? "(?,?)" : "(?)");
+std::string MessageCodec::insert_statement(uint64_t rows) const {
+  std::string sql = insert_prefix_;
+  for (uint64_t i = 0; i < rows; ++i) sql += (i ? "," : "") + std::string(payload_.enabled() ? "(?,?)" : "(?)");
+  return sql;
+}
+
+void MessageCodec::run_insert_batch(client::DbStatement& insert, uint64_t first, uint64_t count,
+                                    std::vector<std::string>* payloads, std::vector<client::Param>* params) const {
+  params->clear();
+  if (payload_.enabled()) {
+    payloads->resize(count);  // filled first: params point into these strings
+    for (uint64_t i = 0; i < count; ++i) {
+      (*payloads)[i].clear();
+      payload_.append(first + i, &(*payloads)[i]);
+    }
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    params->emplace_back(first + i);
+    if (payload_.enabled()) params->emplace_back(std::string_view((*payloads)[i]));
+  }
+  insert.run(params->data(), params->size());
 }
 
 void MessageCodec::run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const {

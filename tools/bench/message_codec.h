@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../common/db_statement.h"
 #include "payload.h"
@@ -24,10 +25,14 @@ class MessageCodec {
   const std::string& insert_prefix() const { return insert_prefix_; }
   // Appends "(id[,'payload'])".
   void append_values(uint64_t id, std::string* sql) const;
-  // "INSERT INTO t (v[,s]) VALUES (?[,?])": one message, parameters given by run_insert().
-  std::string insert_statement() const;
+  // "INSERT INTO t (v[,s]) VALUES (?[,?])[,(?[,?])...]": `rows` messages, parameters given
+  // by run_insert() (one row) or run_insert_batch().
+  std::string insert_statement(uint64_t rows = 1) const;
   // Runs insert_statement() for message `id`; `scratch` holds its payload.
   void run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const;
+  // Runs insert_statement(count) for messages [first, first+count).
+  void run_insert_batch(client::DbStatement& insert, uint64_t first, uint64_t count,
+                        std::vector<std::string>* payloads, std::vector<client::Param>* params) const;
   // Fills `out` from a fetched row whose id is text column `v_col` (payload follows it).
   void decode(const char* const* row, const unsigned long* lengths, unsigned v_col,
               Delivered* out) const;

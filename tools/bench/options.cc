@@ -15,6 +15,7 @@ const char* scenario_name(Scenario s) {
     case Scenario::kMultireader: return "multireader";
     case Scenario::kMultirw: return "multirw";
     case Scenario::kMultiwait: return "multiwait";
+    case Scenario::kEnqueue: return "enqueue";
   }
   return "?";
 }
@@ -40,10 +41,12 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         WITH CONSISTENT SNAPSHOT) during each queue run, so purge
                         cannot remove what the run deletes (a long report, an idle BEGIN)
   --engines LIST        queue,innodb (default both)
-  --scenarios LIST      multireader,multirw,multiwait,select1,poll-empty (default all):
+  --scenarios LIST      multireader,multirw,multiwait,enqueue,select1,poll-empty
+                        (default all): enqueue = multi-row INSERTs only, read back after;
                         select1 = SELECT 1 (the SQL-layer ceiling); poll-empty = the
                         QUEUE consume statement on an empty table, timeout 0 (its ceiling)
   --circulating N       multiwait: messages in circulation (default concurrency/4)
+  --batch N             enqueue: rows per INSERT statement (default 100)
   --wait-timeout SEC    queue_wait() timeout (default 1)
   --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
                         50 us doubling up to N (default 1000; 0 = never sleep)
@@ -151,10 +154,14 @@ Options parse_options(int argc, char** argv) {
         if (s == "multireader") o.scenarios.push_back(Scenario::kMultireader);
         else if (s == "multirw") o.scenarios.push_back(Scenario::kMultirw);
         else if (s == "multiwait") o.scenarios.push_back(Scenario::kMultiwait);
+        else if (s == "enqueue") o.scenarios.push_back(Scenario::kEnqueue);
         else if (s == "select1") o.select1 = true;
         else if (s == "poll-empty") o.empty_poll = true;
         else usage_error("--scenarios: unknown scenario '" + s + "'");
       }
+    } else if (arg == "--batch") {
+      o.batch = parse_u64(arg, value());
+      if (o.batch == 0 || o.batch > 10000) usage_error("--batch: 1..10000");
     } else if (arg == "--circulating") {
       o.circulating = parse_u64(arg, value());
     } else if (arg == "--wait-timeout") {

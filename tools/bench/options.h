@@ -10,7 +10,7 @@
 namespace q4m::bench {
 
 enum class Engine { kQueue, kInnodb };
-enum class Scenario { kMultireader, kMultirw, kMultiwait };
+enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue };
 enum class SyncMode { kNone, kDurable };
 
 const char* engine_name(Engine e);
@@ -31,7 +31,9 @@ struct Options {
   // report or a forgotten BEGIN) through every queue run: InnoDB cannot purge what it deletes.
   bool hold_read_view = false;
   std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
-  std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait};
+  std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait,
+                                     Scenario::kEnqueue};
+  uint64_t batch = 100;  // enqueue: rows per INSERT statement
   bool select1 = true;
   bool empty_poll = true;  // the consume statement on an empty QUEUE table (needs the QUEUE engine)
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.

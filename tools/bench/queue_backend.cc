@@ -28,6 +28,17 @@ EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsi
   return c;
 }
 
+void BatchInsert::run(uint64_t first, uint64_t count) {
+  client::DbStatement* statement = nullptr;
+  for (auto& [rows, s] : statements_)
+    if (rows == count) statement = s.get();
+  if (!statement) {
+    statements_.emplace_back(count, std::make_unique<client::DbStatement>(conn_, codec_.insert_statement(count), protocol_));
+    statement = statements_.back().second.get();
+  }
+  codec_.run_insert_batch(*statement, first, count, &payloads_, &params_);
+}
+
 void QueueBackend::drop_table(client::DbConn& admin) { admin.exec("DROP TABLE IF EXISTS " + table()); }
 
 void QueueBackend::preload(client::DbConn& admin, uint64_t first, uint64_t count) {

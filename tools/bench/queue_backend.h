@@ -16,6 +16,23 @@ namespace q4m::bench {
 
 using EngineCounters = std::vector<std::pair<std::string, uint64_t>>;
 
+// A session's multi-row INSERTs: one statement per row count, made on first use (over the
+// prepared protocol, prepared once per count: a run needs at most two, full and last).
+class BatchInsert {
+ public:
+  BatchInsert(client::DbConn& conn, const MessageCodec& codec, client::Protocol protocol)
+      : conn_(conn), codec_(codec), protocol_(protocol) {}
+  void run(uint64_t first, uint64_t count);
+
+ private:
+  client::DbConn& conn_;
+  const MessageCodec& codec_;
+  const client::Protocol protocol_;
+  std::vector<std::pair<uint64_t, std::unique_ptr<client::DbStatement>>> statements_;
+  std::vector<std::string> payloads_;
+  std::vector<client::Param> params_;
+};
+
 // after - before, by name (counters missing from `before` count from 0). A gauge such as
 // Innodb_history_list_length that shrank gives 0: the report shows growth.
 EngineCounters counter_delta(const EngineCounters& before, const EngineCounters& after);
@@ -25,6 +42,8 @@ class QueueSession {
   virtual ~QueueSession() = default;
   // Enqueues message `id` (durable per the sync mode when it returns).
   virtual void insert(uint64_t id) = 0;
+  // Enqueues messages [first, first+count) with one multi-row INSERT (and its commit).
+  virtual void insert_batch(uint64_t first, uint64_t count) = 0;
   // Takes the next message. False when none came: QUEUE waited the wait
   // timeout in vain; InnoDB found no unlocked row.
   virtual bool consume(Delivered* out) = 0;
@@ -55,6 +74,7 @@ class QueueBackend {
   virtual const char* sync_counter() const = 0;
 
   const std::string& table() const { return codec_.table(); }
+  const MessageCodec& codec() const { return codec_; }
   void drop_table(client::DbConn& admin);
   // Inserts ids [first, first+count) with multi-row INSERTs (not timed).
   void preload(client::DbConn& admin, uint64_t first, uint64_t count);

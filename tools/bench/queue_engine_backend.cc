@@ -14,9 +14,10 @@ class QueueEngineSession : public QueueSession {
   QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql,
                      client::Protocol protocol)
       : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol),
-        insert_(*conn, codec.insert_statement(), protocol) {}
+        insert_(*conn, codec.insert_statement(), protocol), batch_(*conn, codec, protocol) {}
 
   void insert(uint64_t id) override { codec_.run_insert(insert_, id, &payload_); }
+  void insert_batch(uint64_t first, uint64_t count) override { batch_.run(first, count); }
 
   bool consume(Delivered* out) override {
     consume_.run({});
@@ -41,6 +42,7 @@ class QueueEngineSession : public QueueSession {
   client::DbConn* conn_;
   const MessageCodec& codec_;
   client::DbStatement consume_, insert_;
+  BatchInsert batch_;
   std::string payload_;  // reused: no allocation per insert
   bool owning_ = false;
 };

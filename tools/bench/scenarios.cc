@@ -53,6 +53,27 @@ void timed_insert(QueueSession& s, WorkerStats& st, uint64_t id) {
   st.last_progress = t1;
 }
 
+// One multi-row INSERT, timed as one "put".
+void timed_batch(QueueSession& s, WorkerStats& st, uint64_t first, uint64_t count) {
+  Clock::time_point t0 = Clock::now();
+  s.insert_batch(first, count);
+  Clock::time_point t1 = Clock::now();
+  st.insert.add(t0, t1);
+  st.last_progress = t1;
+}
+
+// enqueue: every row the run inserted, read back by a plain scan (a SELECT without
+// queue_wait() takes no row), into the ledger.
+void read_back(QueueBackend& backend, client::DbConn& admin, DeliveryLedger* ledger) {
+  const bool payload = backend.codec().payload().enabled();
+  client::DbResult res = admin.query("SELECT v" + std::string(payload ? ", s" : "") + " FROM " + backend.table());
+  Delivered d;
+  while (MYSQL_ROW row = res.next()) {
+    backend.codec().decode(row, res.lengths(), 0, &d);
+    ledger->record(d.id, d.payload_ok);
+  }
+}
+
 void finish_session(QueueSession& s, WorkerStats& st) {
   if (s.finish()) st.last_progress = Clock::now();
 }
@@ -117,6 +138,12 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
               if (id < m) timed_insert(s, st, id);
             }
             break;
+          case Scenario::kEnqueue: {
+            const uint64_t first = share_start(m, n, i), end = first + share(m, n, i);
+            for (uint64_t id = first; id < end && !ctl.should_stop(); id += opt.batch)
+              timed_batch(s, st, id, std::min(opt.batch, end - id));
+            break;
+          }
         }
         finish_session(s, st);
         st.empty_polls = s.empty_polls() - st.final_empty_polls;
@@ -124,6 +151,12 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
       r.counters = counter_delta(before, backend.counters(admin));
     }  // sessions end and connections close before the table is checked
     read_view.reset();  // its disconnect ends the transaction
+    uint64_t rows_left = 0;
+    if (scenario == Scenario::kEnqueue) {
+      read_back(backend, admin, &ledger);  // the rows stay: the next run recreates the table
+    } else {
+      rows_left = backend.rows_left(admin);
+    }
     r.seconds = out.seconds;
     r.consume = out.merged.consume.summarize();
     r.insert = out.merged.insert.summarize();
@@ -134,7 +167,7 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
       if (name == backend.sync_counter() && r.messages)
         r.syncs_per_message = static_cast<double>(value) / static_cast<double>(r.messages);
     r.error = ctl.error();
-    Verification v = ledger.verify(backend.rows_left(admin));
+    Verification v = ledger.verify(rows_left);
     r.verified = v.ok();
     r.verification = v.describe();
   } catch (const std::exception& e) {

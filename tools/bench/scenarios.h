@@ -4,6 +4,8 @@
 //   multirw:     each client inserts one, then consumes one (M in total).
 //   multiwait:   K messages circulate (default N/4, Q4M's "semi-starvation"):
 //                consume one, insert one, until M were consumed.
+//   enqueue:     N clients insert M messages with multi-row INSERTs of --batch rows;
+//                a scan reads them back afterwards (untimed) to verify them.
 //   select1:     N clients run max(M, 50000) x SELECT 1 in total (the SQL-layer ceiling).
 //   poll-empty:  the same with QUEUE's consume statement on an empty QUEUE table and
 //                timeout 0: the statement's own cost with no message work (its ceiling).

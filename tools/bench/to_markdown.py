@@ -30,9 +30,11 @@ def print_ceilings(find, concs, sync):
 
 
 def print_scenario(find, concs, sync, scenario):
+    # enqueue takes nothing: its latency is that of one multi-row INSERT
+    timed, label = ("put", "QUEUE INSERT p50/p99 µs") if scenario == "enqueue" else ("get", "QUEUE get p50/p99 µs")
     print(f"**{scenario}, sync={sync}**\n")
     print("| conc | QUEUE msg/s | InnoDB msg/s | QUEUE/InnoDB | QUEUE/SELECT 1 | QUEUE/poll |"
-          " QUEUE get p50/p99 µs | syncs/msg QUEUE / InnoDB |")
+          f" {label} | syncs/msg QUEUE / InnoDB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in concs:
         q = find.get((scenario, "queue", sync, c))
@@ -40,7 +42,7 @@ def print_scenario(find, concs, sync, scenario):
             continue
         i = find.get((scenario, "innodb", sync, c))
         s1, poll = find.get(("select1", "server", sync, c)), find.get(("poll-empty", "server", sync, c))
-        get = q.get("get") or {}
+        get = q.get(timed) or {}
         lat = f"{get.get('p50_us', 0):,.0f} / {get.get('p99_us', 0):,.0f}" if get else "–"
         spm = lambda r: f"{r['syncs_per_message']:.3f}" if r and r.get("syncs_per_message") is not None else "–"
         print(f"| {c} | {rate(q)} | {rate(i)} | {share(q, i, '{:.1f}x')} | {share(q, s1)} | {share(q, poll)} "
@@ -54,7 +56,7 @@ def main(path):
     find = {(r["scenario"], r["engine"], r["sync"], r["concurrency"]): r for r in runs}
     concs = sorted({r["concurrency"] for r in runs})
     syncs = [s for s in ("none", "durable") if any(r["sync"] == s for r in runs)]
-    scenarios = [s for s in ("multireader", "multirw", "multiwait") if any(r["scenario"] == s for r in runs)]
+    scenarios = [s for s in ("multireader", "multirw", "multiwait", "enqueue") if any(r["scenario"] == s for r in runs)]
     m = doc.get("machine", {})
     print(f"Machine: {m.get('cpu_model', '?')} x {m.get('cpus', '?')}, {m.get('uname', '')}; "
           f"server {doc.get('server', {}).get('version', '?')}; {doc['options'].get('protocol', 'text')} protocol; "

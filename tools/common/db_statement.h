@@ -46,11 +46,12 @@ class DbStatement {
 
   // Runs the statement; its rows (if any) are then read with next(). Rows a caller did
   // not read are discarded by the next run().
-  void run(std::initializer_list<Param> params) {
+  void run(std::initializer_list<Param> params) { run(params.begin(), params.size()); }
+  void run(const Param* params, size_t count) {
     if (protocol_ == Protocol::kText)
-      run_text(params);
+      run_text(params, count);
     else
-      run_prepared(params);
+      run_prepared(params, count);
   }
 
   // The next row, or false at the end; row()/lengths() describe it (NULL: nullptr).
@@ -103,15 +104,16 @@ class DbStatement {
     my_bool error = 0;
   };
 
-  void run_text(std::initializer_list<Param> params) {
+  void run_text(const Param* params, size_t count) {
     text_sql_.clear();
-    auto p = params.begin();
+    const Param* p = params;
+    const Param* end = params + count;
     for (char ch : sql_) {
       if (ch != '?') {
         text_sql_.push_back(ch);
         continue;
       }
-      if (p == params.end()) throw DbError(0, "too few parameters for: " + sql_);
+      if (p == end) throw DbError(0, "too few parameters for: " + sql_);
       if (p->is_int) {
         text_sql_.append(std::to_string(p->u));
       } else {
@@ -124,7 +126,7 @@ class DbStatement {
       }
       ++p;
     }
-    if (p != params.end()) throw DbError(0, "too many parameters for: " + sql_);
+    if (p != end) throw DbError(0, "too many parameters for: " + sql_);
     text_result_ = conn_.query(text_sql_);
   }
 
@@ -153,12 +155,12 @@ class DbStatement {
     if (n && mysql_stmt_bind_result(stmt_, result_binds_.data())) fail();
   }
 
-  void run_prepared(std::initializer_list<Param> params) {
-    if (params.size() != param_binds_.size()) throw DbError(0, "wrong number of parameters for: " + sql_);
+  void run_prepared(const Param* params, size_t count) {
+    if (count != param_binds_.size()) throw DbError(0, "wrong number of parameters for: " + sql_);
     if (executed_) mysql_stmt_free_result(stmt_);  // rows the caller left unread
     executed_ = false;
-    size_t i = 0;
-    for (const Param& p : params) {
+    for (size_t i = 0; i < count; ++i) {
+      const Param& p = params[i];
       MYSQL_BIND& b = param_binds_[i];
       b = MYSQL_BIND{};
       if (p.is_int) {
@@ -171,7 +173,6 @@ class DbStatement {
         b.buffer = const_cast<char*>(p.bytes.data());
         b.buffer_length = static_cast<unsigned long>(p.bytes.size());
       }
-      ++i;
     }
     if (!param_binds_.empty() && mysql_stmt_bind_param(stmt_, param_binds_.data())) fail();
     if (mysql_stmt_execute(stmt_)) fail();
