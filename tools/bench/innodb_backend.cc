@@ -16,20 +16,17 @@ class InnodbSession : public QueueSession {
   InnodbSession(client::DbConn* conn, const MessageCodec& codec, const std::string& claim_sql,
                 uint32_t poll_sleep_us, client::Protocol protocol)
       : codec_(codec), poll_sleep_us_(poll_sleep_us),
-        insert_(*conn, codec.insert_statement(), protocol), claim_(*conn, claim_sql, protocol),
-        delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
-        commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol), batch_(*conn, codec, protocol) {
+        claim_(*conn, claim_sql, protocol), delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
+        commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol), inserts_(*conn, codec, protocol) {
+    inserts_.prepare(1);
     conn->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     conn->exec("SET SESSION autocommit = 0");
   }
 
-  void insert(uint64_t id) override {
-    codec_.run_insert(insert_, id, &payload_);
-    commit_.run({});
-  }
+  void insert(uint64_t id) override { insert_batch(id, 1); }
 
   void insert_batch(uint64_t first, uint64_t count) override {
-    batch_.run(first, count);
+    inserts_.run(first, count);
     commit_.run({});
   }
 
@@ -68,9 +65,8 @@ class InnodbSession : public QueueSession {
   const MessageCodec& codec_;
   const uint32_t poll_sleep_us_;
   uint32_t backoff_us_ = 0;
-  client::DbStatement insert_, claim_, delete_, commit_, rollback_;
-  BatchInsert batch_;
-  std::string payload_;  // reused: no allocation per insert
+  client::DbStatement claim_, delete_, commit_, rollback_;
+  BatchInsert inserts_;
 };
 
 class InnodbBackend : public QueueBackend {

@@ -42,13 +42,6 @@ void MessageCodec::run_insert_batch(client::DbStatement& insert, uint64_t first,
   insert.run(params->data(), params->size());
 }
 
-void MessageCodec::run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const {
-  if (!payload_.enabled()) return insert.run({id});
-  scratch->clear();
-  payload_.append(id, scratch);
-  insert.run({id, std::string_view(*scratch)});
-}
-
 void MessageCodec::decode(const char* const* row, const unsigned long* lengths, unsigned v_col,
                           Delivered* out) const {
   // An id that cannot be parsed becomes one nobody sent, so verification reports it.

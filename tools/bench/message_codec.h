@@ -26,10 +26,8 @@ class MessageCodec {
   // Appends "(id[,'payload'])".
   void append_values(uint64_t id, std::string* sql) const;
   // "INSERT INTO t (v[,s]) VALUES (?[,?])[,(?[,?])...]": `rows` messages, parameters given
-  // by run_insert() (one row) or run_insert_batch().
+  // by run_insert_batch().
   std::string insert_statement(uint64_t rows = 1) const;
-  // Runs insert_statement() for message `id`; `scratch` holds its payload.
-  void run_insert(client::DbStatement& insert, uint64_t id, std::string* scratch) const;
   // Runs insert_statement(count) for messages [first, first+count).
   void run_insert_batch(client::DbStatement& insert, uint64_t first, uint64_t count,
                         std::vector<std::string>* payloads, std::vector<client::Param>* params) const;

@@ -28,15 +28,11 @@ EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsi
   return c;
 }
 
-void BatchInsert::run(uint64_t first, uint64_t count) {
-  client::DbStatement* statement = nullptr;
+client::DbStatement& BatchInsert::prepare(uint64_t count) {
   for (auto& [rows, s] : statements_)
-    if (rows == count) statement = s.get();
-  if (!statement) {
-    statements_.emplace_back(count, std::make_unique<client::DbStatement>(conn_, codec_.insert_statement(count), protocol_));
-    statement = statements_.back().second.get();
-  }
-  codec_.run_insert_batch(*statement, first, count, &payloads_, &params_);
+    if (rows == count) return *s;
+  statements_.emplace_back(count, std::make_unique<client::DbStatement>(conn_, codec_.insert_statement(count), protocol_));
+  return *statements_.back().second;
 }
 
 void QueueBackend::drop_table(client::DbConn& admin) { admin.exec("DROP TABLE IF EXISTS " + table()); }

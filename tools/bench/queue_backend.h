@@ -16,13 +16,19 @@ namespace q4m::bench {
 
 using EngineCounters = std::vector<std::pair<std::string, uint64_t>>;
 
-// A session's multi-row INSERTs: one statement per row count, made on first use (over the
-// prepared protocol, prepared once per count: a run needs at most two, full and last).
+// A session's INSERTs of one or more rows: one statement per row count, made on first use
+// or by prepare() (over the prepared protocol, prepared once per count: a run needs at most
+// two, full and last, or just the one-row statement).
 class BatchInsert {
  public:
   BatchInsert(client::DbConn& conn, const MessageCodec& codec, client::Protocol protocol)
       : conn_(conn), codec_(codec), protocol_(protocol) {}
-  void run(uint64_t first, uint64_t count);
+  // Makes the statement for `count` rows now (before a run's clock starts).
+  client::DbStatement& prepare(uint64_t count);
+  // Inserts messages [first, first+count) in one statement.
+  void run(uint64_t first, uint64_t count) {
+    codec_.run_insert_batch(prepare(count), first, count, &payloads_, &params_);
+  }
 
  private:
   client::DbConn& conn_;

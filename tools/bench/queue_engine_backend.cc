@@ -13,11 +13,12 @@ class QueueEngineSession : public QueueSession {
  public:
   QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql,
                      client::Protocol protocol)
-      : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol),
-        insert_(*conn, codec.insert_statement(), protocol), batch_(*conn, codec, protocol) {}
+      : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol), inserts_(*conn, codec, protocol) {
+    inserts_.prepare(1);
+  }
 
-  void insert(uint64_t id) override { codec_.run_insert(insert_, id, &payload_); }
-  void insert_batch(uint64_t first, uint64_t count) override { batch_.run(first, count); }
+  void insert(uint64_t id) override { inserts_.run(id, 1); }
+  void insert_batch(uint64_t first, uint64_t count) override { inserts_.run(first, count); }
 
   bool consume(Delivered* out) override {
     consume_.run({});
@@ -41,9 +42,8 @@ class QueueEngineSession : public QueueSession {
  private:
   client::DbConn* conn_;
   const MessageCodec& codec_;
-  client::DbStatement consume_, insert_;
-  BatchInsert batch_;
-  std::string payload_;  // reused: no allocation per insert
+  client::DbStatement consume_;
+  BatchInsert inserts_;
   bool owning_ = false;
 };
 

@@ -117,11 +117,11 @@ class DbStatement {
       if (p->is_int) {
         text_sql_.append(std::to_string(p->u));
       } else {
-        std::string escaped(p->bytes.size() * 2 + 1, '\0');
-        escaped.resize(mysql_real_escape_string(conn_.raw(), escaped.data(), p->bytes.data(),
-                                                static_cast<unsigned long>(p->bytes.size())));
         text_sql_.push_back('\'');
-        text_sql_.append(escaped);
+        const size_t at = text_sql_.size();  // escaped straight into the statement text
+        text_sql_.resize(at + p->bytes.size() * 2 + 1);
+        text_sql_.resize(at + mysql_real_escape_string(conn_.raw(), &text_sql_[at], p->bytes.data(),
+                                                       static_cast<unsigned long>(p->bytes.size())));
         text_sql_.push_back('\'');
       }
       ++p;
