@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "../storage/consumer.h"
 
@@ -23,6 +24,11 @@ class ConnectionState {
  public:
   q4m::Consumer& consumer() { return consumer_; }
 
+  // "db.table" of the owned row's table as queue_wait() was given it, for messages about
+  // the owned row (an expired lease).
+  void set_owned_label(std::string label) { owned_label_ = std::move(label); }
+  const std::string& owned_label() const { return owned_label_; }
+
   void set_pending_relay(const PendingRelay& r) { pending_relay_ = r; }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -35,6 +41,7 @@ class ConnectionState {
  private:
   q4m::Consumer consumer_;
   std::optional<PendingRelay> pending_relay_;
+  std::string owned_label_;
 };
 
 // The connection's state, or null if it never needed one.

@@ -11,6 +11,7 @@
 
 #include "../functions/function_plugins.h"
 #include "../storage/blocking.h"
+#include "../storage/lease.h"
 #include "../storage/stats.h"
 #include "../storage/table_registry.h"
 #include "connection_state.h"
@@ -112,6 +113,7 @@ int engine_init(void* p) {
 
 int engine_deinit(void*) {
   q4m::TableRegistry::instance().close_all();
+  q4m::LeaseReaper::instance().stop();  // no thread of ours outlives the plugin
   q4m::set_blocking_hooks(q4m::BlockingHooks());
   queue_hton = nullptr;
   return 0;

@@ -40,4 +40,9 @@ int raise_status_error(const q4m::Status& st) {
   return handler_error_for(st.code());
 }
 
+void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st) {
+  my_printf_error(sql_errno_for(st.code()), "%s(): lease expired: table '%s': %s", MYF(0), function,
+                  table_label.c_str(), st.message().c_str());
+}
+
 }  // namespace q4m_engine

@@ -2,6 +2,8 @@
 #include <my_global.h>
 #include <mysql/plugin.h>
 
+#include <chrono>
+
 #include "../storage/settings.h"
 #include "sysvars.h"
 
@@ -17,6 +19,8 @@ unsigned long long concurrent_compaction_interval = 1ull << 20;
 unsigned long long mmap_max = 1ull << 30;
 unsigned int compact_removed_percent = 50;
 unsigned long long compact_min_bytes = 16ull << 20;
+
+constexpr double kMaxLeaseSeconds = 365.0 * 24 * 3600;
 
 // Same order as q4m::SyncMode.
 const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
@@ -73,6 +77,12 @@ MYSQL_SYSVAR_UINT(compact_removed_percent, compact_removed_percent, PLUGIN_VAR_R
                   "Compact a table automatically when this percentage of its file is removed "
                   "rows (and the file is at least queue_compact_min_bytes)",
                   nullptr, update_compact_removed_percent, 50, 1, 100, 0);
+MYSQL_THDVAR_DOUBLE(lease_timeout, PLUGIN_VAR_RQCMDARG,
+                    "Seconds a consumer may own a row taken by queue_wait(); if it neither "
+                    "ends nor aborts the row in time, the row goes back to the queue and the "
+                    "consumer's next queue_end()/queue_wait() reports that the lease expired. "
+                    "0 (default) = no lease, as in Q4M. Session and global",
+                    nullptr, nullptr, 0.0, 0.0, kMaxLeaseSeconds, 0);
 MYSQL_SYSVAR_ULONGLONG(compact_min_bytes, compact_min_bytes, PLUGIN_VAR_RQCMDARG,
                        "Smallest data file automatic compaction considers (bytes)", nullptr,
                        update_compact_min_bytes, 16ull << 20, 0, ULLONG_MAX, 0);
@@ -86,7 +96,13 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(mmap_max),
     MYSQL_SYSVAR(compact_removed_percent),
     MYSQL_SYSVAR(compact_min_bytes),
+    MYSQL_SYSVAR(lease_timeout),
     nullptr};
+
+std::chrono::milliseconds session_lease(THD* thd) {
+  const double seconds = THDVAR(thd, lease_timeout);
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
+}
 
 void apply_system_variables() {
   q4m::StorageSettings& s = q4m::settings();

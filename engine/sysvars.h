@@ -1,6 +1,9 @@
 // Server variables (queue_*) mapped onto q4m::settings() (storage/settings.h).
 #pragma once
 
+#include <chrono>
+
+class THD;
 struct st_mysql_sys_var;
 
 namespace q4m_engine {
@@ -9,5 +12,8 @@ extern st_mysql_sys_var* queue_system_variables[];
 
 // Copies the variables' current values (command line / my.cnf) into q4m::settings().
 void apply_system_variables();
+
+// queue_lease_timeout of this session (0 = no lease), for Consumer::set_lease.
+std::chrono::milliseconds session_lease(THD* thd);
 
 }  // namespace q4m_engine

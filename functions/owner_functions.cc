@@ -50,6 +50,10 @@ class Item_func_owner_action final : public Item_queue_action {
                       func_name());
       return 0;
     }
+    if (st.code() == q4m::ErrorCode::kLeaseExpired) {
+      q4m_engine::raise_lease_expired(func_name(), cs->owned_label(), st);
+      return 0;
+    }
     if (!st.ok()) {
       q4m_engine::raise_status_error(st);
       return 0;

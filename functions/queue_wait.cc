@@ -10,6 +10,7 @@
 
 #include "../engine/connection_state.h"
 #include "../engine/sql_errors.h"
+#include "../engine/sysvars.h"
 #include "function_plugins.h"
 #include "queue_item.h"
 #include "table_resolver.h"
@@ -64,7 +65,9 @@ class Item_func_queue_wait final : public Item_queue_action {
       labels.push_back(std::move(t.label));
     }
     // Creating the state before waiting also makes KILL QUERY reach kill_query().
-    q4m::Consumer& consumer = q4m_engine::connection_state(thd).consumer();
+    q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
+    q4m::Consumer& consumer = cs.consumer();
+    consumer.set_lease(q4m_engine::session_lease(thd));
     // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
     // after the check stays pending in the consumer and ends the wait at once.
     consumer.clear_interrupt();
@@ -77,10 +80,13 @@ class Item_func_queue_wait final : public Item_queue_action {
     if (!st.ok()) {
       if (st.code() == q4m::ErrorCode::kDropped)
         raise_dropped(st, subs, labels);
+      else if (st.code() == q4m::ErrorCode::kLeaseExpired)  // the previously owned row
+        q4m_engine::raise_lease_expired("queue_wait", cs.owned_label(), st);
       else
         q4m_engine::raise_status_error(st);
       return 0;
     }
+    if (index > 0) cs.set_owned_label(std::move(labels[static_cast<size_t>(index - 1)]));
     return index;
   }
 };

@@ -45,6 +45,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"ends", c.ends.get()},
       {"aborts", c.aborts.get()},
       {"handoffs", c.handoffs.get()},
+      {"lease_expiries", c.lease_expiries.get()},
       {"compactions", c.compactions.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);

@@ -40,10 +40,13 @@ RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
 
 namespace {
 
+// Out of owner mode no lease is live, so the reaper no longer touches these fields.
 void leave_owner_mode(Consumer::Impl& c) {
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
+  c.lease_token.store(0);
+  c.lease_expired.store(false);
 }
 
 Status not_owner(const char* fn) {
@@ -59,9 +62,19 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 
 }  // namespace
 
+void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms.store(lease.count()); }
+
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
+  // Token before expired: expiry writes them the other way round (consumer_impl.h).
+  if (c.lease_token.load() != 0 || c.lease_expired.load()) {
+    Status s = c.owned->settle_lease(c, c.owned_rowid.load());
+    if (!s.ok()) {
+      leave_owner_mode(c);
+      return s;
+    }
+  }
   Status s = c.owned->end_row(this, c.owned_rowid.load());
   if (!s.ok()) return s;  // still in owner mode: the row was not removed
   c.owned->counters().ends.add();

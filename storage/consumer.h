@@ -22,7 +22,8 @@ class Consumer {
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
 
-  // queue_wait(): first removes the owned row (like end()), then takes ownership of the
+  // queue_wait(): first removes the owned row (like end(); if its lease ran out, returns
+  // kLeaseExpired at once, out of owner mode, without waiting), then takes ownership of the
   // first available row of the first subscription that has a matching one (list order is
   // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
@@ -30,8 +31,18 @@ class Consumer {
   // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).
   Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
 
-  Status end();    // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none
-  Status abort();  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none
+  // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
+  // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
+  // with another consumer): kLeaseExpired, and owner mode is left all the same.
+  Status end();
+  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none. A row whose
+  // lease ran out is already back: Ok.
+  Status abort();
+
+  // Rows this consumer takes from now on are leased for `lease` (0 or less = no lease):
+  // if it neither ends nor aborts one in time, the row goes back to the queue
+  // (storage/lease.h). Its wait() or end() then reports kLeaseExpired.
+  void set_lease(std::chrono::milliseconds lease);
   void release();  // connection closing: abort() if owning, and drop delete claims; never fails
 
   // KILL QUERY: a running wait() returns kInterrupted; if none is running, the next wait()

@@ -45,6 +45,17 @@ struct Consumer::Impl {
   std::atomic<QueueTableImpl*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};
 
+  // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
+  // lease); set by the own thread, read by a writer handing it a row.
+  std::atomic<int64_t> lease_ms{0};
+  // The owned row's lease, written under the owned table's state lock: at take or hand-off,
+  // when the owner ends or aborts the row in time (token -> 0), and by expiry (expired set
+  // first, then token -> 0, so a lock-free read of token == 0 also sees expired). Mutable:
+  // the table reaches them through the row's const owner pointer.
+  mutable std::atomic<uint64_t> lease_token{0};  // 0 = the owned row has no live lease
+  mutable std::atomic<bool> lease_expired{false};
+  mutable std::atomic<int64_t> owned_lease_ms{0};  // the lease the owned row was taken with
+
   // Tables in which this consumer holds delete claims (returned by release()).
   Guarded<std::vector<std::weak_ptr<QueueTableImpl>>> claim_tables;
 };

@@ -252,8 +252,9 @@ RowId QueueTableImpl::last_relayed_rowid(uint32_t source_id) {
   return it == w->sources.end() ? 0 : it->second;
 }
 
-// No look at the index first: only TRUNCATE/DROP can take an owned row away, and then
-// publish() skips the id (and recovery ignores a REMOVE of an id it does not know).
+// No look at the index first: only TRUNCATE/DROP can take an owned row away (a lease
+// can't: Consumer::end() settles it first), and then publish() skips the id (and
+// recovery ignores a REMOVE of an id it does not know).
 Status QueueTableImpl::end_row(const Consumer* c, RowId id) {
   CommitRequest req;
   req.kind = CommitRequest::kRemove;

@@ -25,7 +25,7 @@ class RowFilter;
 struct TableCounters {  // per-table, persisted across reopen where noted
   Counter rows_inserted;  // persisted
   Counter rows_removed;   // persisted
-  Counter waits, ends, aborts, handoffs, compactions;
+  Counter waits, ends, aborts, handoffs, compactions, lease_expiries;
 };
 
 struct TableInfo {

@@ -25,6 +25,7 @@
 #include "consumer.h"
 #include "data_file.h"
 #include "guarded.h"
+#include "lease.h"
 #include "queue_table.h"
 #include "recovery.h"
 #include "row_filter.h"
@@ -65,6 +66,7 @@ struct TableState {
   uint64_t free_epoch = 0;         // counts rows returning to Free (see take_or_register)
   std::unordered_map<const RowFilter*, ScanCursor> cursors;
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
+  LeaseHeap leases;  // deadlines of leased owned rows (table_handoff.cc)
   bool dropped = false;
 
   // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
@@ -130,7 +132,7 @@ struct CommitQueue {
   int turn_waiters = 0;   // maintenance waiting in WriterTurn (on commit_cv_)
 };
 
-class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<QueueTableImpl> {
+class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable_shared_from_this<QueueTableImpl> {
  public:
   // Opens an existing data file with recovery.
   static Status open(const std::string& path, std::shared_ptr<QueueTableImpl>* out);
@@ -163,6 +165,12 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   Status end_row(const Consumer* c, RowId id);    // durable removal; Ok if the row vanished
   void abort_row(const Consumer* c, RowId id);    // back to Free (+ hand to a waiter)
   void release_claims(const Consumer* c);         // claimed rows back to Free
+  // Before end_row of a leased row: kLeaseExpired if the lease already ran out, else the
+  // lease is cancelled, so the row can no longer go back to the queue under the removal.
+  Status settle_lease(const Consumer::Impl& c, RowId id);
+
+  // LeasedTable (the reaper's thread)
+  LeaseClock::time_point expire_leases(LeaseClock::time_point now) override;
 
   // ---- used by TableRegistry ----
   void mark_dropped();  // waiters get kDropped, rows vanish, file closed
@@ -204,6 +212,8 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   void row_became_free(TableState& st, RowEntry& e);
   RowId* cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter);
   Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
+  // `e` was just given to `c`: starts its lease if c asked for one.
+  void start_lease(TableState& st, const Consumer::Impl& c, const RowEntry& e);
   Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
                        const std::shared_ptr<const RowFilter>& filter);
 
@@ -227,6 +237,7 @@ class QueueTableImpl : public QueueTable, public std::enable_shared_from_this<Qu
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
+  std::atomic<bool> lease_watched_{false};  // handed to the LeaseReaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t dropped_tail_bytes_ = 0;
   TableCounters counters_;

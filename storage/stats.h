@@ -19,7 +19,7 @@ struct GlobalStats {
   Counter group_commits;                       // chunks written by the log writer
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;
-  Counter ends, aborts, disconnect_returns;
+  Counter ends, aborts, disconnect_returns, lease_expiries;
   Counter cond_evals, cond_compiles, cond_cache_hits;
   Counter compactions, recoveries;
   // (name, value) pairs in a stable order, for SHOW ENGINE QUEUE STATUS.

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kDropped,       // table was dropped or truncated under us
   kInterrupted,   // a wait was interrupted (KILL)
   kExists,        // create of an existing table
+  kLeaseExpired,  // the owned row's lease ran out: it went back to the queue, not removed
 };
 
 class Status {

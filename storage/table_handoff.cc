@@ -31,6 +31,7 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
     e.state = RowState::kOwned;
     e.owner = c->self;
     owned_.fetch_add(1);
+    start_lease(st, *c, e);
     st.waiters.erase(it);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
@@ -72,13 +73,80 @@ RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const Ro
   return &sc.next;
 }
 
-QueueTableImpl::Take QueueTableImpl::take_locked(TableState& /*held*/, Consumer::Impl& c, int sub_index, RowEntry& e) {
+QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e) {
   if (!c.accept(sub_index, e.id)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
   e.state = RowState::kOwned;
   e.owner = c.self;
   owned_.fetch_add(1);
+  start_lease(st, c, e);
   global_stats().wait_immediate.add();
   return Take::kTaken;
+}
+
+namespace {
+
+// Is `d` still the lease of an owned row (not ended, aborted or removed meanwhile)?
+bool lease_is_live(RowIndex& index, const LeaseDeadline& d) {
+  const RowEntry* e = index.find(d.id);
+  return e && e->state == RowState::kOwned && e->owner && e->owner->impl().lease_token.load() == d.token;
+}
+
+std::string seconds_text(int64_t ms) {
+  std::string s = std::to_string(ms / 1000);
+  if (ms % 1000) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + " s";
+}
+
+}  // namespace
+
+void QueueTableImpl::start_lease(TableState& st, const Consumer::Impl& c, const RowEntry& e) {
+  const int64_t ms = c.lease_ms.load();
+  c.lease_expired.store(false);
+  if (ms <= 0) {
+    c.lease_token.store(0);
+    return;
+  }
+  const uint64_t token = next_lease_token();
+  const LeaseClock::time_point at = LeaseClock::now() + std::chrono::milliseconds(ms);
+  c.owned_lease_ms.store(ms);
+  c.lease_token.store(token);
+  // Leases ended in time leave their deadlines behind: drop them once they outnumber
+  // the rows that can hold a lease (at most the owned ones) by far.
+  if (st.leases.size() >= 2 * owned_.load() + 1024)
+    st.leases.drop_stale([&](const LeaseDeadline& d) { return lease_is_live(st.index, d); });
+  st.leases.push(LeaseDeadline{at, e.id, token});
+  if (!lease_watched_.exchange(true)) LeaseReaper::instance().watch(weak_from_this());
+  LeaseReaper::instance().deadline_added(at);
+}
+
+Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId id) {
+  auto st = state_.lock();
+  if (c.lease_expired.load())
+    return Status(ErrorCode::kLeaseExpired,
+                  "the lease of row " + std::to_string(id) + " (" + seconds_text(c.owned_lease_ms.load()) +
+                      ") ran out before it was ended: the row went back to the queue and was not removed");
+  c.lease_token.store(0);  // its deadline is stale from here on
+  return Status::Ok();
+}
+
+LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now) {
+  auto st = state_.lock();
+  while (st->leases.due(now)) {
+    const LeaseDeadline d = st->leases.pop();
+    if (!lease_is_live(st->index, d)) continue;
+    RowEntry* e = st->index.find(d.id);
+    const Consumer::Impl& owner = e->owner->impl();
+    owner.lease_expired.store(true);  // before the token: see consumer_impl.h
+    owner.lease_token.store(0);
+    counters_.lease_expiries.add();
+    global_stats().lease_expiries.add();
+    row_became_free(*st, *e);
+  }
+  return st->leases.earliest();
 }
 
 QueueTableImpl::Take QueueTableImpl::register_locked(TableState& st, Consumer::Impl& c, int sub_index,
@@ -201,7 +269,9 @@ void QueueTableImpl::unregister(Consumer::Impl& c) {
 void QueueTableImpl::abort_row(const Consumer* c, RowId id) {
   auto st = state_.lock();
   RowEntry* e = st->index.find(id);
-  if (!e || e->owner != c || e->state != RowState::kOwned) return;  // vanished (truncate/drop)
+  // Gone (TRUNCATE, DROP), or its lease ran out and it went back already.
+  if (!e || e->owner != c || e->state != RowState::kOwned) return;
+  c->impl().lease_token.store(0);
   row_became_free(*st, *e);
 }
 

@@ -33,6 +33,7 @@ Status QueueTableImpl::truncate() {
     st->index.clear();
     st->claims.clear();
     st->cursors.clear();
+    st->leases.clear();  // the owners' end() finds their rows gone, as without a lease
     st->first_free_hint = 0;
     st->install_file(fresh);
     rows_.store(0);
@@ -58,6 +59,7 @@ void QueueTableImpl::mark_dropped() {
   st->index.clear();  // owned rows vanish: their owners' end()/abort() just leave owner mode
   st->claims.clear();
   st->cursors.clear();
+  st->leases.clear();
   st->file.reset();
   w->file.reset();
   rows_.store(0);

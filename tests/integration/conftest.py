@@ -65,6 +65,18 @@ def _queue_variables(s):
     return dict(s.sql("SHOW GLOBAL VARIABLES LIKE 'queue\\_%'"))
 
 
+def _sysvar_value(text):
+    """SHOW VARIABLES text back to what SET takes: 16777216, 0.500000 or fdatasync."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _clean(s, saved_vars):
     for (db,) in s.sql("SHOW DATABASES"):
         if db not in SYSTEM_DATABASES:
@@ -74,7 +86,7 @@ def _clean(s, saved_vars):
     for name, val in _queue_variables(s).items():
         if saved_vars.get(name, val) != val:
             old = saved_vars[name]
-            s.sql(f"SET GLOBAL {name} = %s", (int(old) if old.isdigit() else old,))
+            s.sql(f"SET GLOBAL {name} = %s", (_sysvar_value(old),))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import random
 import select
 import signal
 import socket
+import json
 import subprocess
 import tempfile
 import threading
@@ -235,6 +236,24 @@ def test_relays_every_row_once_in_order(pair, relays):
         ["message 1 x", "message 2 xx"]
     assert count(src, "src") == 0
     assert "final: relayed=1000 " in r.log(), r.log()
+
+
+def test_a_global_lease_on_the_source_does_not_apply_to_the_relay(pair, relays):
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 40)
+    # Each relayed row is held 20+ ms (the destination's INSERT sleeps); a lease would be 1 ms.
+    dst.sql("CREATE TRIGGER test.slow BEFORE INSERT ON test.dst FOR EACH ROW DO SLEEP(0.02)")
+    src.sql("SET GLOBAL queue_lease_timeout = 0.001")
+    try:
+        r = Relay(src, dst, 1, "--idle-exit", "1").start()
+        relays.append(r)
+        assert r.wait() == 0, r.log()
+    finally:
+        src.sql("SET GLOBAL queue_lease_timeout = 0")
+    assert seqs(dst) == list(range(1, 41)), r.log()
+    assert count(src, "src") == 0
+    assert json.loads(src.value("SELECT queue_stats('test.src')"))["lease_expiries"] == 0
 
 
 def test_values_are_copied_exactly(pair, relays):

@@ -55,6 +55,9 @@ bool Source::open(const std::vector<std::string>& columns) {
     return false;
   }
   previous_session_ = conn_.server_thread_id();
+  // A global queue_lease_timeout must not apply to the relay: a row it holds is already on
+  // its way to the destination (dedup makes a retry safe, but a retry is all it would gain).
+  conn_.execute("SET SESSION queue_lease_timeout = 0");
 
   std::string list;
   for (const std::string& c : columns) list += quote_identifier(c) + ", ";
