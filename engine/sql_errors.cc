@@ -16,6 +16,9 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     case q4m::ErrorCode::kInterrupted: return ER_QUERY_INTERRUPTED;
     case q4m::ErrorCode::kExists: return ER_TABLE_EXISTS_ERROR;
     case q4m::ErrorCode::kInvalid: return ER_WRONG_ARGUMENTS;
+    // A lease is a lock held for a time; drivers treat this number as "retry", and rerunning
+    // the consume statement is the right retry (it takes the next row).
+    case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
     default: return ER_UNKNOWN_ERROR;
   }
 }

@@ -20,8 +20,6 @@ unsigned long long mmap_max = 1ull << 30;
 unsigned int compact_removed_percent = 50;
 unsigned long long compact_min_bytes = 16ull << 20;
 
-constexpr double kMaxLeaseSeconds = 365.0 * 24 * 3600;
-
 // Same order as q4m::SyncMode.
 const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
 TYPELIB sync_mode_typelib = {array_elements(sync_mode_names) - 1, "sync_mode_typelib",

@@ -13,6 +13,9 @@ extern st_mysql_sys_var* queue_system_variables[];
 // Copies the variables' current values (command line / my.cnf) into q4m::settings().
 void apply_system_variables();
 
+// The longest lease (queue_lease_timeout, queue_renew_lease()): a year.
+constexpr double kMaxLeaseSeconds = 365.0 * 24 * 3600;
+
 // queue_lease_timeout of this session (0 = no lease), for Consumer::set_lease.
 std::chrono::milliseconds session_lease(THD* thd);
 

@@ -1,4 +1,5 @@
-// queue_end(), queue_abort(), queue_rowid(): the owner-mode functions without a table.
+// queue_end(), queue_abort(), queue_rowid(), queue_renew_lease(): the owner-mode functions
+// without a table.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -7,8 +8,10 @@
 
 #include "../engine/connection_state.h"
 #include "../engine/sql_errors.h"
+#include "../engine/sysvars.h"
 #include "function_plugins.h"
 #include "queue_item.h"
+#include "wait_arguments.h"
 
 namespace q4m_functions {
 
@@ -89,6 +92,72 @@ class Item_func_queue_rowid final : public Item_queue_int_func {
   }
 };
 
+// queue_renew_lease([seconds]): the owned row's lease now runs out `seconds` from now
+// (default: the session's queue_lease_timeout), whether or not it had one.
+class Item_func_queue_renew_lease final : public Item_queue_action {
+ public:
+  Item_func_queue_renew_lease(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_renew_lease")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 1;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_renew_lease>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    std::chrono::milliseconds lease = q4m_engine::session_lease(thd);
+    if (arg_count == 1) {
+      if (!parse_seconds(args[0], SecondsRule{"queue_renew_lease", 1, "lease", false, q4m_engine::kMaxLeaseSeconds},
+                         &lease))
+        return 0;
+    } else if (lease.count() <= 0) {
+      my_printf_error(ER_WRONG_ARGUMENTS,
+                      "queue_renew_lease(): no lease given, and queue_lease_timeout is 0: pass the "
+                      "lease in seconds",
+                      MYF(0));
+      return 0;
+    }
+    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
+    q4m::Status st = cs ? cs->consumer().renew_lease(lease) : q4m::Status(q4m::ErrorCode::kNotOwner, "");
+    if (st.code() == q4m::ErrorCode::kNotOwner) {
+      my_printf_error(ER_WRONG_ARGUMENTS, "queue_renew_lease(): this connection does not own a row", MYF(0));
+      return 0;
+    }
+    if (st.code() == q4m::ErrorCode::kLeaseExpired) {
+      q4m_engine::raise_lease_expired("queue_renew_lease", cs->owned_label(), st);
+      return 0;
+    }
+    if (!st.ok()) {
+      q4m_engine::raise_status_error(st);
+      return 0;
+    }
+    return 1;
+  }
+};
+
+class Create_func_queue_renew_lease : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    if (args && args->elements > 1) {
+      raise_argument_count_error("queue_renew_lease() takes 0 or 1 argument (the lease in seconds)");
+      return nullptr;
+    }
+    mark_statement_side_effects(thd);
+    List<Item> none;
+    return new (thd->mem_root) Item_func_queue_renew_lease(thd, args ? *args : none);
+  }
+  static Create_func_queue_renew_lease s_singleton;
+};
+
+Create_func_queue_renew_lease Create_func_queue_renew_lease::s_singleton;
+
 // Builders for the no-argument functions; `Message` is the wrong-count error text.
 template <typename ItemT, const char* Message>
 class Create_func_no_args : public Create_native_func {
@@ -121,5 +190,6 @@ using Create_queue_rowid = Create_func_no_args<Item_func_queue_rowid, kRowidArgs
 Plugin_function queue_end_plugin(&Create_queue_end::s_singleton);
 Plugin_function queue_abort_plugin(&Create_queue_abort::s_singleton);
 Plugin_function queue_rowid_plugin(&Create_queue_rowid::s_singleton);
+Plugin_function queue_renew_lease_plugin(&Create_func_queue_renew_lease::s_singleton);
 
 }  // namespace q4m_functions

@@ -36,29 +36,6 @@ std::string shown(Item* item) {
   return std::string(s->ptr(), s->length());
 }
 
-bool parse_timeout(Item* item, unsigned position, std::chrono::milliseconds* out) {
-  double seconds = 0;
-  bool null = false;
-  std::string text;
-  if (is_number_type(item)) {
-    seconds = item->val_real();
-    null = item->null_value;
-  } else {
-    text = shown(item);
-    null = item->null_value || is_null_literal(item);
-    if (!null) seconds = strtod(text.c_str(), nullptr);
-  }
-  if (null || !std::isfinite(seconds) || seconds < 0) {
-    std::string value = null ? "NULL" : text.empty() ? shown(item) : text;
-    raise(position, "invalid timeout " + value + " (expected a number of seconds >= 0)");
-    return false;
-  }
-  if (seconds > kMaxTimeoutSeconds) seconds = kMaxTimeoutSeconds;
-  // Round up so that a tiny positive timeout still waits instead of meaning "do not block".
-  *out = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
-  return true;
-}
-
 }  // namespace
 
 bool looks_numeric(const std::string& s) {
@@ -85,6 +62,32 @@ bool looks_numeric(const std::string& s) {
   return i == n;
 }
 
+bool parse_seconds(Item* item, const SecondsRule& rule, std::chrono::milliseconds* out) {
+  double seconds = 0;
+  bool null = false;
+  std::string text;
+  if (is_number_type(item)) {
+    seconds = item->val_real();
+    null = item->null_value;
+  } else {
+    text = shown(item);
+    null = item->null_value || is_null_literal(item);
+    if (!null && looks_numeric(text)) seconds = strtod(text.c_str(), nullptr);
+    else if (!null) seconds = -1;  // not a number: refused below
+  }
+  if (null || !std::isfinite(seconds) || seconds < 0 || (seconds == 0 && !rule.zero_allowed)) {
+    std::string value = null ? "NULL" : text.empty() ? shown(item) : text;
+    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument %u: invalid %s %s (expected a number of seconds %s)",
+                    MYF(0), rule.function, rule.position, rule.noun, value.c_str(),
+                    rule.zero_allowed ? ">= 0" : "> 0");
+    return false;
+  }
+  if (seconds > rule.max_seconds) seconds = rule.max_seconds;
+  // Round up so that a tiny positive value still counts instead of meaning 0.
+  *out = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
+  return true;
+}
+
 bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
   unsigned table_count = count;
   if (count > 0) {
@@ -103,7 +106,8 @@ bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
                         MYF(0));
         return false;
       }
-      if (!parse_timeout(last, count, &out->timeout)) return false;
+      if (!parse_seconds(last, SecondsRule{"queue_wait", count, "timeout", true, kMaxTimeoutSeconds}, &out->timeout))
+        return false;
       table_count = count - 1;
     }
   }

@@ -23,6 +23,19 @@ struct WaitArguments {
 // Evaluates and checks the arguments. False if an SQL error was raised.
 bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out);
 
+// A duration argument in seconds: a number, or a string that reads as one (fractions
+// allowed). Larger values are capped at max_seconds.
+struct SecondsRule {
+  const char* function;  // for the message: "queue_wait"
+  unsigned position;     // 1-based
+  const char* noun;      // "timeout", "lease"
+  bool zero_allowed;
+  double max_seconds;
+};
+// False (an SQL error naming the function and argument raised) if the value is NULL, not a
+// number, negative, or 0 when the rule does not allow it.
+bool parse_seconds(Item* item, const SecondsRule& rule, std::chrono::milliseconds* out);
+
 // True if `s` is a decimal number ("10", "-1", "0.25", "1e3"), surrounding blanks allowed.
 bool looks_numeric(const std::string& s);
 

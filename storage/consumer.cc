@@ -64,6 +64,15 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 
 void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms.store(lease.count()); }
 
+Status Consumer::renew_lease(std::chrono::milliseconds lease) {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_renew_lease()");
+  if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
+  Status s = c.owned->renew_lease(c, c.owned_rowid.load(), lease);
+  if (s.code() == ErrorCode::kLeaseExpired) leave_owner_mode(c);
+  return s;
+}
+
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");

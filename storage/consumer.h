@@ -43,6 +43,10 @@ class Consumer {
   // if it neither ends nor aborts one in time, the row goes back to the queue
   // (storage/lease.h). Its wait() or end() then reports kLeaseExpired.
   void set_lease(std::chrono::milliseconds lease);
+  // queue_renew_lease(): the owned row's lease now runs out `lease` (> 0) from now, whether
+  // or not it had one. kNotOwner if none; kLeaseExpired (and out of owner mode) if it ran
+  // out already; kInvalid if lease <= 0.
+  Status renew_lease(std::chrono::milliseconds lease);
   void release();  // connection closing: abort() if owning, and drop delete claims; never fails
 
   // KILL QUERY: a running wait() returns kInterrupted; if none is running, the next wait()

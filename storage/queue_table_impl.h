@@ -168,6 +168,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // Before end_row of a leased row: kLeaseExpired if the lease already ran out, else the
   // lease is cancelled, so the row can no longer go back to the queue under the removal.
   Status settle_lease(const Consumer::Impl& c, RowId id);
+  // The owned row `id` of c is now leased until `lease` from now (a new lease, whether or not
+  // it had one); kLeaseExpired if its lease already ran out.
+  Status renew_lease(const Consumer::Impl& c, RowId id, std::chrono::milliseconds lease);
 
   // LeasedTable (the reaper's thread)
   LeaseClock::time_point expire_leases(LeaseClock::time_point now) override;
@@ -214,6 +217,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
   // `e` was just given to `c`: starts its lease if c asked for one.
   void start_lease(TableState& st, const Consumer::Impl& c, const RowEntry& e);
+  void lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms);  // new token + deadline
   Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
                        const std::shared_ptr<const RowFilter>& filter);
 

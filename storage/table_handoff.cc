@@ -110,6 +110,10 @@ void QueueTableImpl::start_lease(TableState& st, const Consumer::Impl& c, const 
     c.lease_token.store(0);
     return;
   }
+  lease_row(st, c, e.id, ms);
+}
+
+void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms) {
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + std::chrono::milliseconds(ms);
   c.owned_lease_ms.store(ms);
@@ -118,18 +122,34 @@ void QueueTableImpl::start_lease(TableState& st, const Consumer::Impl& c, const 
   // the rows that can hold a lease (at most the owned ones) by far.
   if (st.leases.size() >= 2 * owned_.load() + 1024)
     st.leases.drop_stale([&](const LeaseDeadline& d) { return lease_is_live(st.index, d); });
-  st.leases.push(LeaseDeadline{at, e.id, token});
+  st.leases.push(LeaseDeadline{at, id, token});
   if (!lease_watched_.exchange(true)) LeaseReaper::instance().watch(weak_from_this());
   LeaseReaper::instance().deadline_added(at);
 }
 
+namespace {
+
+Status lease_expired_status(const Consumer::Impl& c, RowId id) {
+  return Status(ErrorCode::kLeaseExpired,
+                "the lease of row " + std::to_string(id) + " (" + seconds_text(c.owned_lease_ms.load()) +
+                    ") ran out before it was ended: the row went back to the queue and was not removed");
+}
+
+}  // namespace
+
 Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId id) {
   auto st = state_.lock();
-  if (c.lease_expired.load())
-    return Status(ErrorCode::kLeaseExpired,
-                  "the lease of row " + std::to_string(id) + " (" + seconds_text(c.owned_lease_ms.load()) +
-                      ") ran out before it was ended: the row went back to the queue and was not removed");
+  if (c.lease_expired.load()) return lease_expired_status(c, id);
   c.lease_token.store(0);  // its deadline is stale from here on
+  return Status::Ok();
+}
+
+Status QueueTableImpl::renew_lease(const Consumer::Impl& c, RowId id, std::chrono::milliseconds lease) {
+  auto st = state_.lock();
+  if (c.lease_expired.load()) return lease_expired_status(c, id);
+  const RowEntry* e = st->index.find(id);
+  if (!e || e->owner != c.self || e->state != RowState::kOwned) return Status::Ok();  // gone (TRUNCATE)
+  lease_row(*st, c, id, lease.count());  // the old deadline is stale: its token changed
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@ import pymysql
 
 from sqlcheck import Background, expect_error, query, start_waiter, value, wait_until
 
-ER_UNKNOWN_ERROR = 1105
+ER_LOCK_WAIT_TIMEOUT = 1205  # lease expired: the number drivers retry on
 
 
 def _queue(server, n):
@@ -55,7 +55,7 @@ def test_an_expired_row_goes_to_a_waiter_and_its_owner_is_told(server):
     assert _lease_expiries(server) == 1
 
     expect_error(a, "SELECT queue_end()", "queue_end(): lease expired: table 'test.q'",
-                 f"row {rowid} (0.3 s)", "went back to the queue", "not removed", code=ER_UNKNOWN_ERROR)
+                 f"row {rowid} (0.3 s)", "went back to the queue", "not removed", code=ER_LOCK_WAIT_TIMEOUT)
     expect_error(a, "SELECT queue_end()", "does not own a row")  # owner mode was left
     assert value(b, "SELECT queue_end()") == 1  # b had no lease
     assert server.value("SELECT COUNT(*) FROM test.q") == 0
@@ -172,3 +172,46 @@ def test_leases_work_across_uninstall_and_reinstall(fresh_server):
     wait_until(lambda: json.loads(s.value("SELECT queue_stats('test.q')"))["lease_expiries"] == 1,
                what="the lease to run out after reinstall")
     assert s.value("SELECT COUNT(*) FROM test.q") == 2
+
+
+def test_renew_lease_keeps_a_slow_job_s_row(server):
+    _queue(server, 2)
+    a = server.connect()
+    query(a, "SET SESSION queue_lease_timeout = 0.3")
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    assert value(a, "SELECT queue_renew_lease(30)") == 1  # a heartbeat of a long job
+    time.sleep(0.6)  # twice the session's lease
+    assert _lease_expiries(server) == 0
+    assert value(a, "SELECT queue_end()") == 1
+
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    assert value(a, "SELECT queue_renew_lease()") == 1  # the session's 0.3 s again, from now
+    wait_until(lambda: _lease_expiries(server) == 1, what="the renewed lease to run out")
+    expect_error(a, "SELECT queue_renew_lease(10)", "queue_renew_lease(): lease expired: table 'test.q'",
+                 "(0.3 s)", code=ER_LOCK_WAIT_TIMEOUT)
+    assert value(a, "SELECT queue_rowid()") is None  # owner mode was left
+    assert server.value("SELECT COUNT(*) FROM test.q") == 1
+
+
+def test_renew_lease_can_start_a_lease_on_a_row_taken_without_one(server):
+    _queue(server, 1)
+    a = server.connect()
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    assert value(a, "SELECT queue_renew_lease(0.1)") == 1
+    wait_until(lambda: _lease_expiries(server) == 1, what="the lease to run out")
+    expect_error(a, "SELECT queue_end()", "lease expired", "(0.1 s)")
+
+
+def test_renew_lease_bad_input(server):
+    _queue(server, 1)
+    a = server.connect()
+    expect_error(a, "SELECT queue_renew_lease(5)", "queue_renew_lease(): this connection does not own a row")
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    for arg, shown in [("0", "0"), ("-1", "-1"), ("NULL", "NULL"), ("'soon'", "soon"), ("'5x'", "5x")]:
+        expect_error(a, f"SELECT queue_renew_lease({arg})",
+                     f"queue_renew_lease(): argument 1: invalid lease {shown} (expected a number of seconds > 0)")
+    expect_error(a, "SELECT queue_renew_lease()", "no lease given, and queue_lease_timeout is 0")
+    code, _ = expect_error(a, "SELECT queue_renew_lease(1, 2)", "queue_renew_lease() takes 0 or 1 argument")
+    assert code == 1582
+    assert value(a, "SELECT queue_renew_lease('2.5')") == 1  # a number as a string, as clients bind it
+    assert value(a, "SELECT queue_end()") == 1

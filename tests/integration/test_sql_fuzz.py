@@ -28,7 +28,8 @@ ODD_VALUES = ["0", "1", "-1", "NULL", "'1'", "'abc'", "18446744073709551615", "1
               "(SELECT 1)", "id", "@unset", "CAST(1 AS DATETIME)", "X'00ff'", "REPEAT('q', 70000)"]
 # queue_wait()'s last argument: never one that blocks for long (the test must not hang itself).
 LAST_WAIT_ARGS = ["0", "0.05", "0.01", "-1", "NULL", "'abc'", "-0", "1e-300", "(SELECT 0)", "@unset", "''"]
-FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_set_srcid", "queue_compact", "queue_stats"]
+FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_renew_lease", "queue_set_srcid", "queue_compact",
+             "queue_stats"]
 OTHER_STATEMENTS = [
     "DELETE FROM q1 LIMIT 1", "UPDATE q1 SET id = 1", "SELECT COUNT(*) FROM q1",
     "SELECT * FROM q1 ORDER BY id LIMIT 2", "TRUNCATE q2", "SELECT * FROM q1 WHERE id = 1 FOR UPDATE",
@@ -40,6 +41,8 @@ OTHER_STATEMENTS = [
     "SELECT * FROM information_schema.QUEUE_TABLES", "INSERT INTO q2 SELECT * FROM q2 LIMIT 3",
     "REPLACE INTO q1 (id) VALUES (1)", "INSERT INTO q1 (id) VALUES (1) ON DUPLICATE KEY UPDATE id = 2",
     "CREATE TEMPORARY TABLE tq (v INT) ENGINE=QUEUE", "DROP TEMPORARY TABLE IF EXISTS tq",
+    "SET SESSION queue_lease_timeout = 0.01", "SET SESSION queue_lease_timeout = 0",
+    "SET SESSION queue_lease_timeout = -3", "SET SESSION queue_lease_timeout = 'x'",
 ]
 LOST = (2006, 2013, 2003)
 CRASHED = (1194, 1195)  # ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR

@@ -240,3 +240,32 @@ TEST(short_leases_under_concurrency_end_every_row_exactly_once) {
   CHECK_EQ(t->counters().lease_expiries.get(), static_cast<uint64_t>(expired_ends.load()));
 }
 
+
+TEST(renew_lease_moves_the_deadline_and_can_start_a_lease) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "one").ok());
+  REQUIRE(insert1(*t, "two").ok());
+  Consumer a;
+  a.set_lease(milliseconds(150));
+  REQUIRE(take(a, t));
+  REQUIRE(a.renew_lease(milliseconds(10000)).ok());
+  std::this_thread::sleep_for(milliseconds(400));  // well past the first deadline
+  CHECK_EQ(t->counters().lease_expiries.get(), 0u);
+  REQUIRE(a.end().ok());
+
+  a.set_lease(milliseconds(0));
+  REQUIRE(take(a, t));  // no lease...
+  REQUIRE(a.renew_lease(milliseconds(20)).ok());  // ...until now
+  REQUIRE(wait_for_expiries(*t, 1));
+  Status s = a.renew_lease(milliseconds(1000));
+  CHECK(s.code() == ErrorCode::kLeaseExpired);
+  CHECK(s.message().find("0.02 s") != std::string::npos);
+  CHECK(!a.owner_mode());
+  CHECK(a.renew_lease(milliseconds(1000)).code() == ErrorCode::kNotOwner);
+  REQUIRE(take(a, t));
+  CHECK(a.renew_lease(milliseconds(0)).code() == ErrorCode::kInvalid);
+  CHECK(a.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+}
