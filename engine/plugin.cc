@@ -148,6 +148,8 @@ maria_declare_plugin(queue){
     Q4M_FUNCTION(queue_end_plugin, "queue_end", "queue_end(): remove the owned row"),
     Q4M_FUNCTION(queue_abort_plugin, "queue_abort", "queue_abort(): return the owned row"),
     Q4M_FUNCTION(queue_rowid_plugin, "queue_rowid", "queue_rowid(): id of the owned row"),
+    Q4M_FUNCTION(queue_delivery_count_plugin, "queue_delivery_count",
+                 "queue_delivery_count(): how often the owned row has been handed out"),
     Q4M_FUNCTION(queue_renew_lease_plugin, "queue_renew_lease",
                  "queue_renew_lease([seconds]): extend the owned row's lease"),
     Q4M_FUNCTION(queue_set_srcid_plugin, "queue_set_srcid",

@@ -11,6 +11,7 @@ extern Plugin_function queue_end_plugin;
 extern Plugin_function queue_abort_plugin;
 extern Plugin_function queue_rowid_plugin;
 extern Plugin_function queue_renew_lease_plugin;
+extern Plugin_function queue_delivery_count_plugin;
 extern Plugin_function queue_set_srcid_plugin;
 extern Plugin_function queue_compact_plugin;
 extern Plugin_function queue_stats_plugin;

@@ -1,5 +1,5 @@
-// queue_end(), queue_abort(), queue_rowid(), queue_renew_lease(): the owner-mode functions
-// without a table.
+// queue_end(), queue_abort(), queue_rowid(), queue_delivery_count(), queue_renew_lease(): the
+// owner-mode functions without a table.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -65,14 +65,19 @@ class Item_func_owner_action final : public Item_queue_action {
   }
 };
 
-// queue_rowid(): the owned row's id, NULL outside owner mode. No side effects.
-class Item_func_queue_rowid final : public Item_queue_int_func {
+// A number about the owned row, NULL outside owner mode; no side effects.
+// queue_rowid(): its id. queue_delivery_count(): how often it has been handed out.
+enum class OwnedRowValue { kRowid, kDeliveryCount };
+
+template <OwnedRowValue kValue>
+class Item_func_owned_row_value final : public Item_queue_int_func {
  public:
-  explicit Item_func_queue_rowid(THD* thd) : Item_queue_int_func(thd) {}
+  explicit Item_func_owned_row_value(THD* thd) : Item_queue_int_func(thd) {}
 
   LEX_CSTRING func_name_cstring() const override {
-    static LEX_CSTRING name = {STRING_WITH_LEN("queue_rowid")};
-    return name;
+    static LEX_CSTRING rowid = {STRING_WITH_LEN("queue_rowid")};
+    static LEX_CSTRING deliveries = {STRING_WITH_LEN("queue_delivery_count")};
+    return kValue == OwnedRowValue::kRowid ? rowid : deliveries;
   }
   bool fix_length_and_dec(THD*) override {
     unsigned_flag = true;
@@ -83,12 +88,13 @@ class Item_func_queue_rowid final : public Item_queue_int_func {
   const Type_handler* type_handler() const override { return &type_handler_ulonglong; }
   longlong val_int() override {
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(current_thd);
-    q4m::RowId id = cs ? cs->consumer().owned_rowid() : 0;
-    null_value = id == 0;
-    return static_cast<longlong>(id);
+    uint64_t v = 0;  // 0 = not in owner mode for both
+    if (cs) v = kValue == OwnedRowValue::kRowid ? cs->consumer().owned_rowid() : cs->consumer().owned_delivery_count();
+    null_value = v == 0;
+    return static_cast<longlong>(v);
   }
   Item* shallow_copy(THD* thd) const override {
-    return get_item_copy<Item_func_queue_rowid>(thd, this);
+    return get_item_copy<Item_func_owned_row_value>(thd, this);
   }
 };
 
@@ -179,11 +185,14 @@ Create_func_no_args<ItemT, Message> Create_func_no_args<ItemT, Message>::s_singl
 constexpr char kEndArgs[] = "queue_end() takes no arguments";
 constexpr char kAbortArgs[] = "queue_abort() takes no arguments";
 constexpr char kRowidArgs[] = "queue_rowid() takes no arguments";
+constexpr char kDeliveryCountArgs[] = "queue_delivery_count() takes no arguments";
 
 using Create_queue_end = Create_func_no_args<Item_func_owner_action<OwnerAction::kEnd>, kEndArgs>;
 using Create_queue_abort =
     Create_func_no_args<Item_func_owner_action<OwnerAction::kAbort>, kAbortArgs>;
-using Create_queue_rowid = Create_func_no_args<Item_func_queue_rowid, kRowidArgs>;
+using Create_queue_rowid = Create_func_no_args<Item_func_owned_row_value<OwnedRowValue::kRowid>, kRowidArgs>;
+using Create_queue_delivery_count =
+    Create_func_no_args<Item_func_owned_row_value<OwnedRowValue::kDeliveryCount>, kDeliveryCountArgs>;
 
 }  // namespace
 
@@ -191,5 +200,6 @@ Plugin_function queue_end_plugin(&Create_queue_end::s_singleton);
 Plugin_function queue_abort_plugin(&Create_queue_abort::s_singleton);
 Plugin_function queue_rowid_plugin(&Create_queue_rowid::s_singleton);
 Plugin_function queue_renew_lease_plugin(&Create_func_queue_renew_lease::s_singleton);
+Plugin_function queue_delivery_count_plugin(&Create_queue_delivery_count::s_singleton);
 
 }  // namespace q4m_functions

@@ -11,13 +11,14 @@
 
 namespace q4m {
 
-bool Consumer::Impl::accept(int sub_index, RowId id) {
+bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
   auto mb = mailbox.lock();
   if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
   mb->handed = true;
   mb->waiting = false;
   mb->handed_sub = sub_index;
   mb->handed_rowid = id;
+  mb->handed_deliveries = deliveries;
   wake.notify_one();
   return true;
 }
@@ -37,6 +38,7 @@ Consumer::~Consumer() { release(); }
 bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
+uint32_t Consumer::owned_delivery_count() const { return impl_->owned_table.load() ? impl_->owned_deliveries : 0; }
 
 namespace {
 
@@ -216,6 +218,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     const Subscription& sub = subs[static_cast<size_t>(result.handed_sub)];
     c.owned = std::static_pointer_cast<QueueTableImpl>(sub.table);
     c.owned_rowid.store(result.handed_rowid);
+    c.owned_deliveries = result.handed_deliveries;
     c.owned_table.store(c.owned.get());
     *index = result.handed_sub + 1;
     return Status::Ok();

@@ -61,6 +61,9 @@ class Consumer {
   bool owner_mode() const;
   QueueTable* owned_table() const;  // null if not in owner mode
   RowId owned_rowid() const;        // 0 if not in owner mode
+  // How often the owned row has been handed out since its table was opened, this time
+  // included (1 = first delivery); 0 if not in owner mode. In memory: a restart starts over.
+  uint32_t owned_delivery_count() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }

@@ -22,6 +22,7 @@ struct Consumer::Impl {
     bool handed = false;    // a row was given (at most one per wait)
     int handed_sub = -1;
     RowId handed_rowid = 0;
+    uint32_t handed_deliveries = 0;  // the row's delivery count, this one included
     bool dropped = false;
     std::string dropped_message;
     // Set by interrupt(), consumed by the wait() that returns kInterrupted, cleared by
@@ -32,7 +33,7 @@ struct Consumer::Impl {
 
   // Called by a table under its state lock (lock order table -> consumer).
   // Returns true if the consumer took the row.
-  bool accept(int sub_index, RowId id);
+  bool accept(int sub_index, RowId id, uint32_t deliveries);
   void table_dropped(const std::string& message);
 
   Consumer* const self;
@@ -44,6 +45,7 @@ struct Consumer::Impl {
   std::shared_ptr<QueueTableImpl> owned;
   std::atomic<QueueTableImpl*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};
+  uint32_t owned_deliveries = 0;  // own thread only
 
   // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
   // lease); set by the own thread, read by a writer handing it a row.

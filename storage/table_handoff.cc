@@ -5,6 +5,15 @@
 
 namespace q4m {
 
+namespace {
+
+// The delivery count a row has once handed out again (saturating at the field's limit).
+uint32_t next_delivery(const RowEntry& e) {
+  return e.deliveries == UINT16_MAX ? e.deliveries : e.deliveries + 1u;
+}
+
+}  // namespace
+
 // Hands a Free row to the first waiter (FIFO) that still waits and whose filter matches.
 void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view payload) {
   if (st.waiters.empty() || e.state != RowState::kFree) return;
@@ -24,14 +33,11 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
       }
     }
     Consumer::Impl* c = it->consumer;
-    if (!c->accept(it->sub_index, e.id)) {  // done waiting (timed out / got a row elsewhere)
+    if (!c->accept(it->sub_index, e.id, next_delivery(e))) {  // done waiting (timed out / got a row elsewhere)
       it = st.waiters.erase(it);
       continue;
     }
-    e.state = RowState::kOwned;
-    e.owner = c->self;
-    owned_.fetch_add(1);
-    start_lease(st, *c, e);
+    give_row(st, *c, e);
     st.waiters.erase(it);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
@@ -74,13 +80,18 @@ RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const Ro
 }
 
 QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e) {
-  if (!c.accept(sub_index, e.id)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
-  e.state = RowState::kOwned;
-  e.owner = c.self;
-  owned_.fetch_add(1);
-  start_lease(st, c, e);
+  if (!c.accept(sub_index, e.id, next_delivery(e))) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give_row(st, c, e);
   global_stats().wait_immediate.add();
   return Take::kTaken;
+}
+
+void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e) {
+  e.state = RowState::kOwned;
+  e.owner = c.self;
+  e.deliveries = static_cast<uint16_t>(next_delivery(e));
+  owned_.fetch_add(1);
+  start_lease(st, c, e);
 }
 
 namespace {

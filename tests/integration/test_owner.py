@@ -1,7 +1,8 @@
 """Owner mode: queue_wait / queue_end / queue_abort / queue_rowid, visibility, disconnects, races."""
+import json
 import threading
 
-from sqlcheck import Background, query, value
+from sqlcheck import Background, expect_error, query, value, wait_until
 
 
 def _queue(server, name="q", n=0):
@@ -252,3 +253,31 @@ def test_racing_consumers_and_producers(server):
         c.join(300)
     everything = sorted(x for g in got for x in g)
     assert everything == sorted((p, i) for p in range(n_prod) for i in range(per_prod))
+
+
+def test_delivery_count_and_a_dead_letter_table(server):
+    """queue_delivery_count(): how often the owned row has been handed out (abort, disconnect and
+    an expired lease all hand it out again); enough to move a poison message aside in SQL."""
+    _queue(server, n=1)
+    server.sql("CREATE TABLE test.dead (v INT, s VARCHAR(20), deliveries INT) ENGINE=QUEUE")
+    a = server.connect()
+    assert value(a, "SELECT queue_delivery_count()") is None  # not in owner mode
+    assert query(a, "SELECT v, queue_delivery_count() FROM q WHERE queue_wait('q', 0)") == [(1, 1)]
+    assert value(a, "SELECT queue_abort()") == 1
+    b = server.connect()
+    assert query(b, "SELECT v, queue_delivery_count() FROM q WHERE queue_wait('q', 0)") == [(1, 2)]
+    b.close()  # the consumer died
+    c = server.connect()
+    query(c, "SET SESSION queue_lease_timeout = 0.05")
+    assert query(c, "SELECT queue_delivery_count() FROM q WHERE queue_wait('q', 0)") == [(3,)]
+    wait_until(lambda: json.loads(server.value("SELECT queue_stats('test.q')"))["lease_expiries"] == 1,
+               what="the lease to run out")  # the consumer hung
+    expect_error(c, "SELECT * FROM q WHERE queue_wait('q', 0)", "lease expired")
+    query(c, "SET SESSION queue_lease_timeout = 0")
+    assert query(c, "SELECT v, queue_delivery_count() FROM q WHERE queue_wait('q', 0)") == [(1, 4)]
+    # Too many tries: park it in the dead-letter table, then remove it from the queue.
+    query(c, "INSERT INTO test.dead SELECT v, s, queue_delivery_count() FROM q")
+    assert value(c, "SELECT queue_end()") == 1
+    assert server.sql("SELECT v, s, deliveries FROM test.dead") == [(1, "s1", 4)]
+    assert server.value("SELECT COUNT(*) FROM test.q") == 0
+    expect_error(c, "SELECT queue_delivery_count(1)", "queue_delivery_count() takes no arguments")

@@ -28,8 +28,8 @@ ODD_VALUES = ["0", "1", "-1", "NULL", "'1'", "'abc'", "18446744073709551615", "1
               "(SELECT 1)", "id", "@unset", "CAST(1 AS DATETIME)", "X'00ff'", "REPEAT('q', 70000)"]
 # queue_wait()'s last argument: never one that blocks for long (the test must not hang itself).
 LAST_WAIT_ARGS = ["0", "0.05", "0.01", "-1", "NULL", "'abc'", "-0", "1e-300", "(SELECT 0)", "@unset", "''"]
-FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_renew_lease", "queue_set_srcid", "queue_compact",
-             "queue_stats"]
+FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_delivery_count", "queue_renew_lease",
+             "queue_set_srcid", "queue_compact", "queue_stats"]
 OTHER_STATEMENTS = [
     "DELETE FROM q1 LIMIT 1", "UPDATE q1 SET id = 1", "SELECT COUNT(*) FROM q1",
     "SELECT * FROM q1 ORDER BY id LIMIT 2", "TRUNCATE q2", "SELECT * FROM q1 WHERE id = 1 FOR UPDATE",

@@ -607,3 +607,34 @@ TEST(durable_commits_announce_syncs_and_queued_waits) {
   CHECK(sleeps.of(BlockingWait::kCommit) >= 1);  // 8 writers: someone queued behind a sync
   CHECK_EQ(sleeps.begins.load(), sleeps.ends.load());
 }
+
+TEST(delivery_count_counts_every_handing_out_of_a_row) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "poison").ok());
+  Consumer a, b;
+  int idx;
+  CHECK_EQ(a.owned_delivery_count(), 0u);  // not in owner mode
+  REQUIRE(a.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && idx == 1);
+  CHECK_EQ(a.owned_delivery_count(), 1u);
+  REQUIRE(a.abort().ok());
+  CHECK_EQ(a.owned_delivery_count(), 0u);
+  REQUIRE(b.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && idx == 1);
+  CHECK_EQ(b.owned_delivery_count(), 2u);
+  b.release();  // a disconnect
+  REQUIRE(a.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && idx == 1);
+  CHECK_EQ(a.owned_delivery_count(), 3u);
+
+  // A new row, handed to a waiting consumer, starts at 1; ending the old one keeps counts apart.
+  std::thread producer([&] {
+    wait_for_waiters(*t, 1);
+    insert1(*t, "fresh");
+  });
+  REQUIRE(a.wait({{t, nullptr}}, milliseconds(10000), &idx).ok() && idx == 1);
+  producer.join();
+  CHECK_EQ(owned_payload(*t, a), std::string("fresh"));
+  CHECK_EQ(a.owned_delivery_count(), 1u);
+  REQUIRE(a.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+}
