@@ -45,7 +45,7 @@ def test_bad_values_are_refused_or_clamped_with_a_warning(server):
 def test_an_expired_row_goes_to_a_waiter_and_its_owner_is_told(server):
     _queue(server, 1)
     a = server.connect()
-    query(a, "SET SESSION queue_lease_timeout = 0.3")
+    query(a, "SET SESSION queue_lease_timeout = 1.5")  # outlasts start_waiter on a busy machine
     assert query(a, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(1,)]
     rowid = value(a, "SELECT queue_rowid()")
     b, waiting = start_waiter(server, "SELECT queue_wait('test.q', 60)")
@@ -55,7 +55,7 @@ def test_an_expired_row_goes_to_a_waiter_and_its_owner_is_told(server):
     assert _lease_expiries(server) == 1
 
     expect_error(a, "SELECT queue_end()", "queue_end(): lease expired: table 'test.q'",
-                 f"row {rowid} (0.3 s)", "went back to the queue", "not removed", code=ER_LOCK_WAIT_TIMEOUT)
+                 f"row {rowid} (1.5 s)", "went back to the queue", "not removed", code=ER_LOCK_WAIT_TIMEOUT)
     expect_error(a, "SELECT queue_end()", "does not own a row")  # owner mode was left
     assert value(b, "SELECT queue_end()") == 1  # b had no lease
     assert server.value("SELECT COUNT(*) FROM test.q") == 0
@@ -98,7 +98,7 @@ def test_a_row_ended_in_time_is_removed_and_abort_after_expiry_is_harmless(serve
 def test_the_owned_row_is_invisible_to_its_former_owner_after_expiry(server):
     _queue(server, 1)
     a = server.connect()
-    query(a, "SET SESSION queue_lease_timeout = 0.1")
+    query(a, "SET SESSION queue_lease_timeout = 1")
     assert value(a, "SELECT queue_wait('q', 0)") == 1
     assert query(a, "SELECT v FROM q") == [(1,)]
     wait_until(lambda: _lease_expiries(server) == 1, what="the lease to run out")
@@ -177,18 +177,18 @@ def test_leases_work_across_uninstall_and_reinstall(fresh_server):
 def test_renew_lease_keeps_a_slow_job_s_row(server):
     _queue(server, 2)
     a = server.connect()
-    query(a, "SET SESSION queue_lease_timeout = 0.3")
+    query(a, "SET SESSION queue_lease_timeout = 1")
     assert value(a, "SELECT queue_wait('q', 0)") == 1
     assert value(a, "SELECT queue_renew_lease(30)") == 1  # a heartbeat of a long job
-    time.sleep(0.6)  # twice the session's lease
+    time.sleep(1.5)  # past the session's lease
     assert _lease_expiries(server) == 0
     assert value(a, "SELECT queue_end()") == 1
 
     assert value(a, "SELECT queue_wait('q', 0)") == 1
-    assert value(a, "SELECT queue_renew_lease()") == 1  # the session's 0.3 s again, from now
+    assert value(a, "SELECT queue_renew_lease()") == 1  # the session's 1 s again, from now
     wait_until(lambda: _lease_expiries(server) == 1, what="the renewed lease to run out")
     expect_error(a, "SELECT queue_renew_lease(10)", "queue_renew_lease(): lease expired: table 'test.q'",
-                 "(0.3 s)", code=ER_LOCK_WAIT_TIMEOUT)
+                 "(1 s)", code=ER_LOCK_WAIT_TIMEOUT)
     assert value(a, "SELECT queue_rowid()") is None  # owner mode was left
     assert server.value("SELECT COUNT(*) FROM test.q") == 1
 

@@ -143,15 +143,15 @@ TEST(disconnect_and_truncate_with_a_leased_row) {
   REQUIRE(t);
   {
     Consumer gone;
-    gone.set_lease(milliseconds(300));
+    gone.set_lease(milliseconds(1000));
     REQUIRE(take(gone, t));
   }  // disconnect: the row is back at once, and its deadline is stale
   CHECK_EQ(t->info().owned_rows, 0u);
   Consumer a;
-  a.set_lease(milliseconds(300));
+  a.set_lease(milliseconds(1000));  // long enough for a TRUNCATE on a busy disk
   REQUIRE(take(a, t));
   REQUIRE(t->truncate().ok());
-  std::this_thread::sleep_for(milliseconds(600));
+  std::this_thread::sleep_for(milliseconds(1300));  // past both deadlines
   CHECK_EQ(t->counters().lease_expiries.get(), 0u);
   CHECK(a.end().ok());  // the row vanished with TRUNCATE, as without a lease
   CHECK_EQ(t->info().rows, 0u);
@@ -247,10 +247,10 @@ TEST(renew_lease_moves_the_deadline_and_can_start_a_lease) {
   auto t = table_with(dir, {"one", "two"});
   REQUIRE(t);
   Consumer a;
-  a.set_lease(milliseconds(150));
+  a.set_lease(milliseconds(500));
   REQUIRE(take(a, t));
   REQUIRE(a.renew_lease(milliseconds(10000)).ok());
-  std::this_thread::sleep_for(milliseconds(400));  // well past the first deadline
+  std::this_thread::sleep_for(milliseconds(800));  // well past the first deadline
   CHECK_EQ(t->counters().lease_expiries.get(), 0u);
   REQUIRE(a.end().ok());
 
