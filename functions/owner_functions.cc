@@ -21,6 +21,24 @@ void raise_argument_count_error(const char* message) {
 
 namespace {
 
+// What an owner-mode action of `function` answers: 1, or 0 with the SQL error for st raised
+// (not owning a row, an expired lease, anything else).
+longlong owner_action_result(const char* function, const q4m_engine::ConnectionState* cs, const q4m::Status& st) {
+  if (st.code() == q4m::ErrorCode::kNotOwner) {
+    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): this connection does not own a row", MYF(0), function);
+    return 0;
+  }
+  if (st.code() == q4m::ErrorCode::kLeaseExpired) {
+    q4m_engine::raise_lease_expired(function, cs->owned_label(), st);
+    return 0;
+  }
+  if (!st.ok()) {
+    q4m_engine::raise_status_error(st);
+    return 0;
+  }
+  return 1;
+}
+
 enum class OwnerAction { kEnd, kAbort };
 
 // queue_end() / queue_abort(): leave owner mode, removing or returning the owned row.
@@ -48,20 +66,7 @@ class Item_func_owner_action final : public Item_queue_action {
     q4m::Status st = !cs ? q4m::Status(q4m::ErrorCode::kNotOwner, "")
                      : kAction == OwnerAction::kEnd ? cs->consumer().end()
                                                     : cs->consumer().abort();
-    if (st.code() == q4m::ErrorCode::kNotOwner) {
-      my_printf_error(ER_WRONG_ARGUMENTS, "%s(): this connection does not own a row", MYF(0),
-                      func_name());
-      return 0;
-    }
-    if (st.code() == q4m::ErrorCode::kLeaseExpired) {
-      q4m_engine::raise_lease_expired(func_name(), cs->owned_label(), st);
-      return 0;
-    }
-    if (!st.ok()) {
-      q4m_engine::raise_status_error(st);
-      return 0;
-    }
-    return 1;
+    return owner_action_result(func_name(), cs, st);
   }
 };
 
@@ -132,19 +137,7 @@ class Item_func_queue_renew_lease final : public Item_queue_action {
     }
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
     q4m::Status st = cs ? cs->consumer().renew_lease(lease) : q4m::Status(q4m::ErrorCode::kNotOwner, "");
-    if (st.code() == q4m::ErrorCode::kNotOwner) {
-      my_printf_error(ER_WRONG_ARGUMENTS, "queue_renew_lease(): this connection does not own a row", MYF(0));
-      return 0;
-    }
-    if (st.code() == q4m::ErrorCode::kLeaseExpired) {
-      q4m_engine::raise_lease_expired("queue_renew_lease", cs->owned_label(), st);
-      return 0;
-    }
-    if (!st.ok()) {
-      q4m_engine::raise_status_error(st);
-      return 0;
-    }
-    return 1;
+    return owner_action_result(func_name(), cs, st);
   }
 };
 

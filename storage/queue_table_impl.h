@@ -215,10 +215,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void row_became_free(TableState& st, RowEntry& e);
   RowId* cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter);
   Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
-  // `e` now belongs to `c`, which accepted it: owner, delivery count, lease.
-  void give_row(TableState& st, const Consumer::Impl& c, RowEntry& e);
-  // Called by give_row: starts e's lease if c asked for one.
-  void start_lease(TableState& st, const Consumer::Impl& c, const RowEntry& e);
+  // `e` now belongs to `c`, which accepted it as delivery number `deliveries`: owner,
+  // delivery count, and a lease if c asked for one.
+  void give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries);
   void lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms);  // new token + deadline
   Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
                        const std::shared_ptr<const RowFilter>& filter);

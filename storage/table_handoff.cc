@@ -33,11 +33,12 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
       }
     }
     Consumer::Impl* c = it->consumer;
-    if (!c->accept(it->sub_index, e.id, next_delivery(e))) {  // done waiting (timed out / got a row elsewhere)
+    const uint32_t deliveries = next_delivery(e);
+    if (!c->accept(it->sub_index, e.id, deliveries)) {  // done waiting (timed out / got a row elsewhere)
       it = st.waiters.erase(it);
       continue;
     }
-    give_row(st, *c, e);
+    give_row(st, *c, e, deliveries);
     st.waiters.erase(it);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
@@ -80,26 +81,30 @@ RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const Ro
 }
 
 QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e) {
-  if (!c.accept(sub_index, e.id, next_delivery(e))) return Take::kConsumerDone;  // got a row elsewhere meanwhile
-  give_row(st, c, e);
+  const uint32_t deliveries = next_delivery(e);
+  if (!c.accept(sub_index, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give_row(st, c, e, deliveries);
   global_stats().wait_immediate.add();
   return Take::kTaken;
 }
 
-void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e) {
+void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries) {
   e.state = RowState::kOwned;
   e.owner = c.self;
-  e.deliveries = static_cast<uint16_t>(next_delivery(e));
+  e.deliveries = static_cast<uint16_t>(deliveries);
   owned_.fetch_add(1);
-  start_lease(st, c, e);
+  // c is out of owner mode, so its lease token and expired flag are clear (leave_owner_mode).
+  if (const int64_t ms = c.lease_ms.load(); ms > 0) lease_row(st, c, e.id, ms);
 }
 
 namespace {
 
-// Is `d` still the lease of an owned row (not ended, aborted or removed meanwhile)?
-bool lease_is_live(RowIndex& index, const LeaseDeadline& d) {
-  const RowEntry* e = index.find(d.id);
-  return e && e->state == RowState::kOwned && e->owner && e->owner->impl().lease_token.load() == d.token;
+// The owned row `d` is still the lease of, or null if that lease is over (the row was
+// ended, aborted or removed, or its lease renewed or expired already).
+RowEntry* leased_row(RowIndex& index, const LeaseDeadline& d) {
+  RowEntry* e = index.find(d.id);
+  const bool live = e && e->state == RowState::kOwned && e->owner && e->owner->impl().lease_token.load() == d.token;
+  return live ? e : nullptr;
 }
 
 std::string seconds_text(int64_t ms) {
@@ -114,16 +119,6 @@ std::string seconds_text(int64_t ms) {
 
 }  // namespace
 
-void QueueTableImpl::start_lease(TableState& st, const Consumer::Impl& c, const RowEntry& e) {
-  const int64_t ms = c.lease_ms.load();
-  c.lease_expired.store(false);
-  if (ms <= 0) {
-    c.lease_token.store(0);
-    return;
-  }
-  lease_row(st, c, e.id, ms);
-}
-
 void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms) {
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + std::chrono::milliseconds(ms);
@@ -132,7 +127,7 @@ void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id
   // Leases ended in time leave their deadlines behind: drop them once they outnumber
   // the rows that can hold a lease (at most the owned ones) by far.
   if (st.leases.size() >= 2 * owned_.load() + 1024)
-    st.leases.drop_stale([&](const LeaseDeadline& d) { return lease_is_live(st.index, d); });
+    st.leases.drop_stale([&](const LeaseDeadline& d) { return leased_row(st.index, d) != nullptr; });
   st.leases.push(LeaseDeadline{at, id, token});
   if (!lease_watched_.exchange(true)) LeaseReaper::instance().watch(weak_from_this());
   LeaseReaper::instance().deadline_added(at);
@@ -167,9 +162,8 @@ Status QueueTableImpl::renew_lease(const Consumer::Impl& c, RowId id, std::chron
 LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now) {
   auto st = state_.lock();
   while (st->leases.due(now)) {
-    const LeaseDeadline d = st->leases.pop();
-    if (!lease_is_live(st->index, d)) continue;
-    RowEntry* e = st->index.find(d.id);
+    RowEntry* e = leased_row(st->index, st->leases.pop());
+    if (!e) continue;
     const Consumer::Impl& owner = e->owner->impl();
     owner.lease_expired.store(true);  // before the token: see consumer_impl.h
     owner.lease_token.store(0);
