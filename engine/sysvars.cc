@@ -3,6 +3,7 @@
 #include <mysql/plugin.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "../storage/settings.h"
 #include "sysvars.h"
@@ -98,8 +99,9 @@ st_mysql_sys_var* queue_system_variables[] = {
     nullptr};
 
 std::chrono::milliseconds session_lease(THD* thd) {
+  // Rounded up, as queue_renew_lease() rounds: a tiny positive lease is 1 ms, not "no lease".
   const double seconds = THDVAR(thd, lease_timeout);
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
 }
 
 void apply_system_variables() {

@@ -215,3 +215,13 @@ def test_renew_lease_bad_input(server):
     assert code == 1582
     assert value(a, "SELECT queue_renew_lease('2.5')") == 1  # a number as a string, as clients bind it
     assert value(a, "SELECT queue_end()") == 1
+
+
+def test_a_tiny_positive_lease_is_a_lease_not_none(server):
+    """0.0001 s rounds up to 1 ms (as queue_renew_lease() rounds), never down to "no lease"."""
+    _queue(server, 1)
+    a = server.connect()
+    query(a, "SET SESSION queue_lease_timeout = 0.0001")
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    wait_until(lambda: _lease_expiries(server) == 1, what="the 1 ms lease to run out")
+    expect_error(a, "SELECT queue_end()", "lease expired", "(0.001 s)")
