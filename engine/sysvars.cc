@@ -20,6 +20,7 @@ unsigned long long concurrent_compaction_interval = 1ull << 20;
 unsigned long long mmap_max = 1ull << 30;
 unsigned int compact_removed_percent = 50;
 unsigned long long compact_min_bytes = 16ull << 20;
+unsigned int commit_spin_us = 300;
 
 // Same order as q4m::SyncMode.
 const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
@@ -54,6 +55,9 @@ void update_compact_removed_percent(THD*, st_mysql_sys_var*, void* var_ptr, cons
 void update_compact_min_bytes(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
   q4m::settings().compaction_min_file_bytes.store(stored<unsigned long long>(var_ptr, save));
 }
+void update_commit_spin_us(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().commit_spin_us.store(stored<unsigned int>(var_ptr, save));
+}
 
 MYSQL_SYSVAR_ENUM(sync_mode, sync_mode, PLUGIN_VAR_RQCMDARG,
                   "How INSERT/DELETE/queue_end() wait for durability: fdatasync (default) or "
@@ -85,6 +89,11 @@ MYSQL_THDVAR_DOUBLE(lease_timeout, PLUGIN_VAR_RQCMDARG,
 MYSQL_SYSVAR_ULONGLONG(compact_min_bytes, compact_min_bytes, PLUGIN_VAR_RQCMDARG,
                        "Smallest data file automatic compaction considers (bytes)", nullptr,
                        update_compact_min_bytes, 16ull << 20, 0, ULLONG_MAX, 0);
+MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
+                  "Microseconds a statement queued behind another's group commit keeps its "
+                  "CPU (yielding to runnable threads) before it sleeps; at most as many "
+                  "statements spin at once as the server may use CPUs. 0 = sleep at once",
+                  nullptr, update_commit_spin_us, 300, 0, 100000, 0);
 
 }  // namespace
 
@@ -96,6 +105,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(compact_removed_percent),
     MYSQL_SYSVAR(compact_min_bytes),
     MYSQL_SYSVAR(lease_timeout),
+    MYSQL_SYSVAR(commit_spin_us),
     nullptr};
 
 std::chrono::milliseconds session_lease(THD* thd) {
@@ -112,6 +122,7 @@ void apply_system_variables() {
   s.mmap_max.store(mmap_max);
   s.compaction_removed_percent.store(static_cast<int>(compact_removed_percent));
   s.compaction_min_file_bytes.store(compact_min_bytes);
+  s.commit_spin_us.store(commit_spin_us);
 }
 
 }  // namespace q4m_engine

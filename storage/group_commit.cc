@@ -4,6 +4,8 @@
 // oldest queued caller (to lead the next batch). Each caller sleeps on its own futex
 // word and never takes the commit_ lock again once woken: with many writers a shared
 // notify_all, or wakers holding the lock the woken need, made context switches dominate.
+// Before sleeping, a caller spins for a short budget (spin_wait.h): most waits end
+// within it, and a thread that never slept needs no wake-up.
 #include <algorithm>
 #include <optional>
 
@@ -13,6 +15,7 @@
 #include "futex.h"
 #include "queue_table_impl.h"
 #include "settings.h"
+#include "spin_wait.h"
 
 namespace q4m {
 
@@ -40,6 +43,8 @@ void QueueTableImpl::commit(CommitRequest* req) {
     uint32_t s;
     while ((s = req->signal.load(std::memory_order_acquire)) == CommitRequest::kQueued) {
       if (!sleeping && settings().sync() != SyncMode::kNone) sleeping.emplace(BlockingWait::kCommit);
+      const uint32_t spin_us = settings().commit_spin_us.load(std::memory_order_relaxed);
+      if (SpinWait::spin_until_changed(req->signal, CommitRequest::kQueued, spin_us)) continue;
       futex_wait(&req->signal, CommitRequest::kQueued);
     }
     if (s == CommitRequest::kDone) return;

@@ -22,6 +22,8 @@ struct StorageSettings {
   std::atomic<bool> use_concurrent_compaction{true};
   std::atomic<uint64_t> concurrent_compaction_interval{1u << 20};  // bytes copied between serving writers
   std::atomic<uint64_t> mmap_max{1ull << 30};
+  // How long a caller queued behind a group commit spins (yielding) before it sleeps.
+  std::atomic<uint32_t> commit_spin_us{300};
 
   SyncMode sync() const { return static_cast<SyncMode>(sync_mode.load(std::memory_order_relaxed)); }
 };

@@ -1,0 +1,65 @@
+#include "spin_wait.h"
+
+#include <sched.h>
+
+#include <ctime>
+#include <thread>
+
+#include "stats.h"
+
+namespace q4m {
+
+namespace {
+
+std::atomic<int> spinners{0};
+
+uint64_t monotonic_us() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000u + static_cast<uint64_t>(t.tv_nsec) / 1000u;
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+// Holds one spinning slot for its lifetime, if one was free.
+class SpinSlot {
+ public:
+  SpinSlot() : held_(spinners.fetch_add(1, std::memory_order_relaxed) < SpinWait::max_spinners()) {}
+  ~SpinSlot() { spinners.fetch_sub(1, std::memory_order_relaxed); }
+  bool held() const { return held_; }
+
+ private:
+  bool held_;
+};
+
+}  // namespace
+
+int SpinWait::max_spinners() {
+  static const int n = usable_cpus();
+  return n;
+}
+
+int SpinWait::spinning_now() { return spinners.load(std::memory_order_relaxed); }
+
+bool SpinWait::spin_until_changed(const std::atomic<uint32_t>& word, uint32_t busy, uint32_t budget_us) {
+  if (budget_us == 0) return false;
+  SpinSlot slot;
+  if (!slot.held()) return false;
+  const uint64_t deadline = monotonic_us() + budget_us;
+  while (word.load(std::memory_order_acquire) == busy) {
+    if (monotonic_us() >= deadline) {
+      global_stats().commit_spin_timeouts.add();
+      return false;
+    }
+    sched_yield();
+  }
+  global_stats().commit_spin_hits.add();
+  return true;
+}
+
+}  // namespace q4m
