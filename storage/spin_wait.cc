@@ -2,7 +2,7 @@
 
 #include <sched.h>
 
-#include <ctime>
+#include <chrono>
 #include <thread>
 
 #include "stats.h"
@@ -12,12 +12,6 @@ namespace q4m {
 namespace {
 
 std::atomic<int> spinners{0};
-
-uint64_t monotonic_us() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000u + static_cast<uint64_t>(t.tv_nsec) / 1000u;
-}
 
 int usable_cpus() {
   cpu_set_t set;
@@ -50,9 +44,9 @@ bool SpinWait::spin_until_changed(const std::atomic<uint32_t>& word, uint32_t bu
   if (budget_us == 0) return false;
   SpinSlot slot;
   if (!slot.held()) return false;
-  const uint64_t deadline = monotonic_us() + budget_us;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(budget_us);
   while (word.load(std::memory_order_acquire) == busy) {
-    if (monotonic_us() >= deadline) {
+    if (std::chrono::steady_clock::now() >= deadline) {
       global_stats().commit_spin_timeouts.add();
       return false;
     }
