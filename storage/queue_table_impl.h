@@ -30,6 +30,7 @@
 #include "recovery.h"
 #include "row_filter.h"
 #include "row_index.h"
+#include "scan_cursors.h"
 #include "read_ahead_window.h"
 #include "tail_cache.h"
 
@@ -39,12 +40,6 @@ struct Waiter {
   Consumer::Impl* consumer;
   int sub_index;
   std::shared_ptr<const RowFilter> filter;  // null = any row
-};
-
-// Rows before `next` are known not to be Free-and-matching for this filter.
-struct ScanCursor {
-  std::weak_ptr<const RowFilter> filter;  // detects a new filter reusing a dead one's address
-  RowId next = 0;
 };
 
 // A row to read outside the table's lock: `file` keeps the right file alive even if
@@ -64,7 +59,7 @@ struct TableState {
   std::list<Waiter> waiters;       // FIFO
   RowId first_free_hint = 0;       // cursor of the "any row" filter
   uint64_t free_epoch = 0;         // counts rows returning to Free (see take_or_register)
-  std::unordered_map<const RowFilter*, ScanCursor> cursors;
+  ScanCursors cursors;             // of filtered waits
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   LeaseHeap leases;  // deadlines of leased owned rows (table_handoff.cc)
   bool dropped = false;

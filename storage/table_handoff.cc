@@ -55,29 +55,12 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   e.owner = nullptr;
   // Scans skipped this row while it was taken: move their cursors back.
   if (st.first_free_hint > e.id) st.first_free_hint = e.id;
-  for (auto it = st.cursors.begin(); it != st.cursors.end();) {
-    if (it->second.filter.expired()) {
-      it = st.cursors.erase(it);
-      continue;
-    }
-    if (it->second.next > e.id) it->second.next = e.id;
-    ++it;
-  }
+  st.cursors.row_returned(e.id);
   offer_row(st, e, std::string_view());
 }
 
 RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter) {
-  if (!filter) return &st.first_free_hint;
-  if (st.cursors.size() > 64) {  // forget cursors of filters nobody holds any more
-    for (auto it = st.cursors.begin(); it != st.cursors.end();)
-      it = it->second.filter.expired() ? st.cursors.erase(it) : std::next(it);
-  }
-  ScanCursor& sc = st.cursors[filter.get()];
-  if (sc.filter.owner_before(filter) || filter.owner_before(sc.filter) || sc.filter.expired()) {
-    sc.filter = filter;  // new filter (or a dead one's address reused): start over
-    sc.next = 0;
-  }
-  return &sc.next;
+  return filter ? st.cursors.cursor_for(filter) : &st.first_free_hint;
 }
 
 QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e) {

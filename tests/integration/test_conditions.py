@@ -101,3 +101,47 @@ def test_condition_cache_across_calls_stays_correct(server, q):
         assert value(q, "SELECT queue_wait('q:kind = 7', 0)") == 0
     assert value(q, "SELECT queue_wait('q:prio = 9', 0)") == 1
     assert value(q, "SELECT id FROM q") == 4
+
+
+DUE_NOW = "CONCAT('test.jobs:run_at <= ', UNIX_TIMESTAMP() {})"
+
+
+def _due(c, later_s=0):
+    """Consumes every job due `later_s` seconds from now (the README's delayed-message recipe)."""
+    now = DUE_NOW.format(f"+ {later_s}" if later_s else "")
+    ids = []
+    while True:
+        rows = query(c, f"SELECT id FROM test.jobs WHERE queue_wait({now}, 0)")
+        if not rows:
+            return ids
+        ids.append(rows[0][0])
+        assert value(c, "SELECT queue_end()") == 1
+
+
+def test_delayed_messages_with_a_timestamp_column_and_the_current_time(server):
+    """Delayed delivery (SQS DelaySeconds, pgmq's vt): a TIMESTAMP column says when a job is
+    due; the consumer's condition compares it with UNIX_TIMESTAMP(), so a new condition text
+    every second. Jobs not yet due stay queued and are skipped, not lost; due ones come out
+    in insert order. 'Later' is simulated by adding seconds to the consumer's clock."""
+    server.sql("CREATE TABLE test.jobs (id INT NOT NULL, run_at TIMESTAMP NOT NULL) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.jobs VALUES (1, NOW() + INTERVAL 1 HOUR), (2, NOW() - INTERVAL 1 SECOND),"
+               " (3, NOW() + INTERVAL 2 HOUR), (4, NOW())")
+    c = server.connect()
+    assert _due(c) == [2, 4]
+    assert server.value("SELECT COUNT(*) FROM test.jobs") == 2  # the delayed ones are still there
+    assert _due(c, later_s=5400) == [1]
+    assert _due(c, later_s=9000) == [3]
+    assert server.value("SELECT COUNT(*) FROM test.jobs") == 0
+    # A consumer keeps asking with its clock moving on (a new condition text each time), as a
+    # worker loop does once a second: thousands of distinct texts stay correct.
+    server.sql("INSERT INTO test.jobs VALUES (5, NOW() + INTERVAL 1 DAY)")
+    for later_s in range(3000):
+        if later_s % 500 == 0:
+            server.sql(f"INSERT INTO test.jobs VALUES ({100 + later_s}, FROM_UNIXTIME(UNIX_TIMESTAMP() + {later_s}))")
+        got = query(c, f"SELECT id FROM test.jobs WHERE queue_wait({DUE_NOW.format(f'+ {later_s}')}, 0)")
+        if later_s % 500 == 0:  # the job just inserted is due at once, and only then
+            assert got == [(100 + later_s,)]
+            assert value(c, "SELECT queue_end()") == 1
+        else:
+            assert got == []
+    assert [r[0] for r in server.sql("SELECT id FROM test.jobs")] == [5]

@@ -1,0 +1,45 @@
+#include "scan_cursors.h"
+
+#include <algorithm>
+
+namespace q4m {
+
+ScanCursors::RowId* ScanCursors::cursor_for(const std::shared_ptr<const RowFilter>& filter) {
+  auto it = cursors_.find(filter.get());
+  if (it == cursors_.end()) {
+    if (cursors_.size() >= sweep_above_) drop_dead();
+    it = cursors_.emplace(filter.get(), Cursor{filter, 0}).first;
+  }
+  Cursor& c = it->second;
+  if (c.filter.owner_before(filter) || filter.owner_before(c.filter) || c.filter.expired()) {
+    c.filter = filter;  // a dead filter's address reused: start over
+    c.next = 0;
+  }
+  return &c.next;
+}
+
+void ScanCursors::row_returned(RowId id) {
+  for (auto it = cursors_.begin(); it != cursors_.end();) {
+    if (it->second.filter.expired()) {
+      it = cursors_.erase(it);
+      continue;
+    }
+    if (it->second.next > id) it->second.next = id;
+    ++it;
+  }
+}
+
+void ScanCursors::clear() {
+  cursors_.clear();
+  sweep_above_ = kMinSweepSize;
+}
+
+void ScanCursors::drop_dead() {
+  ++sweeps_;
+  for (auto it = cursors_.begin(); it != cursors_.end();)
+    it = it->second.filter.expired() ? cursors_.erase(it) : std::next(it);
+  // The next sweep waits until the live cursors have doubled: amortized O(1) per new filter.
+  sweep_above_ = std::max(kMinSweepSize, 2 * cursors_.size());
+}
+
+}  // namespace q4m
