@@ -4,10 +4,26 @@
 
 namespace q4m {
 
+template <class OnLive>
+void ScanCursors::sweep(OnLive on_live) {
+  ++sweeps_;
+  for (auto it = cursors_.begin(); it != cursors_.end();) {
+    if (it->second.filter.expired()) {
+      it = cursors_.erase(it);
+    } else {
+      on_live(it->second);
+      ++it;
+    }
+  }
+  // The next sweep on adding waits until the live cursors have doubled: amortized O(1)
+  // per new filter.
+  sweep_above_ = std::max(kMinSweepSize, 2 * cursors_.size());
+}
+
 ScanCursors::RowId* ScanCursors::cursor_for(const std::shared_ptr<const RowFilter>& filter) {
   auto it = cursors_.find(filter.get());
   if (it == cursors_.end()) {
-    if (cursors_.size() >= sweep_above_) drop_dead();
+    if (cursors_.size() >= sweep_above_) sweep([](Cursor&) {});  // drop dead filters' cursors
     it = cursors_.emplace(filter.get(), Cursor{filter, 0}).first;
   }
   Cursor& c = it->second;
@@ -19,27 +35,14 @@ ScanCursors::RowId* ScanCursors::cursor_for(const std::shared_ptr<const RowFilte
 }
 
 void ScanCursors::row_returned(RowId id) {
-  for (auto it = cursors_.begin(); it != cursors_.end();) {
-    if (it->second.filter.expired()) {
-      it = cursors_.erase(it);
-      continue;
-    }
-    if (it->second.next > id) it->second.next = id;
-    ++it;
-  }
+  sweep([id](Cursor& c) {
+    if (c.next > id) c.next = id;
+  });
 }
 
 void ScanCursors::clear() {
   cursors_.clear();
   sweep_above_ = kMinSweepSize;
-}
-
-void ScanCursors::drop_dead() {
-  ++sweeps_;
-  for (auto it = cursors_.begin(); it != cursors_.end();)
-    it = it->second.filter.expired() ? cursors_.erase(it) : std::next(it);
-  // The next sweep waits until the live cursors have doubled: amortized O(1) per new filter.
-  sweep_above_ = std::max(kMinSweepSize, 2 * cursors_.size());
 }
 
 }  // namespace q4m

@@ -28,7 +28,7 @@ class ScanCursors {
 
   void clear();
   size_t size() const { return cursors_.size(); }
-  uint64_t sweeps() const { return sweeps_; }  // for tests: full passes that dropped dead cursors
+  uint64_t sweeps() const { return sweeps_; }  // for tests: passes over all cursors
 
   static constexpr size_t kMinSweepSize = 64;
 
@@ -37,7 +37,9 @@ class ScanCursors {
     std::weak_ptr<const RowFilter> filter;  // detects a new filter reusing a dead one's address
     RowId next = 0;
   };
-  void drop_dead();
+  // One pass over all cursors: drops dead filters' cursors, calls on_live(cursor) for the rest.
+  template <class OnLive>
+  void sweep(OnLive on_live);
 
   std::unordered_map<const RowFilter*, Cursor> cursors_;
   size_t sweep_above_ = kMinSweepSize;
