@@ -1,6 +1,6 @@
--- Installs the QUEUE storage engine, its SQL functions (queue_wait, queue_end, queue_abort,
--- queue_rowid, queue_delivery_count, queue_renew_lease, queue_set_srcid, queue_compact,
--- queue_stats) and
+-- Installs the QUEUE storage engine, its SQL functions (queue_wait, queue_wait_batch,
+-- queue_end, queue_abort, queue_rowid, queue_delivery_count, queue_renew_lease,
+-- queue_set_srcid, queue_compact, queue_stats) and
 -- INFORMATION_SCHEMA.QUEUE_TABLES. Copy build/plugin/ha_queue.so into @@plugin_dir first.
 -- The plugins are recorded in mysql.plugin and load again at every server start.
 INSTALL SONAME 'ha_queue';

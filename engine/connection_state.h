@@ -29,6 +29,17 @@ class ConnectionState {
   void set_owned_label(std::string label) { owned_label_ = std::move(label); }
   const std::string& owned_label() const { return owned_label_; }
 
+  // The queue row the statement `query_id` is reading (0 = its scan ended). With a batch
+  // owned, queue_rowid() and queue_delivery_count() answer for that row
+  // (SELECT queue_rowid(), q.* FROM q), and NULL once the scan has ended (an ORDER BY
+  // evaluates them after reading every row: the row they belong to is unknown then).
+  void note_row_read(int64_t query_id, uint64_t rowid) {
+    read_query_id_ = query_id;
+    read_rowid_ = rowid;
+  }
+  bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
+  uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
+
   void set_pending_relay(const PendingRelay& r) { pending_relay_ = r; }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -42,6 +53,8 @@ class ConnectionState {
   q4m::Consumer consumer_;
   std::optional<PendingRelay> pending_relay_;
   std::string owned_label_;
+  int64_t read_query_id_ = -1;
+  uint64_t read_rowid_ = 0;
 };
 
 // The connection's state, or null if it never needed one.

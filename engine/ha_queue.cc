@@ -260,7 +260,11 @@ int ha_queue::rnd_init(bool) {
   return 0;
 }
 
-int ha_queue::rnd_end() { return 0; }
+int ha_queue::rnd_end() {
+  ConnectionState* cs = find_connection_state(ha_thd());
+  if (cs && cs->read_rows_in(ha_thd()->query_id)) cs->note_row_read(ha_thd()->query_id, 0);
+  return 0;
+}
 
 int ha_queue::rnd_next(uchar* buf) {
   q4m::RowId id = 0;
@@ -285,6 +289,8 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
 
 int ha_queue::read_into(uchar* buf, q4m::RowId id) {
   current_id_ = id;
+  ConnectionState* cs = find_connection_state(ha_thd());
+  if (cs && cs->consumer().owned_count() > 1) cs->note_row_read(ha_thd()->query_id, id);
   if (decode_row(table, payload_, buf)) return 0;
   std::string msg = "QUEUE table '" + table_label() + "': row " + std::to_string(id) + " (" +
                     std::to_string(payload_.size()) + " bytes) in " + queue_->path() +

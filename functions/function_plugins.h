@@ -7,6 +7,7 @@ class Plugin_function;
 namespace q4m_functions {
 
 extern Plugin_function queue_wait_plugin;
+extern Plugin_function queue_wait_batch_plugin;
 extern Plugin_function queue_end_plugin;
 extern Plugin_function queue_abort_plugin;
 extern Plugin_function queue_rowid_plugin;

@@ -72,6 +72,8 @@ class Item_func_owner_action final : public Item_queue_action {
 
 // A number about the owned row, NULL outside owner mode; no side effects.
 // queue_rowid(): its id. queue_delivery_count(): how often it has been handed out.
+// With a batch owned: the row the statement is reading from the table; NULL after its scan
+// ended (an ORDER BY evaluates them then); the lowest row in a statement that reads none.
 enum class OwnedRowValue { kRowid, kDeliveryCount };
 
 template <OwnedRowValue kValue>
@@ -90,11 +92,28 @@ class Item_func_owned_row_value final : public Item_queue_int_func {
     set_maybe_null();
     return false;
   }
+  // Like RAND(): bound to no table, yet not constant, so a WHERE using them is evaluated for
+  // each row read, not once before the scan (a batch's rows differ).
+  bool fix_fields(THD* thd, Item** ref) override {
+    if (Item_queue_int_func::fix_fields(thd, ref)) return true;
+    used_tables_cache |= RAND_TABLE_BIT;
+    return false;
+  }
+  void update_used_tables() override {
+    Item_queue_int_func::update_used_tables();
+    used_tables_cache |= RAND_TABLE_BIT;
+  }
   const Type_handler* type_handler() const override { return &type_handler_ulonglong; }
   longlong val_int() override {
-    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(current_thd);
+    THD* thd = current_thd;
+    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
     uint64_t v = 0;  // 0 = not in owner mode for both
-    if (cs) v = kValue == OwnedRowValue::kRowid ? cs->consumer().owned_rowid() : cs->consumer().owned_delivery_count();
+    if (cs) {
+      const q4m::Consumer& c = cs->consumer();
+      q4m::RowId id = c.owned_rowid();
+      if (c.owned_count() > 1 && cs->read_rows_in(thd->query_id)) id = cs->row_read_in(thd->query_id);
+      v = kValue == OwnedRowValue::kRowid ? (c.delivery_count_of(id) ? id : 0) : c.delivery_count_of(id);
+    }
     null_value = v == 0;
     return static_cast<longlong>(v);
   }

@@ -1,5 +1,7 @@
 // queue_wait(tbl [, tbl ...] [, timeout]): consume the owned row (if any), then wait for
 // and take ownership of the next row of the first listed table that has one.
+// queue_wait_batch(tbl, max_rows [, timeout]): the same on one table, taking up to
+// max_rows rows at once.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -21,18 +23,42 @@ namespace q4m_functions {
 namespace {
 
 // The storage names the dropped table by its file; the user named it db.table.
-void raise_dropped(const q4m::Status& st, const std::vector<q4m::Subscription>& subs,
+void raise_dropped(const char* function, const q4m::Status& st, const std::vector<q4m::Subscription>& subs,
                    const std::vector<std::string>& labels) {
   for (size_t i = 0; i < subs.size(); i++) {
     if (st.message().find(subs[i].table->path()) != std::string::npos) {
-      my_printf_error(ER_NO_SUCH_TABLE,
-                      "queue_wait(): argument %u: table '%s' was dropped while waiting (%s)",
-                      MYF(0), static_cast<unsigned>(i + 1), labels[i].c_str(),
-                      st.message().c_str());
+      my_printf_error(ER_NO_SUCH_TABLE, "%s(): argument %u: table '%s' was dropped while waiting (%s)", MYF(0),
+                      function, static_cast<unsigned>(i + 1), labels[i].c_str(), st.message().c_str());
       return;
     }
   }
-  my_printf_error(ER_NO_SUCH_TABLE, "queue_wait(): %s", MYF(0), st.message().c_str());
+  my_printf_error(ER_NO_SUCH_TABLE, "%s(): %s", MYF(0), function, st.message().c_str());
+}
+
+// The consumer of this connection, ready for a wait: its lease set, a KILL meant for an
+// earlier statement forgotten. Null (an SQL error raised) if this statement was killed.
+q4m::Consumer* consumer_for_wait(THD* thd, q4m_engine::ConnectionState& cs) {
+  q4m::Consumer& consumer = cs.consumer();
+  consumer.set_lease(q4m_engine::session_lease(thd));
+  // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
+  // after the check stays pending in the consumer and ends the wait at once.
+  consumer.clear_interrupt();
+  if (thd_killed(thd)) {
+    my_error(ER_QUERY_INTERRUPTED, MYF(0));
+    return nullptr;
+  }
+  return &consumer;
+}
+
+// A failed wait's SQL error.
+void raise_wait_error(const char* function, q4m_engine::ConnectionState& cs, const q4m::Status& st,
+                      const std::vector<q4m::Subscription>& subs, const std::vector<std::string>& labels) {
+  if (st.code() == q4m::ErrorCode::kDropped)
+    raise_dropped(function, st, subs, labels);
+  else if (st.code() == q4m::ErrorCode::kLeaseExpired)  // the previously owned rows
+    q4m_engine::raise_lease_expired(function, cs.owned_label(), st);
+  else
+    q4m_engine::raise_status_error(st);
 }
 
 class Item_func_queue_wait final : public Item_queue_action {
@@ -66,24 +92,12 @@ class Item_func_queue_wait final : public Item_queue_action {
     }
     // Creating the state before waiting also makes KILL QUERY reach kill_query().
     q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
-    q4m::Consumer& consumer = cs.consumer();
-    consumer.set_lease(q4m_engine::session_lease(thd));
-    // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
-    // after the check stays pending in the consumer and ends the wait at once.
-    consumer.clear_interrupt();
-    if (thd_killed(thd)) {
-      my_error(ER_QUERY_INTERRUPTED, MYF(0));
-      return 0;
-    }
+    q4m::Consumer* consumer = consumer_for_wait(thd, cs);
+    if (!consumer) return 0;
     int index = 0;
-    q4m::Status st = consumer.wait(subs, wa.timeout, &index);
+    q4m::Status st = consumer->wait(subs, wa.timeout, &index);
     if (!st.ok()) {
-      if (st.code() == q4m::ErrorCode::kDropped)
-        raise_dropped(st, subs, labels);
-      else if (st.code() == q4m::ErrorCode::kLeaseExpired)  // the previously owned row
-        q4m_engine::raise_lease_expired("queue_wait", cs.owned_label(), st);
-      else
-        q4m_engine::raise_status_error(st);
+      raise_wait_error("queue_wait", cs, st, subs, labels);
       return 0;
     }
     if (index > 0) cs.set_owned_label(std::move(labels[static_cast<size_t>(index - 1)]));
@@ -103,8 +117,62 @@ class Create_func_queue_wait : public Create_native_func {
 
 Create_func_queue_wait Create_func_queue_wait::s_singleton;
 
+// Returns how many rows the connection now owns (0 on timeout).
+class Item_func_queue_wait_batch final : public Item_queue_action {
+ public:
+  Item_func_queue_wait_batch(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_wait_batch")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 11;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_wait_batch>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    BatchWaitArguments wa;
+    if (!parse_batch_wait_arguments(args, arg_count, &wa)) return 0;
+    ResolvedTable t;
+    TableArgument a{"queue_wait_batch", 1, wa.table, true, SELECT_ACL | DELETE_ACL};
+    if (!resolve_table(thd, a, &t)) return 0;
+    q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
+    q4m::Consumer* consumer = consumer_for_wait(thd, cs);
+    if (!consumer) return 0;
+    size_t taken = 0;
+    q4m::Status st = consumer->wait_batch(t.subscription, wa.max_rows, wa.timeout, &taken);
+    if (!st.ok()) {
+      raise_wait_error("queue_wait_batch", cs, st, {t.subscription}, {t.label});
+      return 0;
+    }
+    if (taken > 0) cs.set_owned_label(std::move(t.label));
+    return static_cast<longlong>(taken);
+  }
+};
+
+class Create_func_queue_wait_batch : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    if (!args || args->elements < 2 || args->elements > 3) {
+      raise_argument_count_error("queue_wait_batch() takes 2 or 3 arguments (table, max_rows [, timeout])");
+      return nullptr;
+    }
+    mark_statement_side_effects(thd);
+    return new (thd->mem_root) Item_func_queue_wait_batch(thd, *args);
+  }
+  static Create_func_queue_wait_batch s_singleton;
+};
+
+Create_func_queue_wait_batch Create_func_queue_wait_batch::s_singleton;
+
 }  // namespace
 
 Plugin_function queue_wait_plugin(&Create_func_queue_wait::s_singleton);
+Plugin_function queue_wait_batch_plugin(&Create_func_queue_wait_batch::s_singleton);
 
 }  // namespace q4m_functions

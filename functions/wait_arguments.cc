@@ -132,4 +132,49 @@ bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
   return true;
 }
 
+namespace {
+
+// The table argument of queue_wait_batch(): a string, not NULL.
+bool parse_batch_table(Item* item, std::string* out) {
+  const char* problem = nullptr;
+  std::string value;
+  if (is_number_type(item)) {
+    value = shown(item);
+    problem = "is a number, expected a table name";
+  } else {
+    StringBuffer<256> buf;
+    String* s = item->val_str(&buf);
+    if (!s || item->null_value) problem = "table name is NULL";
+    else out->assign(s->ptr(), s->length());
+  }
+  if (!problem) return true;
+  my_printf_error(ER_WRONG_ARGUMENTS, "queue_wait_batch(): argument 1: %s%s%s", MYF(0), value.c_str(),
+                  value.empty() ? "" : " ", problem);
+  return false;
+}
+
+// max_rows: a whole number from 1 to kMaxBatchRows (a string that reads as one too).
+bool parse_max_rows(Item* item, size_t* out) {
+  std::string text = shown(item);
+  const bool null = item->null_value || is_null_literal(item);
+  double v = -1;
+  if (!null && (is_number_type(item) || looks_numeric(text))) v = strtod(text.c_str(), nullptr);
+  if (null || !std::isfinite(v) || v != std::floor(v) || v < 1 || v > static_cast<double>(kMaxBatchRows)) {
+    my_printf_error(ER_WRONG_ARGUMENTS,
+                    "queue_wait_batch(): argument 2: invalid max_rows %s (expected a whole number from 1 to %llu)",
+                    MYF(0), null ? "NULL" : text.c_str(), static_cast<unsigned long long>(kMaxBatchRows));
+    return false;
+  }
+  *out = static_cast<size_t>(v);
+  return true;
+}
+
+}  // namespace
+
+bool parse_batch_wait_arguments(Item** args, unsigned count, BatchWaitArguments* out) {
+  if (!parse_batch_table(args[0], &out->table) || !parse_max_rows(args[1], &out->max_rows)) return false;
+  return count < 3 ||
+         parse_seconds(args[2], SecondsRule{"queue_wait_batch", 3, "timeout", true, kMaxTimeoutSeconds}, &out->timeout);
+}
+
 }  // namespace q4m_functions

@@ -23,6 +23,17 @@ struct WaitArguments {
 // Evaluates and checks the arguments. False if an SQL error was raised.
 bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out);
 
+// queue_wait_batch(tbl, max_rows [, timeout]): one table (a condition allowed), how many
+// rows at most (1..kMaxBatchRows), and the timeout as in queue_wait().
+constexpr uint64_t kMaxBatchRows = 10000;
+struct BatchWaitArguments {
+  std::string table;
+  size_t max_rows = 1;
+  std::chrono::milliseconds timeout = kDefaultWaitTimeout;
+};
+// `count` is 2 or 3 (the function's builder checks). False if an SQL error was raised.
+bool parse_batch_wait_arguments(Item** args, unsigned count, BatchWaitArguments* out);
+
 // A duration argument in seconds: a number, or a string that reads as one (fractions
 // allowed). Larger values are capped at max_seconds.
 struct SecondsRule {

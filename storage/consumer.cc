@@ -39,6 +39,14 @@ bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr;
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
 uint32_t Consumer::owned_delivery_count() const { return impl_->owned_table.load() ? impl_->owned_deliveries : 0; }
+size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
+uint32_t Consumer::delivery_count_of(RowId id) const {
+  const Impl& c = *impl_;
+  if (!c.owned_table.load()) return 0;
+  if (c.batch_ids.empty()) return id == c.owned_rowid.load() ? c.owned_deliveries : 0;
+  auto it = std::lower_bound(c.batch_ids.begin(), c.batch_ids.end(), id);
+  return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
+}
 
 namespace {
 
@@ -47,8 +55,17 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
+  c.batch_ids.clear();
+  c.batch_deliveries.clear();
   c.lease_token.store(0);
   c.lease_expired.store(false);
+  c.expired_token.store(0);
+}
+
+// Gives every owned row still held back to the queue (those a lease expiry returned
+// already, or a DELETE removed, are skipped by abort_row).
+void return_owned_rows(Consumer::Impl& c) {
+  for (RowId id : OwnedIds(c)) c.owned->abort_row(c.self, id);
 }
 
 Status not_owner(const char* fn) {
@@ -70,24 +87,30 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
-  Status s = c.owned->renew_lease(c, c.owned_rowid.load(), lease);
-  if (s.code() == ErrorCode::kLeaseExpired) leave_owner_mode(c);
+  const OwnedIds ids(c);
+  Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
+  if (s.code() == ErrorCode::kLeaseExpired) {
+    if (!c.batch_ids.empty()) return_owned_rows(c);  // a batch's rows whose deadlines were still ahead
+    leave_owner_mode(c);
+  }
   return s;
 }
 
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
+  const OwnedIds ids(c);
   // Token before expired: expiry writes them the other way round (consumer_impl.h).
   if (c.lease_token.load() != 0 || c.lease_expired.load()) {
-    Status s = c.owned->settle_lease(c, c.owned_rowid.load());
+    Status s = c.owned->settle_lease(c, ids.front(), ids.size());
     if (!s.ok()) {
+      if (!c.batch_ids.empty()) return_owned_rows(c);  // a batch's rows whose deadlines were still ahead
       leave_owner_mode(c);
       return s;
     }
   }
-  Status s = c.owned->end_row(this, c.owned_rowid.load());
-  if (!s.ok()) return s;  // still in owner mode: the row was not removed
+  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one durable commit
+  if (!s.ok()) return s;  // still in owner mode: no row was removed
   c.owned->counters().ends.add();
   global_stats().ends.add();
   leave_owner_mode(c);
@@ -97,7 +120,7 @@ Status Consumer::end() {
 Status Consumer::abort() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_abort()");
-  c.owned->abort_row(this, c.owned_rowid.load());
+  return_owned_rows(c);
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
   leave_owner_mode(c);
@@ -107,7 +130,7 @@ Status Consumer::abort() {
 void Consumer::release() {
   Impl& c = *impl_;
   if (c.owned) {
-    c.owned->abort_row(this, c.owned_rowid.load());
+    return_owned_rows(c);
     global_stats().disconnect_returns.add();
     leave_owner_mode(c);
   }
@@ -228,6 +251,49 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
   if (interrupted) return interrupted_status();
   global_stats().wait_timeouts.add();
+  return Status::Ok();
+}
+
+}  // namespace q4m
+
+namespace q4m {
+
+Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout,
+                            size_t* taken) {
+  Impl& c = *impl_;
+  *taken = 0;
+  if (max_rows == 0) return Status(ErrorCode::kInvalid, "queue_wait_batch(): max_rows must be at least 1");
+  int index = 0;
+  Status s = wait({sub}, timeout, &index);
+  if (!s.ok() || index == 0) return s;
+  std::vector<std::pair<RowId, uint32_t>> rows{{c.owned_rowid.load(), c.owned_deliveries}};
+  QueueTableImpl* t = c.owned.get();
+  c.taking_more = true;
+  while (rows.size() < max_rows) {
+    {
+      auto mb = c.mailbox.lock();
+      mb->handed = false;
+      mb->waiting = true;
+    }
+    // Never registers: only rows free now. Stops at kNone (no more), kConsumerDone (its
+    // lease ran out meanwhile) and kDropped (the rows vanish with the table anyway).
+    const QueueTableImpl::Take r = t->take_or_register(c, 0, sub.filter, false);
+    auto mb = c.mailbox.lock();
+    mb->waiting = false;
+    if (r != QueueTableImpl::Take::kTaken) break;
+    rows.emplace_back(mb->handed_rowid, mb->handed_deliveries);
+  }
+  c.taking_more = false;
+  *taken = rows.size();
+  if (rows.size() > 1) {
+    std::sort(rows.begin(), rows.end());
+    for (const auto& r : rows) {
+      c.batch_ids.push_back(r.first);
+      c.batch_deliveries.push_back(r.second);
+    }
+    c.owned_rowid.store(rows.front().first);
+    c.owned_deliveries = rows.front().second;
+  }
   return Status::Ok();
 }
 

@@ -31,6 +31,13 @@ class Consumer {
   // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).
   Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
 
+  // queue_wait_batch(): wait() on one subscription, then up to max_rows - 1 more rows of
+  // that table that match and are free right now (it does not wait for them). The
+  // connection owns them all: end() removes them in one durable commit, abort() and
+  // release() return them, and one lease covers them (its expiry returns them all).
+  // *taken = rows now owned (0 on timeout). max_rows must be >= 1.
+  Status wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout, size_t* taken);
+
   // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
   // with another consumer): kLeaseExpired, and owner mode is left all the same.
@@ -60,10 +67,15 @@ class Consumer {
 
   bool owner_mode() const;
   QueueTable* owned_table() const;  // null if not in owner mode
-  RowId owned_rowid() const;        // 0 if not in owner mode
+  RowId owned_rowid() const;        // 0 if not in owner mode; the lowest of a batch
   // How often the owned row has been handed out since its table was opened, this time
   // included (1 = first delivery); 0 if not in owner mode. In memory: a restart starts over.
+  // For a batch: of its lowest row.
   uint32_t owned_delivery_count() const;
+  // Rows owned: 0, 1, or the size of a batch (rows removed by a DELETE since included).
+  size_t owned_count() const;
+  // The delivery count of owned row `id`, 0 if this consumer does not own it.
+  uint32_t delivery_count_of(RowId id) const;
 
   struct Impl;
   Impl& impl() { return *impl_; }

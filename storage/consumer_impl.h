@@ -9,6 +9,7 @@
 
 #include "consumer.h"
 #include "guarded.h"
+#include "lease.h"
 
 namespace q4m {
 
@@ -44,8 +45,14 @@ struct Consumer::Impl {
   // check from any thread is race-free.
   std::shared_ptr<QueueTableImpl> owned;
   std::atomic<QueueTableImpl*> owned_table{nullptr};
-  std::atomic<RowId> owned_rowid{0};
+  std::atomic<RowId> owned_rowid{0};  // the lowest of a batch
   uint32_t owned_deliveries = 0;  // own thread only
+  // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
+  // counts; both empty otherwise. Own thread only.
+  std::vector<RowId> batch_ids;
+  std::vector<uint32_t> batch_deliveries;
+  // Own thread only (read by the table on it): wait_batch() is adding rows to the owned one.
+  bool taking_more = false;
 
   // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
   // lease); set by the own thread, read by a writer handing it a row.
@@ -57,9 +64,29 @@ struct Consumer::Impl {
   mutable std::atomic<uint64_t> lease_token{0};  // 0 = the owned row has no live lease
   mutable std::atomic<bool> lease_expired{false};
   mutable std::atomic<int64_t> owned_lease_ms{0};  // the lease the owned row was taken with
+  // The deadline of the live lease and the token of the lease that expired (0 = none): the
+  // rows of a batch share one lease, and each row's deadline returns it once any has expired.
+  mutable std::atomic<LeaseClock::rep> lease_at{0};
+  mutable std::atomic<uint64_t> expired_token{0};
 
   // Tables in which this consumer holds delete claims (returned by release()).
   Guarded<std::vector<std::weak_ptr<QueueTableImpl>>> claim_tables;
+};
+
+// Every row a consumer owns: its batch, or its one row. Valid while the consumer's batch is
+// unchanged; allocates nothing (the single-row path is the hot one).
+class OwnedIds {
+ public:
+  explicit OwnedIds(const Consumer::Impl& c)
+      : one_(c.owned_rowid.load()), many_(c.batch_ids.empty() ? nullptr : &c.batch_ids) {}
+  const RowId* begin() const { return many_ ? many_->data() : &one_; }
+  const RowId* end() const { return begin() + size(); }
+  size_t size() const { return many_ ? many_->size() : 1; }
+  RowId front() const { return *begin(); }
+
+ private:
+  RowId one_;
+  const std::vector<RowId>* many_;
 };
 
 }  // namespace q4m

@@ -260,11 +260,11 @@ RowId QueueTableImpl::last_relayed_rowid(uint32_t source_id) {
 // No look at the index first: only TRUNCATE/DROP can take an owned row away (a lease
 // can't: Consumer::end() settles it first), and then publish() skips the id (and
 // recovery ignores a REMOVE of an id it does not know).
-Status QueueTableImpl::end_row(const Consumer* c, RowId id) {
+Status QueueTableImpl::end_rows(const Consumer* c, const RowId* ids, size_t count) {
   CommitRequest req;
   req.kind = CommitRequest::kRemove;
-  req.remove_ids = &id;
-  req.remove_count = 1;
+  req.remove_ids = ids;
+  req.remove_count = count;
   req.remover = c;
   commit(&req);
   if (req.status.code() == ErrorCode::kDropped) return Status::Ok();

@@ -1,6 +1,7 @@
 // QueueTableImpl: opening, SQL-scan reads, visibility, info.
 #include "queue_table_impl.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "consumer_impl.h"
@@ -12,17 +13,31 @@ namespace {
 // What a viewer may see (see the visibility rules in queue_table.h).
 struct ViewerMode {
   bool owns_elsewhere = false;
-  RowId owned_here = 0;  // the only row visible when non-zero
+  RowId owned_here = 0;  // the only row visible when non-zero (the lowest of a batch)
+  const std::vector<RowId>* batch = nullptr;  // the rows visible, if it owns a batch here
 };
 
+// Only the viewer's own thread scans with it, so reading its batch is safe.
 ViewerMode mode_of(const Consumer* viewer, const QueueTableImpl* table) {
   ViewerMode m;
   if (!viewer) return m;
-  const QueueTableImpl* t = viewer->impl().owned_table.load(std::memory_order_acquire);
+  const Consumer::Impl& c = viewer->impl();
+  const QueueTableImpl* t = c.owned_table.load(std::memory_order_acquire);
   if (!t) return m;
-  if (t == table) m.owned_here = viewer->impl().owned_rowid.load(std::memory_order_acquire);
-  else m.owns_elsewhere = true;
+  if (t != table) {
+    m.owns_elsewhere = true;
+    return m;
+  }
+  m.owned_here = c.owned_rowid.load(std::memory_order_acquire);
+  if (!c.batch_ids.empty()) m.batch = &c.batch_ids;
   return m;
+}
+
+// The owned row a scan after `after` reads next; 0 if none is left.
+RowId next_owned(const ViewerMode& m, RowId after) {
+  if (!m.batch) return m.owned_here > after ? m.owned_here : 0;
+  auto it = std::upper_bound(m.batch->begin(), m.batch->end(), after);
+  return it == m.batch->end() ? 0 : *it;
 }
 
 bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
@@ -114,14 +129,19 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
   *found = false;
   ViewerMode m = mode_of(viewer, this);
   if (m.owns_elsewhere) return Status::Ok();
-  if (m.owned_here && m.owned_here <= after) return Status::Ok();  // the owner's scan is past its row
+  RowId owned = m.owned_here ? next_owned(m, after) : 0;
+  if (m.owned_here && !owned) return Status::Ok();  // the owner's scan is past its rows
   UncachedRead r;
   {
     auto st = state_.lock();
     const RowEntry* e = nullptr;
     if (m.owned_here) {
-      e = st->index.find(m.owned_here);
-      if (!e || e->owner != viewer) return Status::Ok();
+      // Skips rows of a batch that are gone (a DELETE, TRUNCATE or an expired lease).
+      for (; owned; owned = next_owned(m, owned)) {
+        e = st->index.find(owned);
+        if (e && e->owner == viewer) break;
+      }
+      if (!owned) return Status::Ok();
     } else {
       size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
       while (pos < end && !visible_in_scan(st->index.at(pos), viewer)) pos++;
@@ -181,7 +201,16 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {
   ViewerMode m = mode_of(viewer, this);
   if (m.owns_elsewhere) return 0;
-  if (m.owned_here) return 1;
+  if (m.owned_here && !m.batch) return 1;
+  if (m.batch) {  // the rows of its batch still held
+    auto st = state_.lock();
+    uint64_t n = 0;
+    for (RowId id : *m.batch) {
+      const RowEntry* e = st->index.find(id);
+      n += e && e->owner == viewer;
+    }
+    return n;
+  }
   uint64_t rows = rows_.load(std::memory_order_relaxed), owned = owned_.load(std::memory_order_relaxed);
   return rows > owned ? rows - owned : 0;
 }

@@ -157,15 +157,17 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
-  Status end_row(const Consumer* c, RowId id);    // durable removal; Ok if the row vanished
+  // Durable removal of c's owned rows `ids` in one commit; Ok for rows that vanished.
+  Status end_rows(const Consumer* c, const RowId* ids, size_t count);
   void abort_row(const Consumer* c, RowId id);    // back to Free (+ hand to a waiter)
   void release_claims(const Consumer* c);         // claimed rows back to Free
-  // Before end_row of a leased row: kLeaseExpired if the lease already ran out, else the
-  // lease is cancelled, so the row can no longer go back to the queue under the removal.
-  Status settle_lease(const Consumer::Impl& c, RowId id);
-  // The owned row `id` of c is now leased until `lease` from now (a new lease, whether or not
-  // it had one); kLeaseExpired if its lease already ran out.
-  Status renew_lease(const Consumer::Impl& c, RowId id, std::chrono::milliseconds lease);
+  // Before end_rows of leased rows (c's `count` owned rows, the lowest `first`):
+  // kLeaseExpired if the lease already ran out, else the lease is cancelled, so the rows
+  // can no longer go back to the queue under the removal.
+  Status settle_lease(const Consumer::Impl& c, RowId first, size_t count);
+  // The owned rows `ids` of c are now leased until `lease` from now (a new lease, whether or
+  // not they had one); kLeaseExpired if their lease already ran out.
+  Status renew_lease(const Consumer::Impl& c, const RowId* ids, size_t count, std::chrono::milliseconds lease);
 
   // LeasedTable (the reaper's thread)
   LeaseClock::time_point expire_leases(LeaseClock::time_point now) override;
@@ -214,6 +216,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // delivery count, and a lease if c asked for one.
   void give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries);
   void lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms);  // new token + deadline
+  // One more row under c's live lease (a batch): the same token and deadline.
+  void add_to_lease(TableState& st, const Consumer::Impl& c, RowId id);
   Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
                        const std::shared_ptr<const RowFilter>& filter);
 

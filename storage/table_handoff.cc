@@ -64,6 +64,8 @@ RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const Ro
 }
 
 QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e) {
+  // A batch stops growing once its lease ran out (its rows are going back already).
+  if (c.taking_more && c.lease_expired.load()) return Take::kConsumerDone;
   const uint32_t deliveries = next_delivery(e);
   if (!c.accept(sub_index, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
   give_row(st, c, e, deliveries);
@@ -76,18 +78,26 @@ void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry&
   e.owner = c.self;
   e.deliveries = static_cast<uint16_t>(deliveries);
   owned_.fetch_add(1);
-  // c is out of owner mode, so its lease token and expired flag are clear (leave_owner_mode).
-  if (const int64_t ms = c.lease_ms.load(); ms > 0) lease_row(st, c, e.id, ms);
+  // c is out of owner mode (its lease token and expired flag are clear, leave_owner_mode),
+  // or adding to a batch, whose rows share the first one's lease.
+  if (const int64_t ms = c.lease_ms.load(); ms > 0) {
+    if (c.taking_more)
+      add_to_lease(st, c, e.id);
+    else
+      lease_row(st, c, e.id, ms);
+  }
 }
 
 namespace {
 
 // The owned row `d` is still the lease of, or null if that lease is over (the row was
 // ended, aborted or removed, or its lease renewed or expired already).
+// A deadline of the lease that just expired is live too: the other rows of its batch.
 RowEntry* leased_row(RowIndex& index, const LeaseDeadline& d) {
   RowEntry* e = index.find(d.id);
-  const bool live = e && e->state == RowState::kOwned && e->owner && e->owner->impl().lease_token.load() == d.token;
-  return live ? e : nullptr;
+  if (!e || e->state != RowState::kOwned || !e->owner) return nullptr;
+  const Consumer::Impl& owner = e->owner->impl();
+  return owner.lease_token.load() == d.token || owner.expired_token.load() == d.token ? e : nullptr;
 }
 
 std::string seconds_text(int64_t ms) {
@@ -106,6 +116,7 @@ void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + std::chrono::milliseconds(ms);
   c.owned_lease_ms.store(ms);
+  c.lease_at.store(at.time_since_epoch().count());
   c.lease_token.store(token);
   // Leases ended in time leave their deadlines behind: drop them once they outnumber
   // the rows that can hold a lease (at most the owned ones) by far.
@@ -116,38 +127,59 @@ void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id
   LeaseReaper::instance().deadline_added(at);
 }
 
+void QueueTableImpl::add_to_lease(TableState& st, const Consumer::Impl& c, RowId id) {
+  const uint64_t token = c.lease_token.load();
+  if (token == 0) return;  // expired: take_locked adds no row then
+  st.leases.push(LeaseDeadline{LeaseClock::time_point(LeaseClock::duration(c.lease_at.load())), id, token});
+}
+
 namespace {
 
-Status lease_expired_status(const Consumer::Impl& c, RowId id) {
-  return Status(ErrorCode::kLeaseExpired,
-                "the lease of row " + std::to_string(id) + " (" + seconds_text(c.owned_lease_ms.load()) +
-                    ") ran out before it was ended: the row went back to the queue and was not removed");
+Status lease_expired_status(const Consumer::Impl& c, RowId first, size_t count) {
+  const std::string lease = " (" + seconds_text(c.owned_lease_ms.load()) + ") ran out before ";
+  if (count > 1)
+    return Status(ErrorCode::kLeaseExpired,
+                  "the lease of the batch of " + std::to_string(count) + " rows from row " + std::to_string(first) +
+                      lease + "it was ended: its rows went back to the queue and were not removed");
+  return Status(ErrorCode::kLeaseExpired, "the lease of row " + std::to_string(first) + lease +
+                                              "it was ended: the row went back to the queue and was not removed");
 }
 
 }  // namespace
 
-Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId id) {
+Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId first, size_t count) {
   auto st = state_.lock();
-  if (c.lease_expired.load()) return lease_expired_status(c, id);
-  c.lease_token.store(0);  // its deadline is stale from here on
+  if (c.lease_expired.load()) return lease_expired_status(c, first, count);
+  c.lease_token.store(0);  // its deadlines are stale from here on
   return Status::Ok();
 }
 
-Status QueueTableImpl::renew_lease(const Consumer::Impl& c, RowId id, std::chrono::milliseconds lease) {
+Status QueueTableImpl::renew_lease(const Consumer::Impl& c, const RowId* ids, size_t count,
+                                   std::chrono::milliseconds lease) {
   auto st = state_.lock();
-  if (c.lease_expired.load()) return lease_expired_status(c, id);
-  const RowEntry* e = st->index.find(id);
-  if (!e || e->owner != c.self || e->state != RowState::kOwned) return Status::Ok();  // gone (TRUNCATE)
-  lease_row(*st, c, id, lease.count());  // the old deadline is stale: its token changed
+  if (c.lease_expired.load()) return lease_expired_status(c, ids[0], count);
+  bool leased = false;  // the first row still held gets a new token (old deadlines go stale)
+  for (size_t i = 0; i < count; i++) {
+    const RowEntry* e = st->index.find(ids[i]);
+    if (!e || e->owner != c.self || e->state != RowState::kOwned) continue;  // gone (TRUNCATE, DELETE)
+    if (leased) {
+      add_to_lease(*st, c, ids[i]);
+    } else {
+      lease_row(*st, c, ids[i], lease.count());
+      leased = true;
+    }
+  }
   return Status::Ok();
 }
 
 LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now) {
   auto st = state_.lock();
   while (st->leases.due(now)) {
-    RowEntry* e = leased_row(st->index, st->leases.pop());
+    const LeaseDeadline d = st->leases.pop();
+    RowEntry* e = leased_row(st->index, d);
     if (!e) continue;
     const Consumer::Impl& owner = e->owner->impl();
+    if (owner.lease_token.load() == d.token) owner.expired_token.store(d.token);  // the rest of its batch
     owner.lease_expired.store(true);  // before the token: see consumer_impl.h
     owner.lease_token.store(0);
     counters_.lease_expiries.add();

@@ -142,6 +142,25 @@ def test_enqueue_batches_with_a_short_last_batch_arrive_exactly_once(server, tmp
     assert "QUEUE INSERT p50/p99" in markdown_of(doc, tmp_path)
 
 
+@pytest.mark.parametrize("protocol", ["text", "prepared"])
+def test_batch_consumers_receive_every_message_once(server, tmp_path, protocol):
+    """--consume-batch 16: QUEUE consumers take queue_wait_batch() batches, InnoDB consumers claim
+    LIMIT 16 ... SKIP LOCKED and delete them with one DELETE; both deliver every id once."""
+    p, doc = run_bench(server, tmp_path, "--messages", "500", "--concurrency", "1,4", "--consume-batch", "16",
+                       "--scenarios", "multireader,multiwait", "--sync", "durable", "--payload", "100",
+                       "--wait-timeout", "0.2", "--protocol", protocol)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["options"]["consume_batch"] == 16
+    runs = doc["runs"]
+    assert {(r["scenario"], r["engine"]) for r in runs} == {
+        (sc, e) for sc in ("multireader", "multiwait") for e in ("queue", "innodb")}
+    for r in runs:
+        assert r["ok"] and r["messages"] == 500, r
+    assert any("queue_wait_batch('q4m_bench_queue', 16," in sql for sql in doc["sql"]["queue"])
+    assert any("LIMIT 16 FOR UPDATE SKIP LOCKED" in sql for sql in doc["sql"]["innodb"])
+    assert "up to 16 messages per statement" in p.stdout
+
+
 def test_bad_option_is_a_clear_error(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--messages", "0")
     assert p.returncode != 0 and "--messages must be > 0" in p.stderr
@@ -149,5 +168,9 @@ def test_bad_option_is_a_clear_error(server, tmp_path):
     assert p.returncode != 0 and "unknown scenario 'fastest'" in p.stderr
     p, _ = run_bench(server, tmp_path, "--batch", "0")
     assert p.returncode != 0 and "--batch: 1..10000" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--consume-batch", "0")
+    assert p.returncode != 0 and "--consume-batch: 1..10000" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--consume-batch", "8", "--scenarios", "multirw")
+    assert p.returncode != 0 and "--consume-batch applies to multireader and multiwait" in p.stderr
     p, _ = run_bench(server, tmp_path, "--protocol", "binary")
     assert p.returncode != 0 and "--protocol: expected text or prepared, got 'binary'" in p.stderr

@@ -46,11 +46,13 @@ def payload_for(mid):
 class Ledger:
     """What the clients observed during one cycle (thread-safe)."""
 
-    def __init__(self, leases=False):
+    def __init__(self, leases=False, batches=False):
         # With leases a row may be handed out again while its first owner still believes it
         # holds it (it learns of the expiry at its next queue_end/queue_wait): "owned by two
         # at once" is then expected, and "acked twice" is what must never happen.
         self.leases = leases
+        self.batches = batches  # half the consumers take batches (queue_wait_batch)
+        self.batched = 0  # rows seen in batches of two or more
         self.expired = 0  # queue_end/queue_wait calls told "lease expired"
         self.lock = threading.Lock()
         self.attempted, self.inserted = set(), set()
@@ -106,6 +108,7 @@ class Ledger:
 CLIENT_ERRORS = (pymysql.MySQLError, OSError)
 ER_LOCK_WAIT_TIMEOUT = 1205  # what q4m answers when the owned row's lease ran out
 LEASE_S = 0.03  # the lease-mode consumers' queue_lease_timeout; their slow jobs take 0.06 s
+BATCH_ROWS = 20  # batch consumers ask for 1..BATCH_ROWS rows
 
 
 def lease_ran_out(e):
@@ -133,6 +136,8 @@ def producer(server, ledger, pid):
 
 def _owned_row(ledger, cur, who):
     rows = cur.fetchall()
+    if not rows and ledger.leases:
+        return None  # its lease ran out between queue_wait() and this SELECT (a stalled client)
     if len(rows) != 1:
         ledger.violations.append(f"consumer {who} owning a row sees {len(rows)} rows")
         return None
@@ -185,6 +190,9 @@ def consumer(server, ledger, who, rng):
             cur.execute("SELECT producer, seq, payload FROM q")
             mid = _owned_row(ledger, cur, who)
             if mid is None:
+                if ledger.leases:  # the row is back in the queue; leave owner mode (no error after expiry)
+                    cur.execute("SELECT queue_abort()")
+                    cur.fetchall()
                 continue
             if rng.random() < 0.05:
                 ledger.release(mid)
@@ -207,6 +215,84 @@ def consumer(server, ledger, who, rng):
         ledger.failed(f"consumer {who}", e)
 
 
+def batch_consumer(server, ledger, who, rng):
+    """Takes up to BATCH_ROWS rows at once with queue_wait_batch(): in one statement (the next
+    call acks the previous batch) or as wait, SELECT, queue_end/queue_abort of the whole batch."""
+    one_statement = who % 2 == 1
+    try:
+        c = ledger.connect(server)
+        cur = c.cursor()
+        if ledger.leases:
+            cur.execute(f"SET SESSION queue_lease_timeout = {LEASE_S}")
+        previous = []  # one-statement style: the batch the next call acks
+        while not ledger.killing.is_set():
+            n = rng.randint(1, BATCH_ROWS)
+            if one_statement:
+                ledger.ack_unknown.update(previous)
+                try:
+                    cur.execute("SELECT producer, seq, payload FROM q WHERE queue_wait_batch('q', %s, 0.5)", (n,))
+                except pymysql.MySQLError as e:
+                    if not (previous and lease_ran_out(e)):
+                        raise
+                    for mid in previous:
+                        ledger.lease_expired(mid)
+                    previous = []
+                    continue
+                for mid in previous:
+                    ledger.ack_unknown.discard(mid)
+                    ledger.ack(mid)
+                previous = _owned_rows(ledger, cur, who, max_rows=n)
+                continue
+            cur.execute("SELECT queue_wait_batch('q', %s, 0.5)", (n,))
+            taken = cur.fetchone()[0]
+            if taken == 0:
+                continue
+            if not 1 <= taken <= n:
+                ledger.violations.append(f"consumer {who}: queue_wait_batch(q, {n}) took {taken} rows")
+            cur.execute("SELECT producer, seq, payload FROM q")
+            mids = _owned_rows(ledger, cur, who, max_rows=taken, exactly=not ledger.leases)
+            if rng.random() < 0.05:
+                for mid in mids:
+                    ledger.release(mid)
+                cur.execute("SELECT queue_abort()")
+            else:
+                ledger.ack_unknown.update(mids)
+                try:
+                    cur.execute("SELECT queue_end()")
+                except pymysql.MySQLError as e:
+                    if not lease_ran_out(e):
+                        raise
+                    for mid in mids:
+                        ledger.lease_expired(mid)
+                    continue
+                for mid in mids:
+                    ledger.ack_unknown.discard(mid)
+                    ledger.ack(mid)
+            if cur.fetchone()[0] != 1:
+                ledger.violations.append(f"consumer {who}: queue_end/abort did not return 1")
+    except CLIENT_ERRORS as e:
+        ledger.failed(f"batch consumer {who}", e)
+
+
+def _owned_rows(ledger, cur, who, max_rows, exactly=False):
+    """The rows a batch owner sees: at most its batch (exactly it, unless a lease may have run
+    out since), each delivered to it alone."""
+    rows = cur.fetchall()
+    if len(rows) > max_rows or (exactly and len(rows) != max_rows):
+        ledger.violations.append(f"consumer {who} owning a batch of {max_rows} rows sees {len(rows)}")
+    if len(rows) > 1:
+        with ledger.lock:
+            ledger.batched += len(rows)
+    mids = []
+    for p, seq, payload in rows:
+        mid = (p, seq)
+        if payload != payload_for(mid):
+            ledger.violations.append(f"{mid}: payload corrupted")
+        ledger.deliver(mid, who)
+        mids.append(mid)
+    return mids
+
+
 def compactor(server, ledger):
     try:
         c = ledger.connect(server)
@@ -218,10 +304,11 @@ def compactor(server, ledger):
         ledger.failed("compactor", e)
 
 
-def run_cycle(server, cycle, rng, leases=False):
-    ledger = Ledger(leases)
+def run_cycle(server, cycle, rng, leases=False, batches=False):
+    ledger = Ledger(leases, batches)
     threads = [threading.Thread(target=producer, args=(server, ledger, cycle * 100 + p)) for p in range(PRODUCERS)]
-    threads += [threading.Thread(target=consumer, args=(server, ledger, k, random.Random(rng.random())))
+    threads += [threading.Thread(target=batch_consumer if batches and k >= CONSUMERS // 2 else consumer,
+                                 args=(server, ledger, k, random.Random(rng.random())))
                 for k in range(CONSUMERS)]
     threads.append(threading.Thread(target=compactor, args=(server, ledger)))
     for t in threads:
@@ -266,7 +353,8 @@ def check_after_restart(server, ledger, cycle):
     c.close()
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
                    inserts_in_flight=len(ledger.attempted - ledger.inserted),
-                   acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired)
+                   acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired,
+                   batched=ledger.batched)
 
 
 def test_ledger_reports_what_it_must_and_nothing_else():
@@ -287,21 +375,28 @@ def test_ledger_reports_what_it_must_and_nothing_else():
                                  "(1, 2) acked twice"]
 
 
-@pytest.mark.parametrize("mode,leases", [("fdatasync", False), ("none", False), ("fdatasync", True)],
-                         ids=["fdatasync", "none", "fdatasync-leases"])
-def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases):
+@pytest.mark.parametrize("mode,leases,batches",
+                         [("fdatasync", False, False), ("none", False, False), ("fdatasync", True, False),
+                          ("fdatasync", False, True), ("fdatasync", True, True)],
+                         ids=["fdatasync", "none", "fdatasync-leases", "fdatasync-batches",
+                              "fdatasync-leases-batches"])
+def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches):
     """With leases, consumers' jobs sometimes outlast a 30 ms lease: a row whose lease ran out
-    must never also be acked by its first owner, and the kill must still lose nothing."""
+    must never also be acked by its first owner, and the kill must still lose nothing. With
+    batches, half the consumers own up to 20 rows at once and end or abort them together."""
     s = fresh_server
     s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT) ENGINE=QUEUE")
-    rng = random.Random(f"q4m-crash-{mode}{'-leases' if leases else ''}")
-    cycles = CYCLES // 2 if leases else CYCLES
+    variant = ("-leases" if leases else "") + ("-batches" if batches else "")
+    rng = random.Random(f"q4m-crash-{mode}{variant}")
+    cycles = CYCLES // 2 if leases or batches else CYCLES
     totals = Counter()
     for cycle in range(1, cycles + 1):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
-        ledger = run_cycle(s, cycle, rng, leases)
+        ledger = run_cycle(s, cycle, rng, leases, batches)
         s.start()
         totals += check_after_restart(s, ledger, cycle)
     if leases:
         assert totals["leases_expired"] > 0, "no lease ran out: the lease cycles tested nothing new"
-    print(f"crash test ({mode}{', leases' if leases else ''}): {cycles} cycles, {dict(totals)}")
+    if batches:
+        assert totals["batched"] > 0, "no batch of two or more rows: the batch cycles tested nothing new"
+    print(f"crash test ({mode}{variant}): {cycles} cycles, {dict(totals)}")

@@ -1,6 +1,9 @@
 // The InnoDB baseline: the usual SQL work queue. A consumer, in a READ COMMITTED
-// transaction, locks the oldest row nobody else has locked, deletes it, commits.
+// transaction, locks the oldest row nobody else has locked, deletes it, commits. With
+// --consume-batch N: locks up to N rows, deletes them with one DELETE, commits once.
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -11,11 +14,13 @@ namespace q4m::bench {
 
 namespace {
 
+constexpr unsigned kErDeadlock = 1213;  // ER_LOCK_DEADLOCK
+
 class InnodbSession : public QueueSession {
  public:
   InnodbSession(client::DbConn* conn, const MessageCodec& codec, const std::string& claim_sql,
-                uint32_t poll_sleep_us, client::Protocol protocol)
-      : codec_(codec), poll_sleep_us_(poll_sleep_us),
+                uint32_t poll_sleep_us, bool batched, client::Protocol protocol)
+      : conn_(*conn), codec_(codec), poll_sleep_us_(poll_sleep_us), batched_(batched), protocol_(protocol),
         claim_(*conn, claim_sql, protocol), delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
         commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol), inserts_(*conn, codec, protocol) {
     inserts_.prepare(1);
@@ -31,6 +36,7 @@ class InnodbSession : public QueueSession {
   }
 
   bool consume(Delivered* out) override {
+    if (batched_) return consume_from_batch(out);
     claim_.run({});
     if (!claim_.next()) {
       // Everything left is locked by other consumers (or the table is empty).
@@ -62,19 +68,73 @@ class InnodbSession : public QueueSession {
     backoff_us_ = backoff_us_ ? std::min(backoff_us_ * 2, poll_sleep_us_) : std::min(50u, poll_sleep_us_);
   }
 
+  // The next message of the batch in hand; when it is used up, claims the next batch,
+  // deletes it and commits (the batch's cost, as for QUEUE: one statement to take, one
+  // commit to remove).
+  bool consume_from_batch(Delivered* out) {
+    if (taken_.pop(out)) return true;
+    claim_.run({});
+    taken_.clear();
+    ids_.clear();
+    Delivered d;
+    while (claim_.next()) {
+      ids_.push_back(std::strtoull(claim_.row()[0], nullptr, 10));
+      codec_.decode(claim_.row(), claim_.lengths(), 1, &d);
+      taken_.add(d);
+    }
+    if (ids_.empty()) {
+      rollback_.run({});
+      ++empty_polls_;
+      back_off();
+      return false;
+    }
+    backoff_us_ = 0;
+    std::vector<client::Param> params(ids_.begin(), ids_.end());
+    try {
+      delete_of(ids_.size()).run(params.data(), params.size());
+    } catch (const client::DbError& e) {
+      // A multi-row DELETE next to SKIP LOCKED claims can deadlock; an InnoDB worker
+      // retries the transaction (the rows stay queued), and so does this one.
+      if (e.code() != kErDeadlock) throw;
+      rollback_.run({});
+      taken_.clear();
+      return false;  // counted by the server as Innodb_deadlocks (see the run's counters)
+    }
+    commit_.run({});
+    return taken_.pop(out);
+  }
+
+  // DELETE FROM t WHERE id IN (?, ...) for `count` ids, made once per count.
+  client::DbStatement& delete_of(size_t count) {
+    std::unique_ptr<client::DbStatement>& st = batch_deletes_[count];
+    if (!st) {
+      std::string sql = "DELETE FROM " + codec_.table() + " WHERE id IN (?";
+      for (size_t i = 1; i < count; i++) sql += ", ?";
+      st = std::make_unique<client::DbStatement>(conn_, sql + ")", protocol_);
+    }
+    return *st;
+  }
+
+  client::DbConn& conn_;
   const MessageCodec& codec_;
   const uint32_t poll_sleep_us_;
+  const bool batched_;
+  const client::Protocol protocol_;
   uint32_t backoff_us_ = 0;
   client::DbStatement claim_, delete_, commit_, rollback_;
   BatchInsert inserts_;
+  TakenBatch taken_;
+  std::vector<uint64_t> ids_;
+  std::map<size_t, std::unique_ptr<client::DbStatement>> batch_deletes_;
 };
 
 class InnodbBackend : public QueueBackend {
  public:
-  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us, client::Protocol protocol)
+  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us, uint64_t consume_batch, client::Protocol protocol)
       : QueueBackend(MessageCodec("q4m_bench_innodb", payload)), poll_sleep_us_(poll_sleep_us), protocol_(protocol),
+        consume_batch_(consume_batch),
         claim_sql_("SELECT id, v" + std::string(payload.enabled() ? ", s" : "") + " FROM " + table() +
-                   " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED") {}
+                   " ORDER BY id LIMIT " + std::to_string(consume_batch) + " FOR UPDATE SKIP LOCKED") {}
 
   Engine engine() const override { return Engine::kInnodb; }
 
@@ -82,7 +142,9 @@ class InnodbBackend : public QueueBackend {
     return {create_sql(),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION autocommit = 0",
             codec_.insert_statement() + "; COMMIT  -- ? = id[, payload]",
-            claim_sql_ + "; DELETE FROM " + table() + " WHERE id=?; COMMIT  -- ? = the claimed id",
+            consume_batch_ > 1
+                ? claim_sql_ + "; DELETE FROM " + table() + " WHERE id IN (?, ...); COMMIT  -- the claimed ids"
+                : claim_sql_ + "; DELETE FROM " + table() + " WHERE id=?; COMMIT  -- ? = the claimed id",
             "ROLLBACK  -- after a claim that found no unlocked row"};
   }
 
@@ -99,7 +161,7 @@ class InnodbBackend : public QueueBackend {
   }
 
   std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_, protocol_);
+    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_, consume_batch_ > 1, protocol_);
   }
 
   EngineCounters counters(client::DbConn& admin) override {
@@ -120,14 +182,15 @@ class InnodbBackend : public QueueBackend {
 
   const uint32_t poll_sleep_us_;
   const client::Protocol protocol_;
+  const uint64_t consume_batch_;
   const std::string claim_sql_;
 };
 
 }  // namespace
 
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
-                                                  client::Protocol protocol) {
-  return std::make_unique<InnodbBackend>(payload, poll_sleep_us, protocol);
+                                                  uint64_t consume_batch, client::Protocol protocol) {
+  return std::make_unique<InnodbBackend>(payload, poll_sleep_us, consume_batch, protocol);
 }
 
 }  // namespace q4m::bench

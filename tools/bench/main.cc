@@ -55,11 +55,11 @@ int main(int argc, char** argv) {
                        client::DbConn::describe(opt.conn).c_str());
           return 2;
         }
-        backends.push_back(make_queue_engine_backend(payload, opt.wait_timeout_s, opt.protocol));
+        backends.push_back(make_queue_engine_backend(payload, opt.wait_timeout_s, opt.consume_batch, opt.protocol));
         rep.queue_sql = backends.back()->describe_sql();
         has_queue = true;
       } else {
-        backends.push_back(make_innodb_backend(payload, opt.poll_sleep_us, opt.protocol));
+        backends.push_back(make_innodb_backend(payload, opt.poll_sleep_us, opt.consume_batch, opt.protocol));
         rep.innodb_sql = backends.back()->describe_sql();
       }
     }

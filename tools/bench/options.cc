@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "options.h"
 
 #include <cerrno>
@@ -47,6 +48,9 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         QUEUE consume statement on an empty table, timeout 0 (its ceiling)
   --circulating N       multiwait: messages in circulation (default concurrency/4)
   --batch N             enqueue: rows per INSERT statement (default 100)
+  --consume-batch N     multireader, multiwait: messages a consumer takes per statement
+                        (default 1). QUEUE: queue_wait_batch(t, N, timeout), acked by the
+                        next one; InnoDB: LIMIT N ... SKIP LOCKED, one DELETE, one COMMIT
   --wait-timeout SEC    queue_wait() timeout (default 1)
   --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
                         50 us doubling up to N (default 1000; 0 = never sleep)
@@ -162,6 +166,9 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--batch") {
       o.batch = parse_u64(arg, value());
       if (o.batch == 0 || o.batch > 10000) usage_error("--batch: 1..10000");
+    } else if (arg == "--consume-batch") {
+      o.consume_batch = parse_u64(arg, value());
+      if (o.consume_batch == 0 || o.consume_batch > 10000) usage_error("--consume-batch: 1..10000");
     } else if (arg == "--circulating") {
       o.circulating = parse_u64(arg, value());
     } else if (arg == "--wait-timeout") {
@@ -197,6 +204,10 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (o.conn.db.empty()) o.conn.db = "q4m_bench";
+  // multirw: each client consumes exactly as many messages as it inserts, so messages one
+  // client holds in its batch may be the ones another client waits for, forever.
+  if (o.consume_batch > 1 && std::find(o.scenarios.begin(), o.scenarios.end(), Scenario::kMultirw) != o.scenarios.end())
+    usage_error("--consume-batch applies to multireader and multiwait; leave multirw out of --scenarios");
   return o;
 }
 

@@ -43,6 +43,27 @@ class BatchInsert {
 // Innodb_history_list_length that shrank gives 0: the report shows growth.
 EngineCounters counter_delta(const EngineCounters& before, const EngineCounters& after);
 
+// Messages a batch consume took and consume() has not handed out yet.
+class TakenBatch {
+ public:
+  bool pop(Delivered* out) {
+    if (next_ == rows_.size()) return false;
+    *out = rows_[next_++];
+    return true;
+  }
+  // Starts a new batch; add() its messages.
+  void clear() {
+    rows_.clear();
+    next_ = 0;
+  }
+  void add(const Delivered& d) { rows_.push_back(d); }
+  bool empty() const { return next_ == rows_.size(); }
+
+ private:
+  std::vector<Delivered> rows_;
+  size_t next_ = 0;
+};
+
 class QueueSession {
  public:
   virtual ~QueueSession() = default;
@@ -94,9 +115,11 @@ class QueueBackend {
 // Rows of (name, number) from a SHOW statement; name and value column indexes given.
 EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsigned name_col, unsigned value_col);
 
+// consume_batch > 1: each consume statement takes up to that many messages; the session
+// hands them out one per consume() call.
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
-                                                        client::Protocol protocol);
+                                                        uint64_t consume_batch, client::Protocol protocol);
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
-                                                  client::Protocol protocol);
+                                                  uint64_t consume_batch, client::Protocol protocol);
 
 }  // namespace q4m::bench

@@ -1,6 +1,8 @@
 // The QUEUE engine, used the way Q4M clients use it: one statement per message,
 //   SELECT * FROM t WHERE queue_wait('t', timeout)
-// removes the row this connection owned and takes ownership of the next one.
+// removes the row this connection owned and takes ownership of the next one. With
+// --consume-batch N: SELECT * FROM t WHERE queue_wait_batch('t', N, timeout) removes the
+// batch it owned and takes up to N rows.
 #include <cstdio>
 
 #include "queue_backend.h"
@@ -11,9 +13,10 @@ namespace {
 
 class QueueEngineSession : public QueueSession {
  public:
-  QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql,
+  QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql, bool batched,
                      client::Protocol protocol)
-      : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol), inserts_(*conn, codec, protocol) {
+      : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol), inserts_(*conn, codec, protocol),
+        batched_(batched) {
     inserts_.prepare(1);
   }
 
@@ -21,6 +24,7 @@ class QueueEngineSession : public QueueSession {
   void insert_batch(uint64_t first, uint64_t count) override { inserts_.run(first, count); }
 
   bool consume(Delivered* out) override {
+    if (batched_) return consume_from_batch(out);
     consume_.run({});
     // A timeout (no row) has still removed the previously owned row and left owner mode.
     owning_ = consume_.next();
@@ -40,20 +44,44 @@ class QueueEngineSession : public QueueSession {
   }
 
  private:
+  // The next message of the batch in hand; when it is used up, the next statement acks it
+  // and takes a new one (all its rows are read at once: an INSERT may come in between).
+  bool consume_from_batch(Delivered* out) {
+    if (taken_.pop(out)) return true;
+    consume_.run({});
+    taken_.clear();
+    Delivered d;
+    while (consume_.next()) {
+      codec_.decode(consume_.row(), consume_.lengths(), 0, &d);
+      taken_.add(d);
+    }
+    owning_ = !taken_.empty();
+    if (!owning_) {
+      ++empty_polls_;
+      return false;
+    }
+    return taken_.pop(out);
+  }
+
   client::DbConn* conn_;
   const MessageCodec& codec_;
   client::DbStatement consume_;
   BatchInsert inserts_;
   bool owning_ = false;
+  const bool batched_;
+  TakenBatch taken_;
 };
 
 class QueueEngineBackend : public QueueBackend {
  public:
-  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s, client::Protocol protocol)
-      : QueueBackend(MessageCodec("q4m_bench_queue", payload)), protocol_(protocol) {
+  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s, uint64_t consume_batch,
+                     client::Protocol protocol)
+      : QueueBackend(MessageCodec("q4m_bench_queue", payload)), protocol_(protocol), consume_batch_(consume_batch) {
     char timeout[32];
     std::snprintf(timeout, sizeof timeout, "%g", wait_timeout_s);
-    consume_sql_ = "SELECT * FROM " + table() + " WHERE queue_wait('" + table() + "', " + timeout + ")";
+    consume_sql_ = consume_batch > 1 ? "SELECT * FROM " + table() + " WHERE queue_wait_batch('" + table() + "', " +
+                                           std::to_string(consume_batch) + ", " + timeout + ")"
+                                     : "SELECT * FROM " + table() + " WHERE queue_wait('" + table() + "', " + timeout + ")";
   }
 
   Engine engine() const override { return Engine::kQueue; }
@@ -61,7 +89,8 @@ class QueueEngineBackend : public QueueBackend {
   std::vector<std::string> describe_sql() const override {
     return {create_sql(),
             codec_.insert_statement() + "  -- ? = id[, payload]",
-            consume_sql_ + "  -- one per message", "SELECT queue_end()  -- once, after the last message"};
+            consume_sql_ + (consume_batch_ > 1 ? "  -- one per batch" : "  -- one per message"),
+            "SELECT queue_end()  -- once, after the last message"};
   }
 
   void recreate_table(client::DbConn& admin) override {
@@ -75,7 +104,7 @@ class QueueEngineBackend : public QueueBackend {
   }
 
   std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, protocol_);
+    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, consume_batch_ > 1, protocol_);
   }
 
   EngineCounters counters(client::DbConn& admin) override {
@@ -90,14 +119,15 @@ class QueueEngineBackend : public QueueBackend {
   }
 
   const client::Protocol protocol_;
+  const uint64_t consume_batch_;
   std::string consume_sql_;
 };
 
 }  // namespace
 
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
-                                                        client::Protocol protocol) {
-  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s, protocol);
+                                                        uint64_t consume_batch, client::Protocol protocol) {
+  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s, consume_batch, protocol);
 }
 
 }  // namespace q4m::bench

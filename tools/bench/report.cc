@@ -117,6 +117,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
                payload_desc(opt).c_str(), opt.wait_timeout_s, opt.poll_sleep_us);
   if (opt.repeat > 1) std::fprintf(out, ", median of %d runs", opt.repeat);
   if (opt.hold_read_view) std::fprintf(out, ", an InnoDB read view held during queue runs");
+  if (opt.consume_batch > 1)
+    std::fprintf(out, ", consumers take up to %llu messages per statement (--consume-batch)",
+                 static_cast<unsigned long long>(opt.consume_batch));
   std::fprintf(out, "\n");
 
   std::vector<std::string> failures;
@@ -193,11 +196,12 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     sep = ", ";
   }
   std::fprintf(out, "}},\n  \"options\": {\"protocol\": %s, \"messages\": %llu, \"payload\": %u, \"var_length\": %s, "
-                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d, \"hold_read_view\": %s},\n",
+                    "\"wait_timeout_s\": %s, \"poll_sleep_us\": %u, \"repeat\": %d, \"hold_read_view\": %s, "
+                    "\"consume_batch\": %llu},\n",
                json_str(client::protocol_name(opt.protocol)).c_str(),
                static_cast<unsigned long long>(opt.messages), opt.payload, opt.var_length ? "true" : "false",
                json_num(opt.wait_timeout_s).c_str(), opt.poll_sleep_us, opt.repeat,
-               opt.hold_read_view ? "true" : "false");
+               opt.hold_read_view ? "true" : "false", static_cast<unsigned long long>(opt.consume_batch));
   auto sql_list = [&](const std::vector<std::string>& v) {
     std::string s = "[";
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_str(v[i]);
