@@ -165,3 +165,15 @@ def test_bad_arguments_get_clear_errors(server):
     # a string that reads as a number is one (clients that bind every parameter as a string)
     assert value(c, "SELECT queue_wait_batch('q', '1', '0')") == 1
     assert value(c, "SELECT queue_end()") == 1
+
+
+def test_prepared_with_parameters(server):
+    _queue(server, n=5)
+    c = server.connect()
+    query(c, "PREPARE take FROM 'SELECT v FROM q WHERE queue_wait_batch(?, ?, ?)'")
+    query(c, "SET @t = 'q', @n = 2, @w = 0")
+    assert query(c, "EXECUTE take USING @t, @n, @w") == [(1,), (2,)]
+    assert query(c, "EXECUTE take USING @t, @n, @w") == [(3,), (4,)]  # acked 1 and 2
+    query(c, "SET @n = 0")
+    expect_error(c, "EXECUTE take USING @t, @n, @w", "argument 2: invalid max_rows 0", code=ER_WRONG_ARGUMENTS)
+    assert server.value("SELECT COUNT(*) FROM test.q") == 1  # the failed call removed nothing: 3, 4 still owned
