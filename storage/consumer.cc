@@ -254,10 +254,6 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   return Status::Ok();
 }
 
-}  // namespace q4m
-
-namespace q4m {
-
 Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout,
                             size_t* taken) {
   Impl& c = *impl_;

@@ -175,10 +175,10 @@ TEST(renewing_the_lease_of_a_batch_keeps_every_row) {
   auto t = table_with_rows(dir, 4);
   REQUIRE(t);
   Consumer a;
-  a.set_lease(milliseconds(150));
+  a.set_lease(milliseconds(1000));  // long enough for a loaded machine to reach the renewal
   REQUIRE(take_batch(a, t, 4) == 4);
   REQUIRE(a.renew_lease(milliseconds(10000)).ok());
-  std::this_thread::sleep_for(milliseconds(400));
+  std::this_thread::sleep_for(milliseconds(1500));
   CHECK_EQ(t->counters().lease_expiries.get(), 0u);
   CHECK_EQ(t->info().owned_rows, 4u);
   REQUIRE(a.end().ok());
