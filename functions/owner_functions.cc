@@ -112,7 +112,8 @@ class Item_func_owned_row_value final : public Item_queue_int_func {
       const q4m::Consumer& c = cs->consumer();
       q4m::RowId id = c.owned_rowid();
       if (c.owned_count() > 1 && cs->read_rows_in(thd->query_id)) id = cs->row_read_in(thd->query_id);
-      v = kValue == OwnedRowValue::kRowid ? (c.delivery_count_of(id) ? id : 0) : c.delivery_count_of(id);
+      const uint32_t deliveries = c.delivery_count_of(id);  // 0: not a row it owns
+      v = kValue == OwnedRowValue::kRowid ? (deliveries ? id : 0) : deliveries;
     }
     null_value = v == 0;
     return static_cast<longlong>(v);

@@ -38,7 +38,7 @@ Consumer::~Consumer() { release(); }
 bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
-uint32_t Consumer::owned_delivery_count() const { return impl_->owned_table.load() ? impl_->owned_deliveries : 0; }
+uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned_rowid()); }
 size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
 uint32_t Consumer::delivery_count_of(RowId id) const {
   const Impl& c = *impl_;
@@ -288,7 +288,6 @@ Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chron
       c.batch_deliveries.push_back(r.second);
     }
     c.owned_rowid.store(rows.front().first);
-    c.owned_deliveries = rows.front().second;
   }
   return Status::Ok();
 }

@@ -46,7 +46,7 @@ struct Consumer::Impl {
   std::shared_ptr<QueueTableImpl> owned;
   std::atomic<QueueTableImpl*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};  // the lowest of a batch
-  uint32_t owned_deliveries = 0;  // own thread only
+  uint32_t owned_deliveries = 0;  // own thread only; a batch keeps its own (batch_deliveries)
   // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
   // counts; both empty otherwise. Own thread only.
   std::vector<RowId> batch_ids;

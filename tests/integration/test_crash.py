@@ -194,25 +194,35 @@ def consumer(server, ledger, who, rng):
                     cur.execute("SELECT queue_abort()")
                     cur.fetchall()
                 continue
-            if rng.random() < 0.05:
-                ledger.release(mid)
-                cur.execute("SELECT queue_abort()")
-            else:
-                work()
-                ledger.ack_unknown.add(mid)
-                try:
-                    cur.execute("SELECT queue_end()")
-                except pymysql.MySQLError as e:
-                    if not lease_ran_out(e):
-                        raise
-                    ledger.lease_expired(mid)
-                    continue
-                ledger.ack_unknown.discard(mid)
-                ledger.ack(mid)
-            if cur.fetchone()[0] != 1:
-                ledger.violations.append(f"consumer {who}: queue_end/abort did not return 1")
+            end_or_abort(ledger, cur, who, rng, [mid], work)
     except CLIENT_ERRORS as e:
         ledger.failed(f"consumer {who}", e)
+
+
+def end_or_abort(ledger, cur, who, rng, mids, work=None):
+    """Two-statement style, after the SELECT of the owned rows `mids`: queue_abort() 5 % of the
+    time, else work() and queue_end(), whose lease may have run out meanwhile."""
+    if rng.random() < 0.05:
+        for mid in mids:
+            ledger.release(mid)
+        cur.execute("SELECT queue_abort()")
+    else:
+        if work:
+            work()
+        ledger.ack_unknown.update(mids)
+        try:
+            cur.execute("SELECT queue_end()")
+        except pymysql.MySQLError as e:
+            if not lease_ran_out(e):
+                raise
+            for mid in mids:
+                ledger.lease_expired(mid)
+            return
+        for mid in mids:
+            ledger.ack_unknown.discard(mid)
+            ledger.ack(mid)
+    if cur.fetchone()[0] != 1:
+        ledger.violations.append(f"consumer {who}: queue_end/abort did not return 1")
 
 
 def batch_consumer(server, ledger, who, rng):
@@ -251,25 +261,7 @@ def batch_consumer(server, ledger, who, rng):
                 ledger.violations.append(f"consumer {who}: queue_wait_batch(q, {n}) took {taken} rows")
             cur.execute("SELECT producer, seq, payload FROM q")
             mids = _owned_rows(ledger, cur, who, max_rows=taken, exactly=not ledger.leases)
-            if rng.random() < 0.05:
-                for mid in mids:
-                    ledger.release(mid)
-                cur.execute("SELECT queue_abort()")
-            else:
-                ledger.ack_unknown.update(mids)
-                try:
-                    cur.execute("SELECT queue_end()")
-                except pymysql.MySQLError as e:
-                    if not lease_ran_out(e):
-                        raise
-                    for mid in mids:
-                        ledger.lease_expired(mid)
-                    continue
-                for mid in mids:
-                    ledger.ack_unknown.discard(mid)
-                    ledger.ack(mid)
-            if cur.fetchone()[0] != 1:
-                ledger.violations.append(f"consumer {who}: queue_end/abort did not return 1")
+            end_or_abort(ledger, cur, who, rng, mids)
     except CLIENT_ERRORS as e:
         ledger.failed(f"batch consumer {who}", e)
 
