@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../storage/consumer.h"
 
@@ -13,10 +14,11 @@ class THD;
 
 namespace q4m_engine {
 
-// queue_set_srcid(source_id, mode, rowid): applies to the next row this connection inserts.
+// queue_set_srcid(source_id, mode, rowid [, rowid ...]): the next rows this connection
+// inserts are these rows of the source, one id each, in order (a list needs one INSERT).
 struct PendingRelay {
   uint32_t source_id = 0;
-  uint64_t source_rowid = 0;
+  std::vector<uint64_t> source_rowids;  // increasing
   bool reset = false;  // mode 'w'
 };
 
@@ -40,11 +42,11 @@ class ConnectionState {
   bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
   uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
 
-  void set_pending_relay(const PendingRelay& r) { pending_relay_ = r; }
+  void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
   std::optional<PendingRelay> take_pending_relay() {
-    std::optional<PendingRelay> r = pending_relay_;
+    std::optional<PendingRelay> r = std::move(pending_relay_);
     pending_relay_.reset();
     return r;
   }

@@ -161,7 +161,10 @@ void ha_queue::start_bulk_insert(ha_rows, uint) {
 
 int ha_queue::end_bulk_insert() {
   bulk_insert_ = false;
+  int error = commit_relayed_rows();
+  forget_unused_relay_ids();
   q4m::Status st = commit_bulk_rows();
+  if (error) return error;
   return st.ok() ? 0 : raise(st);
 }
 
@@ -176,24 +179,17 @@ q4m::Status ha_queue::commit_bulk_rows() {
 
 int ha_queue::write_row(const uchar* buf) {
   encode_row(table, buf, &encoded_);
-  ConnectionState* cs = find_connection_state(ha_thd());
-  if (cs && cs->has_pending_relay()) {
-    // queue_set_srcid() applies to exactly this row; earlier rows commit first to keep order.
-    q4m::Status st = commit_bulk_rows();
-    if (!st.ok()) return raise(st);
-    PendingRelay r = *cs->take_pending_relay();
-    bool accepted = false;
-    st = queue_->insert_relayed(encoded_, r.source_id, r.source_rowid, r.reset, &accepted);
-    if (!st.ok()) return raise(st);
-    // Q4M drops a replay silently (still 1 affected row); the note lets a relay count
-    // replays and notice a destination whose record is ahead of its source.
-    if (!accepted)
-      push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
-                          "queue_set_srcid: row %llu of source %u was already received by '%s'; dropped",
-                          static_cast<unsigned long long>(r.source_rowid), r.source_id,
-                          table_label().c_str());
-    return 0;
+  if (!relaying_) {
+    ConnectionState* cs = find_connection_state(ha_thd());
+    if (cs && cs->has_pending_relay()) {
+      // The declared rows come first; rows of this statement before them commit first.
+      q4m::Status st = commit_bulk_rows();
+      if (!st.ok()) return raise(st);
+      relaying_ = cs->take_pending_relay();
+      relay_ids_used_ = 0;
+    }
   }
+  if (relaying_) return write_relayed_row();
   if (bulk_insert_) {
     bulk_bytes_ += encoded_.size();
     bulk_rows_.push_back(std::move(encoded_));
@@ -205,6 +201,59 @@ int ha_queue::write_row(const uchar* buf) {
   std::vector<std::string_view> rows{encoded_};
   q4m::Status st = queue_->insert(rows, nullptr);
   return st.ok() ? 0 : raise(st);
+}
+
+// Row relay_ids_used_ + relayed_rows_.size() of the declared ones. A multi-row INSERT keeps
+// them until the last one (one chunk, one sync); otherwise (a table with triggers gets no
+// bulk insert) each row is written with its own id at once: dedup works row by row either
+// way, since a row and its source's record are always written together.
+int ha_queue::write_relayed_row() {
+  relayed_rows_.push_back(std::move(encoded_));
+  encoded_ = std::string();
+  if (bulk_insert_ && relay_ids_used_ + relayed_rows_.size() < relaying_->source_rowids.size()) return 0;
+  int error = commit_relayed_rows();
+  if (relaying_ && relay_ids_used_ == relaying_->source_rowids.size()) relaying_.reset();
+  return error;
+}
+
+int ha_queue::commit_relayed_rows() {
+  if (relayed_rows_.empty()) return 0;
+  const PendingRelay& r = *relaying_;
+  const uint64_t* ids = r.source_rowids.data() + relay_ids_used_;
+  const size_t count = relayed_rows_.size();
+  std::vector<std::string_view> views(relayed_rows_.begin(), relayed_rows_.end());
+  size_t dropped = 0;
+  q4m::Status st = queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped);
+  relayed_rows_.clear();
+  relay_ids_used_ += count;
+  if (!st.ok()) return raise(st);
+  // Q4M drops a replay silently (it still counts as affected); the note lets a relay count
+  // replays and notice a destination whose record is ahead of its source.
+  if (dropped == 1 && count == 1)
+    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
+                        "queue_set_srcid: row %llu of source %u was already received by '%s'; dropped",
+                        static_cast<unsigned long long>(ids[0]), r.source_id, table_label().c_str());
+  else if (dropped > 0)
+    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
+                        "queue_set_srcid: %zu of %zu rows of source %u were already received by '%s' "
+                        "(row ids %llu to %llu); dropped",
+                        dropped, count, r.source_id, table_label().c_str(), static_cast<unsigned long long>(ids[0]),
+                        static_cast<unsigned long long>(ids[dropped - 1]));
+  return 0;
+}
+
+// The INSERT ended before every declared id had a row: the rest apply to no row (they are
+// not recorded, so those source rows are accepted when they do arrive).
+void ha_queue::forget_unused_relay_ids() {
+  if (!relaying_) return;
+  const size_t declared = relaying_->source_rowids.size();
+  if (relay_ids_used_ < declared && !ha_thd()->is_error())
+    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
+                        "queue_set_srcid: %zu of %zu declared source row ids had no row in this INSERT into "
+                        "'%s'; they were not recorded",
+                        declared - relay_ids_used_, declared, table_label().c_str());
+  relaying_.reset();
+  relayed_rows_.clear();
 }
 
 int ha_queue::reject_update() {
@@ -338,6 +387,7 @@ int ha_queue::reset() {
   if (!queue_) return 0;
   bulk_insert_ = false;
   bulk_delete_ = false;
+  forget_unused_relay_ids();
   for (const q4m::Status& st : {commit_bulk_rows(), commit_claims()}) {
     if (!st.ok())
       sql_print_error("QUEUE: end of statement on %s: %s", table_label().c_str(),

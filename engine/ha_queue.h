@@ -6,10 +6,12 @@
 #include <handler.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "../storage/queue_table.h"
+#include "connection_state.h"
 #include "copy_scan.h"
 
 namespace q4m_engine {
@@ -68,6 +70,9 @@ class ha_queue final : public handler {
 
  private:
   q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
+  int write_relayed_row();  // a row declared by queue_set_srcid()
+  int commit_relayed_rows();
+  void forget_unused_relay_ids();
   q4m::Status commit_claims();     // rows claimed by delete_row()
   int reject_update();
   int read_into(uchar* buf, q4m::RowId id);
@@ -88,6 +93,12 @@ class ha_queue final : public handler {
   std::vector<std::string> bulk_rows_;
   size_t bulk_bytes_ = 0;
   std::string encoded_;
+  // The ids declared by queue_set_srcid(), taken from the connection at the statement's
+  // first row; the first relay_ids_used_ have their rows written. In a multi-row INSERT the
+  // rest of the rows wait in relayed_rows_ until the last declared one arrives.
+  std::optional<PendingRelay> relaying_;
+  size_t relay_ids_used_ = 0;
+  std::vector<std::string> relayed_rows_;
 
   // DELETE: claimed rows are removed together at end_bulk_delete(), else one by one.
   bool bulk_delete_ = false;

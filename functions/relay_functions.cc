@@ -1,5 +1,6 @@
-// queue_set_srcid(source_id, mode, rowid): relay dedup for q4m-forward. Declares that
-// this connection's next inserted row is row `rowid` of source `source_id`.
+// queue_set_srcid(source_id, mode, rowid [, rowid ...]): relay dedup for q4m-forward.
+// Declares that this connection's next inserted row is row `rowid` of source `source_id`;
+// with several row ids (increasing), that its next INSERT's first rows are those rows.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -15,6 +16,8 @@
 namespace q4m_functions {
 
 namespace {
+
+constexpr unsigned kMaxRelayedRows = 10000;  // as queue_wait_batch(): one relayed batch
 
 void raise(unsigned position, const std::string& what) {
   my_printf_error(ER_WRONG_ARGUMENTS, "queue_set_srcid(): argument %u: %s", MYF(0), position,
@@ -56,13 +59,22 @@ class Item_func_queue_set_srcid final : public Item_queue_action {
     }
     relay.reset = mode->ptr()[0] == 'w';
 
-    longlong rowid = args[2]->val_int();
-    if (args[2]->null_value || (args[2]->unsigned_flag ? rowid == 0 : rowid <= 0)) {
-      raise(3, "rowid must be a row id (a positive integer)");
-      return 0;
+    relay.source_rowids.reserve(arg_count - 2);
+    for (unsigned i = 2; i < arg_count; i++) {
+      longlong rowid = args[i]->val_int();
+      if (args[i]->null_value || (args[i]->unsigned_flag ? rowid == 0 : rowid <= 0)) {
+        raise(i + 1, "rowid must be a row id (a positive integer)");
+        return 0;
+      }
+      const uint64_t id = static_cast<uint64_t>(rowid);
+      if (!relay.source_rowids.empty() && id <= relay.source_rowids.back()) {
+        raise(i + 1, "row ids must increase (" + std::to_string(id) + " after " +
+                         std::to_string(relay.source_rowids.back()) + ")");
+        return 0;
+      }
+      relay.source_rowids.push_back(id);
     }
-    relay.source_rowid = static_cast<uint64_t>(rowid);
-    q4m_engine::connection_state(thd).set_pending_relay(relay);
+    q4m_engine::connection_state(thd).set_pending_relay(std::move(relay));
     return 1;
   }
 };
@@ -70,8 +82,8 @@ class Item_func_queue_set_srcid final : public Item_queue_action {
 class Create_func_queue_set_srcid : public Create_native_func {
  public:
   Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (!args || args->elements != 3) {
-      raise_argument_count_error("queue_set_srcid() takes 3 arguments (source_id, mode, rowid)");
+    if (!args || args->elements < 3 || args->elements > 2 + kMaxRelayedRows) {
+      raise_argument_count_error("queue_set_srcid() takes 3 to 10002 arguments (source_id, mode, rowid [, rowid ...])");
       return nullptr;
     }
     mark_statement_side_effects(thd);

@@ -137,14 +137,17 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
         break;
       case CommitRequest::kRelayed: {
         auto it = w->sources.find(r->source_id);
-        RowId last = (r->reset || it == w->sources.end()) ? 0 : it->second;
-        if (r->source_rowid <= last) break;  // already received: dropped silently
+        const RowId last = (r->reset || it == w->sources.end()) ? 0 : it->second;
+        const size_t n = r->rows->size();
+        while (r->dropped < n && r->source_rowids[r->dropped] <= last) r->dropped++;  // received before
+        if (r->dropped == n) break;
         old_sources.emplace_back(r->source_id, it == w->sources.end() ? 0 : it->second);
-        w->sources[r->source_id] = r->source_rowid;
-        r->accepted = true;
-        r->ids.push_back(next);
-        r->offsets.push_back(chunk.add_row(next++, now, r->row));
-        chunk.add_srcid(r->source_id, r->source_rowid);  // same chunk as the row: atomic
+        w->sources[r->source_id] = r->source_rowids[n - 1];
+        for (size_t i = r->dropped; i < n; i++) {
+          r->ids.push_back(next);
+          r->offsets.push_back(chunk.add_row(next++, now, (*r->rows)[i]));
+        }
+        chunk.add_srcid(r->source_id, r->source_rowids[n - 1]);  // same chunk as the rows: atomic
         break;
       }
       case CommitRequest::kRemove:
@@ -171,7 +174,6 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
     for (CommitRequest* r : batch) {
       r->status = s;
       r->ids.clear();
-      r->accepted = false;
     }
     return;
   }
@@ -204,7 +206,7 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       e.id = r->ids[i];
       e.offset = base + r->offsets[i];
       e.time_ms = now;
-      std::string_view payload = r->kind == CommitRequest::kInsert ? (*r->rows)[i] : r->row;
+      std::string_view payload = (*r->rows)[r->dropped + i];  // kInsert: dropped = 0
       e.length = static_cast<uint32_t>(payload.size());
       st->index.append(e);
       inserted++;
@@ -234,20 +236,26 @@ Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::ve
   return req.status;
 }
 
-Status QueueTableImpl::insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid, bool reset,
-                                      bool* accepted) {
-  *accepted = false;
-  if (row.size() > fmt::kMaxRowLength)
-    return Status(ErrorCode::kInvalid, "file " + path() + ": row of " + std::to_string(row.size()) +
-                                           " bytes is too large");
+Status QueueTableImpl::insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
+                                      const RowId* source_rowids, bool reset, size_t* dropped) {
+  *dropped = 0;
+  for (size_t i = 0; i < rows.size(); i++) {
+    if (rows[i].size() > fmt::kMaxRowLength)
+      return Status(ErrorCode::kInvalid, "file " + path() + ": row of " + std::to_string(rows[i].size()) +
+                                             " bytes is too large");
+    if (source_rowids[i] == 0 || (i > 0 && source_rowids[i] <= source_rowids[i - 1]))
+      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
+                                             std::to_string(source_rowids[i]) + " at position " + std::to_string(i + 1));
+  }
+  if (rows.empty()) return Status::Ok();
   CommitRequest req;
   req.kind = CommitRequest::kRelayed;
-  req.row = row;
+  req.rows = &rows;
+  req.source_rowids = source_rowids;
   req.source_id = source_id;
-  req.source_rowid = source_rowid;
   req.reset = reset;
   commit(&req);
-  *accepted = req.status.ok() && req.accepted;
+  if (req.status.ok()) *dropped = req.dropped;
   return req.status;
 }
 

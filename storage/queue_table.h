@@ -49,12 +49,23 @@ class QueueTable {
   // `ids` (optional) receives the assigned row ids.
   virtual Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) = 0;
 
-  // Relay dedup (queue_set_srcid): appends `row` only if source_rowid is newer than the
-  // last row id recorded for source_id; the new last id is stored durably in the same chunk
-  // and rebuilt by recovery and kept by compaction. *accepted tells which happened.
-  // reset=true (mode 'w') forgets the previous last id for this source first.
-  virtual Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid,
-                                bool reset, bool* accepted) = 0;
+  // Relay dedup (queue_set_srcid): rows[i] is row source_rowids[i] of source_id; the ids
+  // strictly increase. Rows whose id is not newer than the last row id recorded for
+  // source_id were received before: they are dropped (always a prefix of the list, counted
+  // in *dropped). The rest are appended in one chunk together with the new last id, so a
+  // crash keeps all of them and the record, or none. Recovery rebuilds the record and
+  // compaction keeps it. reset=true (mode 'w') forgets the previous last id first.
+  virtual Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
+                                const RowId* source_rowids, bool reset, size_t* dropped) = 0;
+  // The same for one row; *accepted = it was not dropped.
+  Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid, bool reset,
+                        bool* accepted) {
+    std::vector<std::string_view> rows{row};
+    size_t dropped = 0;
+    Status st = insert_relayed(rows, source_id, &source_rowid, reset, &dropped);
+    *accepted = st.ok() && dropped == 0;
+    return st;
+  }
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
 
   // ---- SQL scans (handler) ---------------------------------------------

@@ -99,10 +99,9 @@ struct WriterState {
 
 struct CommitRequest {
   enum Kind { kInsert, kRelayed, kRemove } kind = kInsert;
-  const std::vector<std::string_view>* rows = nullptr;  // kInsert
-  std::string_view row;                                 // kRelayed
+  const std::vector<std::string_view>* rows = nullptr;  // kInsert, kRelayed
+  const RowId* source_rowids = nullptr;                 // kRelayed: one per row, increasing
   uint32_t source_id = 0;
-  RowId source_rowid = 0;
   bool reset = false;
   const RowId* remove_ids = nullptr;  // kRemove: rows held by `remover` (caller's storage)
   size_t remove_count = 0;
@@ -110,7 +109,7 @@ struct CommitRequest {
   // results, written by the leader
   std::vector<RowId> ids;
   std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
-  bool accepted = false;
+  size_t dropped = 0;             // kRelayed: leading rows already received (not in ids)
   Status status;
   // How the caller learns what to do, without touching the commit_ lock once woken:
   // kQueued -> kTryLead (the turn is free: lead the next batch if still pending) or
@@ -135,8 +134,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // QueueTable
   Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) override;
-  Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid, bool reset,
-                        bool* accepted) override;
+  using QueueTable::insert_relayed;
+  Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
+                        bool reset, size_t* dropped) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found) override;

@@ -51,7 +51,7 @@ def test_end_or_abort_outside_owner_mode(q, fn):
     ("queue_rowid(1)", "queue_rowid() takes no arguments"),
     ("queue_stats()", "queue_stats() takes 1 argument (the table)"),
     ("queue_compact('q', 'q')", "queue_compact() takes 1 argument (the table)"),
-    ("queue_set_srcid(1)", "queue_set_srcid() takes 3 arguments (source_id, mode, rowid)"),
+    ("queue_set_srcid(1)", "queue_set_srcid() takes 3 to 10002 arguments (source_id, mode, rowid [, rowid ...])"),
 ])
 def test_functions_given_arguments_they_do_not_take(q, call, text):
     # the standard wrong-argument-count error code (1582) with a text that says what is expected

@@ -153,6 +153,7 @@ class FreezableProxy:
 
     def freeze(self):
         self.frozen.update(id(p) for p in self.pairs)
+        time.sleep(0.2)  # a pump inside its 50 ms select still forwards what arrives there
 
     def close(self):
         self.closed = True
@@ -224,11 +225,17 @@ def seqs(server, table="dst"):
 
 
 # ---- relaying ------------------------------------------------------------------
-def test_relays_every_row_once_in_order(pair, relays):
+# --batch 1 is the original Q4M's protocol (queue_wait, one row per INSERT); the default
+# takes up to 100 rows with queue_wait_batch() and sends them in one INSERT.
+BATCHES = pytest.mark.parametrize("batch", ["1", "100"], ids=["batch1", "batch100"])
+
+
+@BATCHES
+def test_relays_every_row_once_in_order(pair, relays, batch):
     src, dst = pair
     make_queues(src, dst)
     insert_seq(src, 1, 1000)
-    r = Relay(src, dst, 1, "--idle-exit", "1").start()
+    r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", batch).start()
     relays.append(r)
     assert r.wait() == 0, r.log()
     assert seqs(dst) == list(range(1, 1001)), r.log()
@@ -256,14 +263,15 @@ def test_a_global_lease_on_the_source_does_not_apply_to_the_relay(pair, relays):
     assert json.loads(src.value("SELECT queue_stats('test.src')"))["lease_expiries"] == 0
 
 
-def test_values_are_copied_exactly(pair, relays):
+@BATCHES
+def test_values_are_copied_exactly(pair, relays, batch):
     src, dst = pair
     make_queues(src, dst, WIDE_COLUMNS)
     dst.sql(f"CREATE TABLE test.ref ({WIDE_COLUMNS}) ENGINE=MyISAM")
     for row in WIDE_ROWS:
         src.sql(f"INSERT INTO test.src VALUES {row}")
         dst.sql(f"INSERT INTO test.ref VALUES {row}")
-    r = Relay(src, dst, 1, "--idle-exit", "1").start()
+    r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", batch).start()
     relays.append(r)
     assert r.wait() == 0, r.log()
     # HEX() shows the stored bytes of strings, the exact bits of BIT; floats compare by value.
@@ -280,15 +288,17 @@ def test_values_are_copied_exactly(pair, relays):
                      " WHERE r.d <=> q.d AND r.f <=> q.f") == len(WIDE_ROWS)
 
 
-def test_max_rows_stops_and_leaves_the_rest(pair, relays):
+@pytest.mark.parametrize("batch", ["1", "4", "100"])
+def test_max_rows_stops_and_leaves_the_rest(pair, relays, batch):
     src, dst = pair
     make_queues(src, dst)
     insert_seq(src, 1, 30)
-    r = Relay(src, dst, 1, "--max-rows", "10").start()
+    r = Relay(src, dst, 1, "--max-rows", "10", "--batch", batch).start()
     relays.append(r)
     assert r.wait() == 0, r.log()
     assert seqs(dst) == list(range(1, 11))
-    # The tenth row was ended (queue_end), not returned: the source holds exactly 11..30.
+    # The last batch was ended (queue_end), not returned, and no batch took more rows than
+    # --max-rows allowed: the source holds exactly 11..30.
     assert seqs(src, "src") == list(range(11, 31))
 
 
@@ -339,8 +349,26 @@ def test_second_relay_waits_for_the_first(pair, relays):
     assert count(src, "src") == 0
 
 
+def test_a_batch_of_big_rows_is_sent_in_parts_under_max_allowed_packet(pair, relays):
+    """40 rows of 200 kB are 8 MB; the destination takes packets of 5 MB at most. The relay
+    sends such a batch as several INSERTs of at most 4 MiB (each with its own ids)."""
+    src, dst = pair
+    make_queues(src, dst, "seq INT, payload MEDIUMBLOB")
+    dst.sql("SET GLOBAL max_allowed_packet = 5 * 1024 * 1024")
+    for i in range(1, 41):
+        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT(CHAR(65 + {i} % 26), 200000))")
+    r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", "100").start()
+    relays.append(r)
+    assert r.wait() == 0, r.log()
+    assert dst.sql("SELECT seq, LENGTH(payload), LEFT(payload, 1) FROM test.dst") == \
+        [(i, 200000, chr(65 + i % 26).encode()) for i in range(1, 41)]
+    assert "final: relayed=40 " in r.log(), r.log()
+    assert count(src, "src") == 0
+
+
 # ---- failures --------------------------------------------------------------------
-def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
+@BATCHES
+def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays, batch):
     src, dst = pair
     make_queues(src, dst)
     total = int(os.environ.get("Q4M_FORWARD_MESSAGES", "6000"))
@@ -350,11 +378,11 @@ def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
     k = max(1, n_events // 4)
     events = ["source"] * k + ["destination"] * k + ["relay"] * max(1, n_events - 2 * k)
     rng.shuffle(events)
-    context = f"seed={seed} events={events}"
+    context = f"batch={batch} seed={seed} events={events}"
     # Rows arrive in batches between events so there is always a transfer to interrupt.
     bounds = [total * (i + 1) // (len(events) + 1) for i in range(len(events) + 1)]
     insert_seq(src, 1, bounds[0])
-    relay = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+    relay = Relay(src, dst, 1, "--wait-timeout", "0.5", "--batch", batch).start()
     relays.append(relay)
     for i, event in enumerate(events):
         before = count(dst, "dst")
@@ -363,7 +391,7 @@ def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays):
         time.sleep(rng.uniform(0.0, 0.4))  # a random point of the transfer
         if event == "relay":
             relay.kill9()
-            relay = Relay(src, dst, 1, "--wait-timeout", "0.5").start()
+            relay = Relay(src, dst, 1, "--wait-timeout", "0.5", "--batch", batch).start()
             relays.append(relay)
         elif event == "source":
             src.restart(kill=True)
@@ -417,7 +445,8 @@ def test_no_loss_when_the_source_session_outlives_the_relay_connection(pair, rel
         proxy.close()
 
 
-def test_replay_after_destination_crash_is_dropped(pair, relays):
+@BATCHES
+def test_replay_after_destination_crash_is_dropped(pair, relays, batch):
     """The original Q4M lost its dedup record in recovery, so this replay was duplicated.
     (test_srcid.py checks the record at the SQL level; this is the relay's view.)"""
     src, dst = pair
@@ -435,7 +464,7 @@ def test_replay_after_destination_crash_is_dropped(pair, relays):
     dst.restart(kill=True)
     owner.close()  # the "relay" died: row 1 goes back to the source
     wait_until(lambda: seqs(src, "src") == [1, 2, 3], WAIT_S, what="row 1 back in the source")
-    r = Relay(src, dst, 4, "--idle-exit", "1").start()
+    r = Relay(src, dst, 4, "--idle-exit", "1", "--batch", batch).start()
     relays.append(r)
     assert r.wait() == 0, r.log()
     assert seqs(dst) == [1, 2, 3], r.log()
@@ -489,6 +518,8 @@ def test_configuration_errors_exit_1(pair, setup, fragment):
     ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "1", "--wait-timeout", "0"],
     ["--src", "db=test;table=src;colour=blue", "--dst", "db=test", "--source-id", "1"],
     ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "4294967296"],
+    ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "1", "--batch", "0"],
+    ["--src", "db=test;table=src", "--dst", "db=test", "--source-id", "1", "--batch", "10001"],
 ])
 def test_bad_command_lines_exit_1(args):
     p = subprocess.run([str(FORWARD)] + args, capture_output=True, timeout=30)

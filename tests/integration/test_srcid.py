@@ -1,7 +1,7 @@
 """queue_set_srcid(): relay dedup, also across a crash (the original lost this state in recovery)."""
 import pytest
 
-from sqlcheck import query, value
+from sqlcheck import expect_error, query, value
 
 
 def _relay(c, source, mode, rowid, v):
@@ -75,3 +75,112 @@ def test_dedup_record_survives_compaction_and_crash(fresh_server):
     _relay(c, 1, "a", 50, 99)  # dropped
     _relay(c, 1, "a", 51, 51)
     assert [r[0] for r in s.sql("SELECT v FROM test.q")] == [51]
+
+
+# ---- a list of row ids: one relayed batch per INSERT (q4m-forward --batch) ----
+
+def _relay_batch(c, source, ids, values):
+    args = ", ".join(str(i) for i in ids)
+    assert value(c, f"SELECT queue_set_srcid({source}, 'a', {args})") == 1
+    rows = ", ".join("(%s)" for _ in values)
+    query(c, f"INSERT INTO test.q VALUES {rows}", tuple(values))
+
+
+def _notes(c):
+    return [r[2] for r in query(c, "SHOW WARNINGS")]
+
+
+def test_a_list_of_row_ids_drops_the_received_prefix(server):
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    c = server.connect()
+    _relay_batch(c, 1, [3, 5, 8], [3, 5, 8])
+    assert _notes(c) == []
+    # The source gave the batch back (a relay restart) and newer rows came after it.
+    _relay_batch(c, 1, [3, 5, 8, 9, 12], [3, 5, 8, 9, 12])
+    assert _notes(c) == ["queue_set_srcid: 3 of 5 rows of source 1 were already received by "
+                         "'test.q' (row ids 3 to 8); dropped"]
+    _relay_batch(c, 1, [12, 13], [12, 13])
+    assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
+                         "'test.q' (row ids 12 to 12); dropped"]
+    assert _values(server) == [3, 5, 8, 9, 12, 13]
+
+
+def test_rows_after_the_declared_ones_are_plain_rows(server):
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    c = server.connect()
+    assert value(c, "SELECT queue_set_srcid(1, 'a', 1, 2)") == 1
+    query(c, "INSERT INTO test.q VALUES (1), (2), (3)")
+    _relay_batch(c, 1, [1, 2], [10, 20])  # both dropped; the plain row 3 did not move the record
+    assert _values(server) == [1, 2, 3]
+
+
+def test_ids_without_a_row_are_not_recorded(server):
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    c = server.connect()
+    assert value(c, "SELECT queue_set_srcid(1, 'a', 1, 2, 3)") == 1
+    query(c, "INSERT INTO test.q VALUES (1), (2)")
+    assert _notes(c) == ["queue_set_srcid: 1 of 3 declared source row ids had no row in this INSERT into "
+                         "'test.q'; they were not recorded"]
+    # Source row 3 never arrived: it is accepted when it does; row 2 is not.
+    _relay_batch(c, 1, [2, 3], [20, 3])
+    assert value(c, "SELECT queue_set_srcid(1, 'a', 4, 5)") == 1
+    query(c, "INSERT INTO test.q VALUES (4)")  # one row: written at once with its id
+    assert _notes(c) == ["queue_set_srcid: 1 of 2 declared source row ids had no row in this INSERT into "
+                         "'test.q'; they were not recorded"]
+    _relay_batch(c, 1, [4, 5], [40, 5])
+    query(c, "INSERT INTO test.q VALUES (6)")  # the declaration was used up: a plain row
+    assert _values(server) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_table_with_triggers_relays_row_by_row(server):
+    # The server uses no bulk insert when triggers run: each row is written with its id.
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE test.seen (v INT)")
+    server.sql("CREATE TRIGGER test.q_seen BEFORE INSERT ON test.q FOR EACH ROW INSERT INTO test.seen VALUES (NEW.v)")
+    c = server.connect()
+    _relay_batch(c, 1, [1, 2, 3], [1, 2, 3])
+    _relay_batch(c, 1, [2, 3, 4], [2, 3, 4])
+    assert _notes(c) == [f"queue_set_srcid: row {i} of source 1 was already received by 'test.q'; dropped"
+                         for i in (2, 3)]  # a note per dropped row
+    assert _values(server) == [1, 2, 3, 4]
+    assert [r[0] for r in server.sql("SELECT v FROM test.seen")] == [1, 2, 3, 2, 3, 4]
+    _relay_batch(c, 1, [4, 5], [4, 5])
+    assert _notes(c) == ["queue_set_srcid: row 4 of source 1 was already received by 'test.q'; dropped"]
+    assert _values(server) == [1, 2, 3, 4, 5]
+
+
+def test_a_failing_insert_keeps_the_rows_before_the_failure(server):
+    # As for every non-transactional table; each kept row is recorded with its id.
+    server.sql("CREATE TABLE test.q (v INT, s VARCHAR(3)) ENGINE=QUEUE")
+    c = server.connect()
+    query(c, "SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
+    assert value(c, "SELECT queue_set_srcid(1, 'a', 1, 2, 3)") == 1
+    expect_error(c, "INSERT INTO test.q VALUES (1, 'a'), (2, 'too long'), (3, 'c')", "Data too long")
+    assert value(c, "SELECT queue_set_srcid(1, 'a', 1, 2, 3)") == 1
+    query(c, "INSERT INTO test.q VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    assert [r[0] for r in server.sql("SELECT v FROM test.q")] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("sql, fragments", [
+    ("SELECT queue_set_srcid(1, 'a', 5, 5)", ["argument 4", "row ids must increase (5 after 5)"]),
+    ("SELECT queue_set_srcid(1, 'a', 5, 7, 6)", ["argument 5", "row ids must increase (6 after 7)"]),
+    ("SELECT queue_set_srcid(1, 'a', 5, NULL)", ["argument 4", "rowid must be a row id"]),
+    ("SELECT queue_set_srcid(1, 'a', 5, 0)", ["argument 4", "rowid must be a row id"]),
+    ("SELECT queue_set_srcid(1, 'a')", ["takes 3 to 10002 arguments"]),
+])
+def test_bad_row_id_lists_are_refused(server, sql, fragments):
+    c = server.connect()
+    expect_error(c, sql, "queue_set_srcid()", *fragments)
+
+
+def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
+    s = fresh_server
+    s.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    c = s.connect()
+    _relay_batch(c, 1, list(range(1, 101)), list(range(1, 101)))
+    s.restart(kill=True)
+    c = s.connect()
+    _relay_batch(c, 1, list(range(1, 103)), list(range(1, 103)))
+    assert _notes(c) == ["queue_set_srcid: 100 of 102 rows of source 1 were already received by "
+                         "'test.q' (row ids 1 to 100); dropped"]
+    assert [r[0] for r in s.sql("SELECT v FROM test.q")] == list(range(1, 103))

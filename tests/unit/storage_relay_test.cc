@@ -91,3 +91,77 @@ TEST(dedup_state_is_in_the_rows_chunk) {
     t.reset();
   }
 }
+
+// A relayed batch (q4m-forward --batch): the rows received before are always a prefix
+// (source ids increase); the rest and the new record go into one chunk.
+TEST(relayed_batch_drops_the_received_prefix_and_keeps_the_rest) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  std::vector<std::string_view> first{"r2", "r4", "r6"};
+  const RowId first_ids[] = {2, 4, 6};
+  size_t dropped = 99;
+  REQUIRE(t->insert_relayed(first, 5, first_ids, false, &dropped).ok());
+  CHECK_EQ(dropped, 0u);
+  CHECK_EQ(t->last_relayed_rowid(5), 6u);
+  // A replay of the batch with newer rows behind it (the source returned the batch).
+  std::vector<std::string_view> replay{"r2", "r4", "r6", "r7", "r9"};
+  const RowId replay_ids[] = {2, 4, 6, 7, 9};
+  REQUIRE(t->insert_relayed(replay, 5, replay_ids, false, &dropped).ok());
+  CHECK_EQ(dropped, 3u);
+  CHECK_EQ(t->last_relayed_rowid(5), 9u);
+  std::vector<std::string> payloads;
+  for (const auto& row : scan(*t)) payloads.push_back(row.second);
+  CHECK(payloads == (std::vector<std::string>{"r2", "r4", "r6", "r7", "r9"}));
+  // All received: nothing written, record unchanged.
+  uint64_t bytes = t->info().file_bytes;
+  REQUIRE(t->insert_relayed(replay, 5, replay_ids, false, &dropped).ok());
+  CHECK_EQ(dropped, 5u);
+  CHECK_EQ(t->info().file_bytes, bytes);
+  CHECK_EQ(t->last_relayed_rowid(5), 9u);
+}
+
+TEST(relayed_batch_refuses_ids_that_do_not_increase) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  std::vector<std::string_view> rows{"a", "b"};
+  size_t dropped = 0;
+  const RowId same[] = {3, 3};
+  Status s = t->insert_relayed(rows, 1, same, false, &dropped);
+  CHECK(s.code() == ErrorCode::kInvalid);
+  const RowId zero[] = {0, 1};
+  CHECK(t->insert_relayed(rows, 1, zero, false, &dropped).code() == ErrorCode::kInvalid);
+  CHECK_EQ(scan(*t).size(), 0u);
+  CHECK_EQ(t->last_relayed_rowid(1), 0u);
+}
+
+TEST(relayed_batch_is_one_chunk) {
+  // A cut anywhere inside the batch's chunk keeps none of its rows and the old record.
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  bool acc;
+  REQUIRE(t->insert_relayed("a", 1, 100, false, &acc).ok());
+  uint64_t end1 = t->info().file_bytes;
+  std::vector<std::string_view> rows{"b", "c", "d"};
+  const RowId ids[] = {101, 102, 103};
+  size_t dropped;
+  REQUIRE(t->insert_relayed(rows, 1, ids, false, &dropped).ok());
+  uint64_t end2 = t->info().file_bytes;
+  t.reset();
+  TableRegistry::instance().close_all();
+  std::string bytes = read_file_bytes(path);
+  for (uint64_t len = end1; len <= end2; len++) {
+    write_file_bytes(path, bytes.substr(0, len));
+    Status s;
+    t = reopen(path, &s);
+    REQUIRE(t);
+    const bool whole = len == end2;
+    CHECK_EQ(scan(*t).size(), whole ? 4u : 1u);
+    CHECK_EQ(t->last_relayed_rowid(1), whole ? 103u : 100u);
+    t.reset();
+  }
+}

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "connection.h"
@@ -18,23 +19,32 @@ class Destination {
 
   void open(const std::vector<std::string>& columns);
   void close();
-  bool is_open() const { return conn_.is_open() && stmt_ != nullptr; }
+  bool is_open() const { return conn_.is_open(); }
 
-  // Inserts the first `columns` values of `row` as row `rowid` of our source id. Returns
-  // only once the row is durable. Returns false if the engine said it dropped the row as
-  // already received (0 affected rows, or a note naming queue_set_srcid); an engine that
-  // drops silently makes every row look accepted.
-  bool insert(RowBuffer& row, size_t columns, uint64_t rowid);
+  // Rows one INSERT may carry: --batch, and at most 65,535 placeholders per statement.
+  size_t max_rows_per_insert() const;
+
+  // Inserts the first `columns` values of rows[0..count) as source rows ids[0..count) of our
+  // source id, with one queue_set_srcid() and one INSERT: all of them durable when it
+  // returns, or none. Returns how many leading rows the engine dropped as already received
+  // (its note naming queue_set_srcid, or 0 affected rows); an engine that drops silently
+  // makes every row look accepted.
+  size_t insert(RowBuffer* rows, size_t count, size_t columns, const uint64_t* ids);
 
  private:
-  bool dropped_per_warnings(uint64_t rowid);
+  MYSQL_STMT* statement_for(size_t rows);  // prepared INSERT of that many rows
+  void close_statements();
+  size_t dropped_per_warnings(size_t count, const uint64_t* ids);
   static constexpr int kMaxLoggedWarnings = 20;
   int warnings_logged_ = 0;
 
   const Options& opt_;
   Connection conn_{"destination"};
-  MYSQL_STMT* stmt_ = nullptr;
+  std::string insert_head_;  // INSERT INTO `db`.`t` (`a`, `b`) VALUES
+  std::string row_marks_;    // (?, ?)
   size_t param_count_ = 0;
+  // At most two prepared INSERTs: a full batch, and the size used last (a short batch).
+  std::vector<std::pair<size_t, MYSQL_STMT*>> statements_;
 };
 
 }  // namespace q4m::forward

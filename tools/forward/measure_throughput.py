@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Measures q4m-forward throughput between two throwaway local servers (not a test).
 
-  python3 tools/forward/measure_throughput.py [ROWS] [PAYLOAD_BYTES]
+  python3 tools/forward/measure_throughput.py [ROWS] [PAYLOAD_BYTES] [BATCH ...]
 
-For each queue_sync_mode it loads ROWS rows into the source, relays them all with
---idle-exit, and prints the relay's rate (rows accepted / time from first to last row).
+For each queue_sync_mode and each --batch (default: 1 and 100) it loads ROWS rows into the
+source, relays them all with --idle-exit, and prints the relay's rate (rows accepted /
+time from start to the last row).
 Needs `make plugin tools`.
 """
 import re
@@ -29,9 +30,9 @@ def load(server, rows, payload):
                    + ", ".join(f"({i}, REPEAT('x', {payload}))" for i in range(lo, hi + 1)))
 
 
-def measure(root, pristine, mode, rows, payload):
-    src = Server(root / f"src-{mode}", pristine).start()
-    dst = Server(root / f"dst-{mode}", pristine).start()
+def measure(root, pristine, mode, rows, payload, batch):
+    src = Server(root / f"src-{mode}-{batch}", pristine).start()
+    dst = Server(root / f"dst-{mode}-{batch}", pristine).start()
     try:
         for s in (src, dst):
             s.install_plugin()
@@ -42,13 +43,13 @@ def measure(root, pristine, mode, rows, payload):
         p = subprocess.run(
             [str(FORWARD), "--src", f"socket={src.socket};user=root;db=test;table=src",
              "--dst", f"socket={dst.socket};user=root;db=test;table=dst", "--source-id", "1",
-             "--idle-exit", "0.5", "--wait-timeout", "0.25", "--stats-interval", "0"],
+             "--idle-exit", "0.5", "--wait-timeout", "0.25", "--stats-interval", "0", "--batch", str(batch)],
             capture_output=True, text=True, timeout=3600)
         elapsed = time.monotonic() - started - 0.5  # minus the idle wait at the end
         final = [line for line in p.stderr.splitlines() if "final:" in line]
         got = dst.value("SELECT COUNT(*) FROM test.dst")
         assert p.returncode == 0 and got == rows, (p.returncode, got, p.stderr[-2000:])
-        print(f"queue_sync_mode={mode:9s} rows={rows} payload={payload}B  "
+        print(f"queue_sync_mode={mode:9s} batch={batch:<4d} rows={rows} payload={payload}B  "
               f"{rows / elapsed:8.0f} rows/s  ({elapsed:.1f} s)")
         print("   ", re.sub(r".*final: ", "", final[-1]) if final else "(no final line)")
     finally:
@@ -59,11 +60,13 @@ def measure(root, pristine, mode, rows, payload):
 def main():
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     payload = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+    batches = [int(b) for b in sys.argv[3:]] or [1, 100]
     root = Path(tempfile.mkdtemp(prefix="q4m-fwd-measure-"))
     pristine = root / "pristine"
     make_pristine_datadir(pristine)
     for mode in ("fdatasync", "none"):
-        measure(root, pristine, mode, rows, payload)
+        for batch in batches:
+            measure(root, pristine, mode, rows, payload, batch)
     subprocess.call(["rm", "-rf", str(root)])
 
 

@@ -109,6 +109,10 @@ bool parse_options(const std::vector<std::string>& args, Options* out) {
     else if (name == "--source-id") { o.source_id = static_cast<uint32_t>(parse_unsigned(value, name.c_str(), UINT32_MAX)); have_id = true; }
     else if (name == "--wait-timeout") o.wait_timeout = parse_seconds(value, name.c_str(), false);
     else if (name == "--max-rows") o.max_rows = parse_unsigned(value, name.c_str(), UINT64_MAX);
+    else if (name == "--batch") {
+      o.batch = static_cast<unsigned>(parse_unsigned(value, name.c_str(), kMaxBatch));
+      if (o.batch == 0) throw UsageError("--batch: expected 1 to " + std::to_string(kMaxBatch) + " rows, got 0");
+    }
     else if (name == "--idle-exit") o.idle_exit = parse_seconds(value, name.c_str(), true);
     else if (name == "--stats-interval") o.stats_interval = parse_seconds(value, name.c_str(), true);
     else if (name == "--io-timeout") o.io_timeout = parse_seconds(value, name.c_str(), false);
@@ -136,6 +140,8 @@ const char* usage_text() {
       "                    never reuse it for another source, use a new one if the source\n"
       "                    table is re-created\n"
       "  --wait-timeout S  seconds per queue_wait() on the source (default 1)\n"
+      "  --batch N         rows per round trip, 1 to 10000 (default 100); 1 speaks the\n"
+      "                    one-row protocol of the original Q4M (queue_wait, one INSERT)\n"
       "  --max-rows N      exit 0 after relaying N rows (default 0 = no limit)\n"
       "  --idle-exit S     exit 0 after S seconds without a row (default 0 = never)\n"
       "  --stats-interval S  seconds between metrics lines (default 10, 0 = only at exit)\n"

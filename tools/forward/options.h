@@ -23,12 +23,15 @@ struct Endpoint {
   std::string describe() const;  // for logs; never shows the password
 };
 
+constexpr unsigned kMaxBatch = 10000;  // queue_wait_batch()'s and queue_set_srcid()'s limit
+
 struct Options {
   Endpoint src;
   Endpoint dst;
   uint32_t source_id = 0;
   double wait_timeout = 1.0;   // seconds per queue_wait(); also bounds the reaction to SIGTERM
   uint64_t max_rows = 0;       // 0 = unlimited
+  unsigned batch = 100;        // rows per round trip; 1 = Q4M's one-row protocol
   double idle_exit = 0;        // 0 = never; else exit 0 after this long without a row
   double stats_interval = 10;  // 0 = only at exit
   double io_timeout = 30;      // read/write/connect timeout of both connections

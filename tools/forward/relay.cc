@@ -1,5 +1,7 @@
 #include "relay.h"
 
+#include <algorithm>
+
 #include "db_error.h"
 #include "log.h"
 #include "schema.h"
@@ -43,37 +45,69 @@ void Relay::open_destination() {
   dst_was_open_ = true;
 }
 
+// One INSERT per part: a part holds at most max_rows_per_insert() rows and, past its first
+// row, at most kMaxInsertBytes of values, so a batch of big rows stays under the server's
+// max_allowed_packet. Each part is all-or-nothing at the destination; a retry after a
+// failure resumes at the first part not known to be durable.
 void Relay::deliver_pending() {
-  uint64_t rowid = src_.rowid();
-  bool accepted;
+  constexpr size_t kMaxInsertBytes = 4u << 20;
+  const size_t columns = src_.data_columns();
+  while (delivered_ < pending_) {
+    size_t count = 0, bytes = 0;
+    while (delivered_ + count < pending_ && count < dst_.max_rows_per_insert()) {
+      bytes += src_.rows()[delivered_ + count].value_bytes(columns);
+      if (count > 0 && bytes > kMaxInsertBytes) break;
+      count++;
+    }
+    deliver_part(delivered_, count);
+    delivered_ += count;
+  }
+  pending_ = delivered_ = 0;
+  pending_retried_ = false;
+}
+
+void Relay::deliver_part(size_t first, size_t count) {
+  const uint64_t* ids = src_.rowids().data() + first;
+  size_t dropped;
   try {
-    accepted = dst_.insert(src_.row(), src_.data_columns(), rowid);
+    dropped = dst_.insert(src_.rows().data() + first, count, src_.data_columns(), ids);
   } catch (const DbError&) {
     pending_retried_ = true;
     throw;
   }
-  counters_.last_rowid = rowid;
-  if (accepted) {
-    ++counters_.relayed;
-    any_accepted_ = true;
-    if (rowid > max_accepted_) max_accepted_ = rowid;
-  } else {
-    ++counters_.replays_dropped;
+  counters_.last_rowid = ids[count - 1];
+  counters_.relayed += count - dropped;
+  counters_.replays_dropped += dropped;
+  if (dropped > 0) {
+    const uint64_t newest_dropped = ids[dropped - 1];
     // Replays are expected only for rows this process (or its predecessor, before our first
     // accepted row) may already have delivered. A newer row being dropped means the
     // destination's record for our source id is ahead of this source: a re-created source
     // table or a second relay using the same --source-id. Relaying on would lose rows.
-    if (any_accepted_ && rowid > max_accepted_ && !pending_retried_)
+    if (any_accepted_ && newest_dropped > max_accepted_ && !pending_retried_)
       throw DbError(ErrorKind::kFatal, 0,
-                    "destination dropped source row " + std::to_string(rowid) + " as already received, but the newest "
-                    "row relayed so far is " + std::to_string(max_accepted_) + ": is --source-id " +
+                    "destination dropped source row " + std::to_string(newest_dropped) + " as already received, but "
+                    "the newest row relayed so far is " + std::to_string(max_accepted_) + ": is --source-id " +
                     std::to_string(opt_.source_id) + " used for another source, or was the source table re-created? "
-                    "Stopping; the row stays in the source");
-    log_line("destination: source row %llu was already received (replay after a restart), dropped",
-             static_cast<unsigned long long>(rowid));
+                    "Stopping; the rows stay in the source");
+    if (dropped == 1)
+      log_line("destination: source row %llu was already received (replay after a restart), dropped",
+               static_cast<unsigned long long>(ids[0]));
+    else
+      log_line("destination: source rows %llu to %llu (%zu rows) were already received (replay after a restart), dropped",
+               static_cast<unsigned long long>(ids[0]), static_cast<unsigned long long>(newest_dropped), dropped);
   }
-  pending_ = false;
-  pending_retried_ = false;
+  if (dropped < count) {
+    any_accepted_ = true;
+    max_accepted_ = std::max(max_accepted_, ids[count - 1]);
+  }
+}
+
+// At most --batch rows, and no more than --max-rows still allows.
+size_t Relay::rows_to_take() const {
+  size_t n = opt_.batch;
+  if (opt_.max_rows) n = std::min<uint64_t>(n, opt_.max_rows - (counters_.relayed + counters_.replays_dropped));
+  return std::max<size_t>(n, 1);
 }
 
 bool Relay::should_stop() {
@@ -109,10 +143,11 @@ bool Relay::step() {
     return false;
   }
   if (!src_.is_open() && !on_source([&] { return open_source(); })) return false;  // shutdown during lock wait
-  // Consumes the owned row, which is durable at the destination by now.
-  bool got = on_source([&] { return src_.take_next(); });
-  owns_row_ = got;
+  // Consumes the owned rows, which are durable at the destination by now.
+  const size_t got = on_source([&] { return src_.take_next(rows_to_take()); });
+  owns_row_ = got > 0;
   pending_ = got;
+  delivered_ = 0;
   auto now = std::chrono::steady_clock::now();
   if (got) {
     last_row_time_ = now;

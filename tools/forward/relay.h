@@ -1,5 +1,5 @@
-// The relay loop: take a row on the source, make it durable at the destination, and only
-// then let the next queue_wait() consume it. Survives either server or itself going away.
+// The relay loop: take a batch of rows on the source, make them durable at the destination,
+// and only then let the next wait consume them. Survives either server or itself going away.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,8 @@ class Relay {
   bool open_source();       // false on shutdown
   void open_destination();
   void deliver_pending();   // throws DbError
+  void deliver_part(size_t first, size_t count);
+  size_t rows_to_take() const;
   bool step();              // one round; false when the relay should stop (clean exit)
   bool should_stop();
   void finish_owned_row();  // queue_end() after the last delivered row; best effort
@@ -59,9 +61,10 @@ class Relay {
   RelayCounters counters_;
   std::vector<std::string> columns_;
 
-  bool pending_ = false;          // a taken row not yet durable at the destination
-  bool pending_retried_ = false;  // its INSERT failed once: the destination may have it already
-  bool owns_row_ = false;         // the source connection owns a row (delivered or pending)
+  size_t pending_ = 0;            // rows taken: src_.rows()[delivered_, pending_) are not yet durable at the destination
+  size_t delivered_ = 0;
+  bool pending_retried_ = false;  // an INSERT of them failed once: the destination may have it already
+  bool owns_row_ = false;         // the source connection owns rows (delivered or pending)
   bool any_accepted_ = false;     // the destination accepted a row from this process
   uint64_t max_accepted_ = 0;     // highest source row id it accepted from this process
   bool src_was_open_ = false, dst_was_open_ = false;

@@ -103,8 +103,15 @@ bool RowBuffer::refetch_truncated(MYSQL_STMT* stmt) {
   return true;
 }
 
-std::vector<MYSQL_BIND> RowBuffer::param_binds(size_t count) {
-  std::vector<MYSQL_BIND> binds(count, MYSQL_BIND{});
+size_t RowBuffer::value_bytes(size_t count) const {
+  size_t bytes = 0;
+  for (size_t i = 0; i < count; ++i) bytes += columns_[i].fixed_size ? columns_[i].data.size() : columns_[i].length;
+  return bytes;
+}
+
+void RowBuffer::append_param_binds(size_t count, std::vector<MYSQL_BIND>* binds) {
+  const size_t base = binds->size();
+  binds->resize(base + count, MYSQL_BIND{});
   for (size_t i = 0; i < count; ++i) {
     ColumnValue& c = columns_[i];
     if (c.wire_type == MYSQL_TYPE_TIME && !c.is_null) {
@@ -115,7 +122,7 @@ std::vector<MYSQL_BIND> RowBuffer::param_binds(size_t count) {
       t->day += t->hour / 24;
       t->hour %= 24;
     }
-    MYSQL_BIND& b = binds[i];
+    MYSQL_BIND& b = (*binds)[base + i];
     b.buffer_type = c.wire_type;
     b.buffer = c.data.data();
     b.buffer_length = c.fixed_size ? c.data.size() : c.length;
@@ -123,7 +130,6 @@ std::vector<MYSQL_BIND> RowBuffer::param_binds(size_t count) {
     b.is_null = &c.is_null;
     b.is_unsigned = c.is_unsigned;
   }
-  return binds;
 }
 
 }  // namespace q4m::forward

@@ -32,8 +32,13 @@ class RowBuffer {
   // After a fetch that returned MYSQL_DATA_TRUNCATED: fetches the cut columns whole.
   bool refetch_truncated(MYSQL_STMT* stmt);
 
-  // Parameter binds for the first `count` columns, pointing into this buffer.
-  std::vector<MYSQL_BIND> param_binds(size_t count);
+  // Copies the values of a fetched row (reusing this buffer's allocations).
+  void assign_values(const RowBuffer& from) { columns_ = from.columns_; }
+  // Bytes of the first `count` values, as sent.
+  size_t value_bytes(size_t count) const;
+
+  // Parameter binds for the first `count` columns, pointing into this buffer, appended.
+  void append_param_binds(size_t count, std::vector<MYSQL_BIND>* binds);
 
  private:
   std::vector<ColumnValue> columns_;

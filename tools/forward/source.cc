@@ -63,16 +63,19 @@ bool Source::open(const std::vector<std::string>& columns) {
   for (const std::string& c : columns) list += quote_identifier(c) + ", ";
   char timeout[32];
   snprintf(timeout, sizeof timeout, "%.3f", opt_.wait_timeout);
-  std::string sql = "SELECT " + list + "queue_rowid() FROM " + quote_identifier(opt_.src.db) + "." +
-                    quote_identifier(opt_.src.table) + " WHERE queue_wait(" +
-                    conn_.quote(opt_.src.db + "." + opt_.src.table) + ", " + timeout + ")";
+  std::string table = quote_identifier(opt_.src.db) + "." + quote_identifier(opt_.src.table);
+  std::string name = conn_.quote(opt_.src.db + "." + opt_.src.table);
+  // --batch 1: queue_wait(), which the original Q4M has too; else a batch of at most ? rows.
+  std::string wait = opt_.batch == 1 ? "queue_wait(" + name + ", " + timeout + ")"
+                                     : "queue_wait_batch(" + name + ", ?, " + timeout + ")";
+  std::string sql = "SELECT " + list + "queue_rowid() FROM " + table + " WHERE " + wait;
   stmt_ = mysql_stmt_init(conn_.handle());
   if (!stmt_) conn_.fail("mysql_stmt_init");
   my_bool update_max_length = 1;
   mysql_stmt_attr_set(stmt_, STMT_ATTR_UPDATE_MAX_LENGTH, &update_max_length);
   if (mysql_stmt_prepare(stmt_, sql.data(), sql.size())) conn_.fail(stmt_, "prepare " + sql);
-  row_.configure(stmt_);
-  if (row_.size() != columns.size() + 1) throw DbError(ErrorKind::kFatal, 0, "source: unexpected result shape of " + sql);
+  fetch_.configure(stmt_);
+  if (fetch_.size() != columns.size() + 1) throw DbError(ErrorKind::kFatal, 0, "source: unexpected result shape of " + sql);
   return true;
 }
 
@@ -82,26 +85,46 @@ void Source::close() {
   conn_.close();
 }
 
-bool Source::take_next() {
-  if (mysql_stmt_execute(stmt_)) conn_.fail(stmt_, "queue_wait");
-  if (mysql_stmt_store_result(stmt_)) conn_.fail(stmt_, "queue_wait (reading the row)");
-  my_ulonglong rows = mysql_stmt_num_rows(stmt_);
-  if (rows == 0) {
-    mysql_stmt_free_result(stmt_);
-    return false;
+size_t Source::take_next(size_t max_rows) {
+  rowids_.clear();
+  if (opt_.batch > 1) {
+    long long wanted = static_cast<long long>(max_rows);
+    MYSQL_BIND param{};
+    param.buffer_type = MYSQL_TYPE_LONGLONG;
+    param.buffer = &wanted;
+    if (mysql_stmt_bind_param(stmt_, &param)) conn_.fail(stmt_, "binding the batch size");
   }
-  if (rows != 1)
-    throw DbError(ErrorKind::kFatal, 0, "source: queue_wait() statement returned " + std::to_string(rows) +
-                                            " rows; owner mode must show exactly the owned row");
-  if (!row_.bind_result(stmt_)) conn_.fail(stmt_, "binding the row");
-  int rc = mysql_stmt_fetch(stmt_);
-  if (rc == MYSQL_DATA_TRUNCATED && !row_.refetch_truncated(stmt_)) conn_.fail(stmt_, "fetching a long column");
-  if (rc == 1) conn_.fail(stmt_, "fetching the row");
+  const char* what = opt_.batch > 1 ? "queue_wait_batch" : "queue_wait";
+  if (mysql_stmt_execute(stmt_)) conn_.fail(stmt_, what);
+  if (mysql_stmt_store_result(stmt_)) conn_.fail(stmt_, std::string(what) + " (reading the rows)");
+  const my_ulonglong count = mysql_stmt_num_rows(stmt_);
+  if (count > max_rows) {
+    mysql_stmt_free_result(stmt_);
+    throw DbError(ErrorKind::kFatal, 0, "source: " + std::string(what) + "() statement returned " +
+                                            std::to_string(count) + " rows for at most " + std::to_string(max_rows) +
+                                            "; owner mode must show exactly the owned rows");
+  }
+  if (count > 0 && !fetch_.bind_result(stmt_)) conn_.fail(stmt_, "binding the rows");
+  if (rows_.size() < count) rows_.resize(count);
+  for (size_t i = 0; i < count; ++i) fetch_row(i);
   mysql_stmt_free_result(stmt_);
-  const ColumnValue& id = row_.column(row_.size() - 1);
+  return count;
+}
+
+void Source::fetch_row(size_t i) {
+  int rc = mysql_stmt_fetch(stmt_);
+  if (rc == MYSQL_DATA_TRUNCATED && !fetch_.refetch_truncated(stmt_)) conn_.fail(stmt_, "fetching a long column");
+  if (rc == 1) conn_.fail(stmt_, "fetching a row");
+  if (rc == MYSQL_NO_DATA) throw DbError(ErrorKind::kFatal, 0, "source: fewer rows than the result announced");
+  const ColumnValue& id = fetch_.column(fetch_.size() - 1);
   if (id.is_null) throw DbError(ErrorKind::kFatal, 0, "source: queue_rowid() is NULL for an owned row");
-  rowid_ = *reinterpret_cast<const unsigned long long*>(id.data.data());
-  return true;
+  const uint64_t rowid = *reinterpret_cast<const unsigned long long*>(id.data.data());
+  // The destination's dedup needs increasing ids; a scan of the owned rows gives them so.
+  if (!rowids_.empty() && rowid <= rowids_.back())
+    throw DbError(ErrorKind::kFatal, 0, "source: row " + std::to_string(rowid) + " came after row " +
+                                            std::to_string(rowids_.back()) + "; expected increasing row ids");
+  rows_[i].assign_values(fetch_);
+  rowids_.push_back(rowid);
 }
 
 void Source::finish_owned() { conn_.execute("SELECT queue_end()"); }

@@ -1,4 +1,5 @@
-// The source side: owns one row at a time through queue_wait() on one connection.
+// The source side: owns one batch of rows at a time (queue_wait_batch(); with --batch 1 one
+// row through queue_wait(), as with the original Q4M) on one connection.
 #pragma once
 
 #include <cstdint>
@@ -23,26 +24,29 @@ class Source {
   void close();
   bool is_open() const { return conn_.is_open() && stmt_ != nullptr; }
 
-  // Consumes the row owned since the previous call (the caller must have made it durable
-  // at the destination), then waits up to --wait-timeout for the next row and owns it.
-  // Returns false on timeout (nothing owned then).
-  bool take_next();
-  RowBuffer& row() { return row_; }
-  size_t data_columns() const { return row_.size() - 1; }  // the last one is queue_rowid()
-  uint64_t rowid() const { return rowid_; }
+  // Consumes the rows owned since the previous call (the caller must have made them
+  // durable at the destination), then waits up to --wait-timeout for the next rows, at most
+  // `max_rows` (<= --batch), and owns them. Returns how many; 0 on timeout (nothing owned).
+  size_t take_next(size_t max_rows);
+  // The rows taken, in increasing source row id order.
+  std::vector<RowBuffer>& rows() { return rows_; }
+  const std::vector<uint64_t>& rowids() const { return rowids_; }
+  size_t data_columns() const { return fetch_.size() - 1; }  // the last one is queue_rowid()
 
-  // Removes the owned row (queue_end()); only after it is durable at the destination.
+  // Removes the owned rows (queue_end()); only after they are durable at the destination.
   void finish_owned();
 
  private:
   bool acquire_relay_lock();
   std::string lock_name() const;
+  void fetch_row(size_t i);
 
   const Options& opt_;
   Connection conn_{"source"};
   MYSQL_STMT* stmt_ = nullptr;
-  RowBuffer row_;
-  uint64_t rowid_ = 0;
+  RowBuffer fetch_;                // bound to the statement's result
+  std::vector<RowBuffer> rows_;    // copies of the fetched rows; rows_.size() >= the count taken
+  std::vector<uint64_t> rowids_;
   unsigned long previous_session_ = 0;  // our last connection's id, to end it if it lingers
 };
 
