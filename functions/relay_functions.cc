@@ -12,12 +12,11 @@
 #include "../engine/connection_state.h"
 #include "function_plugins.h"
 #include "queue_item.h"
+#include "wait_arguments.h"  // kMaxBatchRows: a relayed batch is at most one queue_wait_batch()
 
 namespace q4m_functions {
 
 namespace {
-
-constexpr unsigned kMaxRelayedRows = 10000;  // as queue_wait_batch(): one relayed batch
 
 void raise(unsigned position, const std::string& what) {
   my_printf_error(ER_WRONG_ARGUMENTS, "queue_set_srcid(): argument %u: %s", MYF(0), position,
@@ -82,7 +81,7 @@ class Item_func_queue_set_srcid final : public Item_queue_action {
 class Create_func_queue_set_srcid : public Create_native_func {
  public:
   Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (!args || args->elements < 3 || args->elements > 2 + kMaxRelayedRows) {
+    if (!args || args->elements < 3 || args->elements > 2 + kMaxBatchRows) {
       raise_argument_count_error("queue_set_srcid() takes 3 to 10002 arguments (source_id, mode, rowid [, rowid ...])");
       return nullptr;
     }

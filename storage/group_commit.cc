@@ -221,11 +221,16 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
   global_stats().rows_removed.add(removed);
 }
 
-Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) {
+Status QueueTableImpl::check_row_lengths(const std::vector<std::string_view>& rows) const {
   for (std::string_view r : rows)
     if (r.size() > fmt::kMaxRowLength)
       return Status(ErrorCode::kInvalid, "file " + path() + ": row of " + std::to_string(r.size()) +
                                              " bytes is too large");
+  return Status::Ok();
+}
+
+Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) {
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
   if (ids) ids->clear();
   if (rows.empty()) return Status::Ok();
   CommitRequest req;
@@ -239,10 +244,8 @@ Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::ve
 Status QueueTableImpl::insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
                                       const RowId* source_rowids, bool reset, size_t* dropped) {
   *dropped = 0;
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
   for (size_t i = 0; i < rows.size(); i++) {
-    if (rows[i].size() > fmt::kMaxRowLength)
-      return Status(ErrorCode::kInvalid, "file " + path() + ": row of " + std::to_string(rows[i].size()) +
-                                             " bytes is too large");
     if (source_rowids[i] == 0 || (i > 0 && source_rowids[i] <= source_rowids[i - 1]))
       return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
                                              std::to_string(source_rowids[i]) + " at position " + std::to_string(i + 1));

@@ -57,15 +57,6 @@ class QueueTable {
   // compaction keeps it. reset=true (mode 'w') forgets the previous last id first.
   virtual Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
                                 const RowId* source_rowids, bool reset, size_t* dropped) = 0;
-  // The same for one row; *accepted = it was not dropped.
-  Status insert_relayed(std::string_view row, uint32_t source_id, RowId source_rowid, bool reset,
-                        bool* accepted) {
-    std::vector<std::string_view> rows{row};
-    size_t dropped = 0;
-    Status st = insert_relayed(rows, source_id, &source_rowid, reset, &dropped);
-    *accepted = st.ok() && dropped == 0;
-    return st;
-  }
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
 
   // ---- SQL scans (handler) ---------------------------------------------

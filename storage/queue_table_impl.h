@@ -134,7 +134,6 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // QueueTable
   Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) override;
-  using QueueTable::insert_relayed;
   Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
                         bool reset, size_t* dropped) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
@@ -185,6 +184,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Status read_uncached(const UncachedRead& r, std::string* payload);
 
   // group_commit.cc
+  Status check_row_lengths(const std::vector<std::string_view>& rows) const;  // each fits a chunk
   void commit(CommitRequest* req);
   void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
   void run_batch(const std::vector<CommitRequest*>& batch);

@@ -93,7 +93,7 @@ TEST(truncate_every_offset_of_a_compacted_file) {
   auto t = create_and_open(path);
   REQUIRE(t);
   bool acc;
-  for (int i = 1; i <= 6; i++) REQUIRE(t->insert_relayed("r" + std::to_string(i), 2, i, false, &acc).ok());
+  for (int i = 1; i <= 6; i++) REQUIRE(relay1(*t, "r" + std::to_string(i), 2, i, false, &acc).ok());
   Consumer c;
   int idx;
   for (int i = 0; i < 3; i++) REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());

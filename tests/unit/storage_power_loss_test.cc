@@ -104,7 +104,7 @@ void relay(Workload& w, int rounds, RowId* next_seq) {
     std::string row = payload_for("r" + std::to_string(seq), rng);
     w.acks.attempted(tag_of(row));
     bool accepted = false;
-    if (w.table->insert_relayed(row, kSource, seq, false, &accepted).ok() && accepted)
+    if (relay1(*w.table, row, kSource, seq, false, &accepted).ok() && accepted)
       w.acks.add({Ack::kRelayed, tag_of(row), 0, seq});
   }
 }

@@ -6,23 +6,42 @@
 using namespace q4m;
 using namespace q4m_test;
 
+namespace {
+
+// Closes every table, then for each length in [from, to] cuts the file at `path` to that
+// length, reopens it (recovery) and hands the table and the length to check().
+template <class Check>
+void for_each_cut(const std::string& path, uint64_t from, uint64_t to, Check check) {
+  TableRegistry::instance().close_all();
+  const std::string bytes = read_file_bytes(path);
+  for (uint64_t len = from; len <= to; len++) {
+    write_file_bytes(path, bytes.substr(0, len));
+    Status s;
+    auto t = reopen(path, &s);
+    REQUIRE(t);
+    check(*t, len);
+  }
+}
+
+}  // namespace
+
 TEST(dedup_drops_old_rows_and_reset_forgets) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
   bool acc = false;
-  REQUIRE(t->insert_relayed("r5", 7, 5, false, &acc).ok());
+  REQUIRE(relay1(*t, "r5", 7, 5, false, &acc).ok());
   CHECK(acc);
-  REQUIRE(t->insert_relayed("r5 again", 7, 5, false, &acc).ok());
+  REQUIRE(relay1(*t, "r5 again", 7, 5, false, &acc).ok());
   CHECK(!acc);
-  REQUIRE(t->insert_relayed("r3", 7, 3, false, &acc).ok());
+  REQUIRE(relay1(*t, "r3", 7, 3, false, &acc).ok());
   CHECK(!acc);
-  REQUIRE(t->insert_relayed("other source", 8, 1, false, &acc).ok());
+  REQUIRE(relay1(*t, "other source", 8, 1, false, &acc).ok());
   CHECK(acc);
   CHECK_EQ(t->last_relayed_rowid(7), 5u);
   CHECK_EQ(t->last_relayed_rowid(8), 1u);
   CHECK_EQ(t->last_relayed_rowid(9), 0u);
-  REQUIRE(t->insert_relayed("r2 after reset", 7, 2, true, &acc).ok());
+  REQUIRE(relay1(*t, "r2 after reset", 7, 2, true, &acc).ok());
   CHECK(acc);
   CHECK_EQ(t->last_relayed_rowid(7), 2u);
   CHECK_EQ(scan(*t).size(), 3u);
@@ -36,13 +55,13 @@ TEST(dedup_state_survives_reopen_and_compaction) {
   auto t = create_and_open(path);
   REQUIRE(t);
   bool acc;
-  for (RowId r = 1; r <= 10; r++) REQUIRE(t->insert_relayed("row" + std::to_string(r), 3, r, false, &acc).ok());
+  for (RowId r = 1; r <= 10; r++) REQUIRE(relay1(*t, "row" + std::to_string(r), 3, r, false, &acc).ok());
   t.reset();
   Status s;
   t = reopen(path, &s);  // recovery
   REQUIRE(t);
   CHECK_EQ(t->last_relayed_rowid(3), 10u);
-  REQUIRE(t->insert_relayed("dup", 3, 10, false, &acc).ok());
+  REQUIRE(relay1(*t, "dup", 3, 10, false, &acc).ok());
   CHECK(!acc);
   // consume everything, compact: the state must still be there
   Consumer c;
@@ -56,9 +75,9 @@ TEST(dedup_state_survives_reopen_and_compaction) {
   t = reopen(path, &s);
   REQUIRE(t);
   CHECK_EQ(t->last_relayed_rowid(3), 10u);
-  REQUIRE(t->insert_relayed("dup", 3, 7, false, &acc).ok());
+  REQUIRE(relay1(*t, "dup", 3, 7, false, &acc).ok());
   CHECK(!acc);
-  REQUIRE(t->insert_relayed("new", 3, 11, false, &acc).ok());
+  REQUIRE(relay1(*t, "new", 3, 11, false, &acc).ok());
   CHECK(acc);
   REQUIRE(t->truncate().ok());
   t.reset();
@@ -75,21 +94,15 @@ TEST(dedup_state_is_in_the_rows_chunk) {
   auto t = create_and_open(path);
   REQUIRE(t);
   bool acc;
-  REQUIRE(t->insert_relayed("a", 1, 100, false, &acc).ok());
+  REQUIRE(relay1(*t, "a", 1, 100, false, &acc).ok());
   uint64_t end1 = t->info().file_bytes;
-  REQUIRE(t->insert_relayed("b", 1, 101, false, &acc).ok());
+  REQUIRE(relay1(*t, "b", 1, 101, false, &acc).ok());
+  const uint64_t end2 = t->info().file_bytes;
   t.reset();
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
-  for (uint64_t len = end1; len < bytes.size(); len++) {
-    write_file_bytes(path, bytes.substr(0, len));
-    Status s;
-    t = reopen(path, &s);
-    REQUIRE(t);
-    CHECK_EQ(scan(*t).size(), 1u);
-    CHECK_EQ(t->last_relayed_rowid(1), 100u);
-    t.reset();
-  }
+  for_each_cut(path, end1, end2 - 1, [](QueueTable& cut, uint64_t) {
+    CHECK_EQ(scan(cut).size(), 1u);
+    CHECK_EQ(cut.last_relayed_rowid(1), 100u);
+  });
 }
 
 // A relayed batch (q4m-forward --batch): the rows received before are always a prefix
@@ -144,24 +157,17 @@ TEST(relayed_batch_is_one_chunk) {
   auto t = create_and_open(path);
   REQUIRE(t);
   bool acc;
-  REQUIRE(t->insert_relayed("a", 1, 100, false, &acc).ok());
+  REQUIRE(relay1(*t, "a", 1, 100, false, &acc).ok());
   uint64_t end1 = t->info().file_bytes;
   std::vector<std::string_view> rows{"b", "c", "d"};
   const RowId ids[] = {101, 102, 103};
   size_t dropped;
   REQUIRE(t->insert_relayed(rows, 1, ids, false, &dropped).ok());
-  uint64_t end2 = t->info().file_bytes;
+  const uint64_t end2 = t->info().file_bytes;
   t.reset();
-  TableRegistry::instance().close_all();
-  std::string bytes = read_file_bytes(path);
-  for (uint64_t len = end1; len <= end2; len++) {
-    write_file_bytes(path, bytes.substr(0, len));
-    Status s;
-    t = reopen(path, &s);
-    REQUIRE(t);
+  for_each_cut(path, end1, end2, [&](QueueTable& cut, uint64_t len) {
     const bool whole = len == end2;
-    CHECK_EQ(scan(*t).size(), whole ? 4u : 1u);
-    CHECK_EQ(t->last_relayed_rowid(1), whole ? 103u : 100u);
-    t.reset();
-  }
+    CHECK_EQ(scan(cut).size(), whole ? 4u : 1u);
+    CHECK_EQ(cut.last_relayed_rowid(1), whole ? 103u : 100u);
+  });
 }

@@ -34,7 +34,7 @@ TEST(clean_close_then_fast_open_restores_everything) {
   REQUIRE(t);
   bool acc;
   for (int i = 1; i <= 30; i++) REQUIRE(insert1(*t, "row" + std::to_string(i)).ok());
-  REQUIRE(t->insert_relayed("relayed", 4, 99, false, &acc).ok());
+  REQUIRE(relay1(*t, "relayed", 4, 99, false, &acc).ok());
   {
     Consumer c;
     int n;

@@ -56,6 +56,16 @@ inline q4m::Status insert1(q4m::QueueTable& t, const std::string& row, q4m::RowI
   return s;
 }
 
+// One relayed row (queue_set_srcid with one row id); *accepted = it was not dropped.
+inline q4m::Status relay1(q4m::QueueTable& t, const std::string& row, uint32_t source_id, q4m::RowId source_rowid,
+                          bool reset, bool* accepted) {
+  std::vector<std::string_view> rows{row};
+  size_t dropped = 0;
+  q4m::Status s = t.insert_relayed(rows, source_id, &source_rowid, reset, &dropped);
+  *accepted = s.ok() && dropped == 0;
+  return s;
+}
+
 // All visible rows (id, payload) as seen by `viewer`.
 inline std::vector<std::pair<q4m::RowId, std::string>> scan(q4m::QueueTable& t,
                                                             const q4m::Consumer* viewer = nullptr) {
