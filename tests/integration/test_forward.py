@@ -366,6 +366,51 @@ def test_a_batch_of_big_rows_is_sent_in_parts_under_max_allowed_packet(pair, rel
     assert count(src, "src") == 0
 
 
+def test_parts_also_fit_a_max_allowed_packet_below_4_mib(pair, relays):
+    """A destination limited to 1 MiB packets: 12 rows of 300 kB go as parts of 3 rows, not
+    as one 4 MiB part the server would refuse (the relay would then retry forever)."""
+    src, dst = pair
+    make_queues(src, dst, "seq INT, payload MEDIUMBLOB")
+    dst.sql("SET GLOBAL max_allowed_packet = 1024 * 1024")
+    for i in range(1, 13):
+        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT(CHAR(65 + {i} % 26), 300000))")
+    r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", "100").start()
+    relays.append(r)
+    assert r.wait() == 0, r.log()
+    assert dst.sql("SELECT seq, LENGTH(payload), LEFT(payload, 1) FROM test.dst") == \
+        [(i, 300000, chr(65 + i % 26).encode()) for i in range(1, 13)]
+    assert "final: relayed=12 " in r.log(), r.log()
+    assert count(src, "src") == 0
+
+
+@BATCHES
+def test_a_row_over_max_allowed_packet_stops_the_relay_and_stays_in_the_source(pair, relays, batch):
+    """A row the destination can never take: exit 1 with what to change, instead of retrying
+    forever. The relay checks a batch before sending any of it, so with --batch 100 nothing
+    of the batch is sent; one row at a time, the rows before it arrive. Nothing is lost."""
+    src, dst = pair
+    make_queues(src, dst, "seq INT, payload MEDIUMBLOB")
+    dst.sql("SET GLOBAL max_allowed_packet = 1024 * 1024")
+    for i, size in enumerate([100, 200, 1500000, 300], start=1):
+        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT('x', {size}))")
+    r = Relay(src, dst, 1, "--idle-exit", "5", "--batch", batch).start()
+    relays.append(r)
+    assert r.wait() == 1, r.log()
+    log = r.log()
+    assert "max_allowed_packet" in log and "1048576" in log, log
+    assert "Raise max_allowed_packet on the destination" in log, log
+    sent = 2 if batch == "1" else 0
+    assert seqs(dst) == [1, 2][:sent]
+    assert seqs(src, "src") == [1, 2, 3, 4][sent:]
+    # Once the destination takes such packets, a new run relays the rest.
+    dst.sql("SET GLOBAL max_allowed_packet = 4 * 1024 * 1024")
+    r2 = Relay(src, dst, 1, "--idle-exit", "1", "--batch", batch).start()
+    relays.append(r2)
+    assert r2.wait() == 0, r2.log()
+    assert seqs(dst) == [1, 2, 3, 4]
+    assert count(src, "src") == 0
+
+
 # ---- failures --------------------------------------------------------------------
 @BATCHES
 def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays, batch):

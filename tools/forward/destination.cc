@@ -24,6 +24,7 @@ void Destination::open(const std::vector<std::string>& columns) {
                  names + ") VALUES ";
   row_marks_ = "(" + marks + ")";
   param_count_ = columns.size();
+  max_packet_ = read_max_packet();
   statement_for(1);  // fails now, not at the first row, if the INSERT cannot be prepared
 }
 
@@ -35,6 +36,20 @@ void Destination::close_statements() {
 void Destination::close() {
   close_statements();
   conn_.close();
+}
+
+size_t Destination::read_max_packet() {
+  auto rows = conn_.query("SELECT @@max_allowed_packet");
+  if (rows.size() != 1 || rows[0].empty() || !rows[0][0])
+    throw DbError(ErrorKind::kFatal, 0, "destination: cannot read @@max_allowed_packet");
+  return std::stoull(*rows[0][0]);
+}
+
+size_t Destination::packet_bytes(const RowBuffer& row, size_t columns) {
+  // Per value: its bytes, a length prefix of up to 9 bytes, 2 bytes of type and a bit of
+  // the NULL bitmap (counted as a byte). Per row: its id in the queue_set_srcid() list.
+  constexpr size_t kPerValue = 9 + 2 + 1, kPerRowId = 2 + 20;
+  return row.value_bytes(columns) + columns * kPerValue + kPerRowId;
 }
 
 size_t Destination::max_rows_per_insert() const {

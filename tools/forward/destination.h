@@ -24,6 +24,13 @@ class Destination {
   // Rows one INSERT may carry: --batch, and at most 65,535 placeholders per statement.
   size_t max_rows_per_insert() const;
 
+  // The destination's max_allowed_packet (read at open): neither the INSERT's packet nor the
+  // queue_set_srcid() statement may be longer.
+  size_t max_packet() const { return max_packet_; }
+  // Upper bounds on those packets' lengths: a fixed part, plus packet_bytes() per row.
+  static constexpr size_t kPacketOverhead = 64;
+  static size_t packet_bytes(const RowBuffer& row, size_t columns);
+
   // Inserts the first `columns` values of rows[0..count) as source rows ids[0..count) of our
   // source id, with one queue_set_srcid() and one INSERT: all of them durable when it
   // returns, or none. Returns how many leading rows the engine dropped as already received
@@ -33,6 +40,7 @@ class Destination {
 
  private:
   MYSQL_STMT* statement_for(size_t rows);  // prepared INSERT of that many rows
+  size_t read_max_packet();
   void close_statements();
   size_t dropped_per_warnings(size_t count, const uint64_t* ids);
   static constexpr int kMaxLoggedWarnings = 20;
@@ -43,6 +51,7 @@ class Destination {
   std::string insert_head_;  // INSERT INTO `db`.`t` (`a`, `b`) VALUES
   std::string row_marks_;    // (?, ?)
   size_t param_count_ = 0;
+  size_t max_packet_ = 0;
   // At most two prepared INSERTs: a full batch, and the size used last (a short batch).
   std::vector<std::pair<size_t, MYSQL_STMT*>> statements_;
 };

@@ -46,17 +46,20 @@ void Relay::open_destination() {
 }
 
 // One INSERT per part: a part holds at most max_rows_per_insert() rows and, past its first
-// row, at most kMaxInsertBytes of values, so a batch of big rows stays under the server's
-// max_allowed_packet. Each part is all-or-nothing at the destination; a retry after a
-// failure resumes at the first part not known to be durable.
+// row, at most 4 MiB of values and never more than the destination's max_allowed_packet, so
+// a batch of big rows stays under it. Each part is all-or-nothing at the destination; a retry
+// after a failure resumes at the first part not known to be durable.
 void Relay::deliver_pending() {
   constexpr size_t kMaxInsertBytes = 4u << 20;
+  if (!pending_retried_ && delivered_ == 0) refuse_rows_over_max_packet();
   const size_t columns = src_.data_columns();
+  const size_t part_limit = std::min(kMaxInsertBytes, dst_.max_packet());
   while (delivered_ < pending_) {
-    size_t count = 0, bytes = 0;
+    size_t count = 0, bytes = Destination::kPacketOverhead;
     while (delivered_ + count < pending_ && count < dst_.max_rows_per_insert()) {
-      bytes += src_.rows()[delivered_ + count].value_bytes(columns);
-      if (count > 0 && bytes > kMaxInsertBytes) break;
+      const size_t row = Destination::packet_bytes(src_.rows()[delivered_ + count], columns);
+      if (count > 0 && bytes + row > part_limit) break;
+      bytes += row;
       count++;
     }
     deliver_part(delivered_, count);
@@ -64,6 +67,22 @@ void Relay::deliver_pending() {
   }
   pending_ = delivered_ = 0;
   pending_retried_ = false;
+}
+
+// A row the destination can never accept would fail (and be retried) forever. Checked before
+// any of its batch is sent, so the whole batch stays in the source, undelivered.
+void Relay::refuse_rows_over_max_packet() const {
+  const size_t columns = src_.data_columns();
+  for (size_t i = 0; i < pending_; ++i) {
+    const size_t bytes = Destination::kPacketOverhead + Destination::packet_bytes(src_.rows()[i], columns);
+    if (bytes <= dst_.max_packet()) continue;
+    throw DbError(ErrorKind::kConfig, 0,
+                  "source row " + std::to_string(src_.rowids()[i]) + " needs an INSERT of up to " +
+                      std::to_string(bytes) + " bytes, more than the destination's max_allowed_packet (" +
+                      std::to_string(dst_.max_packet()) + " bytes): it cannot be relayed. Raise max_allowed_packet "
+                      "on the destination to at least " + std::to_string(bytes) +
+                      " and start the relay again; the row stays in the source");
+  }
 }
 
 void Relay::deliver_part(size_t first, size_t count) {

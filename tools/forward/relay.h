@@ -27,6 +27,7 @@ class Relay {
   void open_destination();
   void deliver_pending();   // throws DbError
   void deliver_part(size_t first, size_t count);
+  void refuse_rows_over_max_packet() const;  // throws DbError (kConfig)
   size_t rows_to_take() const;
   bool step();              // one round; false when the relay should stop (clean exit)
   bool should_stop();

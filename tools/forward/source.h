@@ -30,6 +30,7 @@ class Source {
   size_t take_next(size_t max_rows);
   // The rows taken, in increasing source row id order.
   std::vector<RowBuffer>& rows() { return rows_; }
+  const std::vector<RowBuffer>& rows() const { return rows_; }
   const std::vector<uint64_t>& rowids() const { return rowids_; }
   size_t data_columns() const { return fetch_.size() - 1; }  // the last one is queue_rowid()
 
