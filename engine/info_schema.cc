@@ -21,7 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid };
+              kOldestAgeMs, kNextRowid, kDelayedRows };
 
 ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -33,6 +33,7 @@ ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("REMOVED_BYTES", Show::ULonglong(), NOT_NULL),
     Show::Column("OLDEST_AGE_MS", Show::ULonglong(), NOT_NULL),
     Show::Column("NEXT_ROWID", Show::ULonglong(), NOT_NULL),
+    Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
     Show::CEnd()};
 
 std::string decoded_name(const std::string& file_name) {
@@ -88,6 +89,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
       t->field[kRemovedBytes]->store(info.removed_bytes, true);
       t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
       t->field[kNextRowid]->store(info.next_rowid, true);
+      t->field[kDelayedRows]->store(info.delayed_rows, true);
       if (schema_table_store_record(thd, t)) return 1;
     }
   }

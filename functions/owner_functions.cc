@@ -39,33 +39,57 @@ longlong owner_action_result(const char* function, const q4m_engine::ConnectionS
   return 1;
 }
 
-enum class OwnerAction { kEnd, kAbort };
-
-// queue_end() / queue_abort(): leave owner mode, removing or returning the owned row.
-template <OwnerAction kAction>
-class Item_func_owner_action final : public Item_queue_action {
+// queue_end(): remove the owned row, leave owner mode.
+class Item_func_queue_end final : public Item_queue_action {
  public:
-  explicit Item_func_owner_action(THD* thd) : Item_queue_action(thd) {}
+  explicit Item_func_queue_end(THD* thd) : Item_queue_action(thd) {}
 
   LEX_CSTRING func_name_cstring() const override {
-    static LEX_CSTRING end = {STRING_WITH_LEN("queue_end")};
-    static LEX_CSTRING abort = {STRING_WITH_LEN("queue_abort")};
-    return kAction == OwnerAction::kEnd ? end : abort;
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_end")};
+    return name;
   }
   bool fix_length_and_dec(THD*) override {
     max_length = 1;
     return false;
   }
   Item* shallow_copy(THD* thd) const override {
-    return get_item_copy<Item_func_owner_action>(thd, this);
+    return get_item_copy<Item_func_queue_end>(thd, this);
   }
 
  protected:
   longlong run(THD* thd) override {
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
-    q4m::Status st = !cs ? q4m::Status(q4m::ErrorCode::kNotOwner, "")
-                     : kAction == OwnerAction::kEnd ? cs->consumer().end()
-                                                    : cs->consumer().abort();
+    q4m::Status st = cs ? cs->consumer().end() : q4m::Status(q4m::ErrorCode::kNotOwner, "");
+    return owner_action_result(func_name(), cs, st);
+  }
+};
+
+// queue_abort([delay]): return the owned row(s) to the queue, leave owner mode; with a delay
+// in seconds, the rows are handed out again only once it has passed (a retry backoff).
+class Item_func_queue_abort final : public Item_queue_action {
+ public:
+  Item_func_queue_abort(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_abort")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 1;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_abort>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    std::chrono::milliseconds delay(0);
+    if (arg_count == 1 &&
+        !parse_seconds(args[0], SecondsRule{"queue_abort", 1, "delay", true, q4m_engine::kMaxLeaseSeconds}, &delay))
+      return 0;
+    q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
+    q4m::Status st = cs ? cs->consumer().abort(delay) : q4m::Status(q4m::ErrorCode::kNotOwner, "");
     return owner_action_result(func_name(), cs, st);
   }
 };
@@ -177,6 +201,22 @@ class Create_func_queue_renew_lease : public Create_native_func {
 
 Create_func_queue_renew_lease Create_func_queue_renew_lease::s_singleton;
 
+class Create_func_queue_abort : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    if (args && args->elements > 1) {
+      raise_argument_count_error("queue_abort() takes 0 or 1 argument (a delay in seconds before the row is handed out again)");
+      return nullptr;
+    }
+    mark_statement_side_effects(thd);
+    List<Item> none;
+    return new (thd->mem_root) Item_func_queue_abort(thd, args ? *args : none);
+  }
+  static Create_func_queue_abort s_singleton;
+};
+
+Create_func_queue_abort Create_func_queue_abort::s_singleton;
+
 // Builders for the no-argument functions; `Message` is the wrong-count error text.
 template <typename ItemT, const char* Message>
 class Create_func_no_args : public Create_native_func {
@@ -196,13 +236,10 @@ template <typename ItemT, const char* Message>
 Create_func_no_args<ItemT, Message> Create_func_no_args<ItemT, Message>::s_singleton;
 
 constexpr char kEndArgs[] = "queue_end() takes no arguments";
-constexpr char kAbortArgs[] = "queue_abort() takes no arguments";
 constexpr char kRowidArgs[] = "queue_rowid() takes no arguments";
 constexpr char kDeliveryCountArgs[] = "queue_delivery_count() takes no arguments";
 
-using Create_queue_end = Create_func_no_args<Item_func_owner_action<OwnerAction::kEnd>, kEndArgs>;
-using Create_queue_abort =
-    Create_func_no_args<Item_func_owner_action<OwnerAction::kAbort>, kAbortArgs>;
+using Create_queue_end = Create_func_no_args<Item_func_queue_end, kEndArgs>;
 using Create_queue_rowid = Create_func_no_args<Item_func_owned_row_value<OwnedRowValue::kRowid>, kRowidArgs>;
 using Create_queue_delivery_count =
     Create_func_no_args<Item_func_owned_row_value<OwnedRowValue::kDeliveryCount>, kDeliveryCountArgs>;
@@ -210,7 +247,7 @@ using Create_queue_delivery_count =
 }  // namespace
 
 Plugin_function queue_end_plugin(&Create_queue_end::s_singleton);
-Plugin_function queue_abort_plugin(&Create_queue_abort::s_singleton);
+Plugin_function queue_abort_plugin(&Create_func_queue_abort::s_singleton);
 Plugin_function queue_rowid_plugin(&Create_queue_rowid::s_singleton);
 Plugin_function queue_renew_lease_plugin(&Create_func_queue_renew_lease::s_singleton);
 Plugin_function queue_delivery_count_plugin(&Create_queue_delivery_count::s_singleton);

@@ -64,8 +64,8 @@ void leave_owner_mode(Consumer::Impl& c) {
 
 // Gives every owned row still held back to the queue (those a lease expiry returned
 // already, or a DELETE removed, are skipped by abort_row).
-void return_owned_rows(Consumer::Impl& c) {
-  for (RowId id : OwnedIds(c)) c.owned->abort_row(c.self, id);
+void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  for (RowId id : OwnedIds(c)) c.owned->abort_row(c.self, id, delay);
 }
 
 Status not_owner(const char* fn) {
@@ -117,10 +117,10 @@ Status Consumer::end() {
   return Status::Ok();
 }
 
-Status Consumer::abort() {
+Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_abort()");
-  return_owned_rows(c);
+  return_owned_rows(c, delay);
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
   leave_owner_mode(c);

@@ -43,8 +43,10 @@ class Consumer {
   // with another consumer): kLeaseExpired, and owner mode is left all the same.
   Status end();
   // queue_abort(): return the owned row, leave owner mode; kNotOwner if none. A row whose
-  // lease ran out is already back: Ok.
-  Status abort();
+  // lease ran out is already back: Ok. With a delay > 0 the row stays queued (visible,
+  // deletable) but is handed out again only once the delay has passed (in memory: a
+  // restart returns it at once).
+  Status abort(std::chrono::milliseconds delay = std::chrono::milliseconds(0));
 
   // Rows this consumer takes from now on are leased for `lease` (0 or less = no lease):
   // if it neither ends nor aborts one in time, the row goes back to the queue

@@ -195,7 +195,8 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
         const RowId id = r->remove_ids[i];
         RowEntry* e = st->index.find(id);
         if (!e || e->owner != r->remover) continue;  // vanished (truncate) meanwhile
-        if (e->state != RowState::kFree) owned_.fetch_sub(1);
+        if (held_by_connection(e->state)) owned_.fetch_sub(1);
+        if (e->state == RowState::kDelayed) delayed_.fetch_sub(1);
         st->index.remove(id);
         removed++;
       }
@@ -306,7 +307,7 @@ Status QueueTableImpl::remove_claimed(Consumer* viewer) {
     auto st = state_.lock();
     for (RowId id : ids) {
       RowEntry* e = st->index.find(id);
-      if (e && e->state == RowState::kClaimedForDelete && e->owner == viewer) row_became_free(*st, *e);
+      if (e && e->state == RowState::kClaimedForDelete && e->owner == viewer) unclaim(*st, *e);
     }
   }
   return req.status;

@@ -41,7 +41,8 @@ RowId next_owned(const ViewerMode& m, RowId after) {
 }
 
 bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
-  return e.state == RowState::kFree || (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
+  return e.state == RowState::kFree || e.state == RowState::kDelayed ||
+         (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
 }
 
 // A version-1 file predates kChunkUnsynced: a version-1 reader would take such a chunk
@@ -220,6 +221,7 @@ TableInfo QueueTableImpl::info() {
   auto st = state_.lock();
   i.rows = st->index.live();
   i.owned_rows = owned_.load();
+  i.delayed_rows = delayed_.load();
   i.waiters = st->waiters.size();
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;

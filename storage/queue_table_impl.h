@@ -62,6 +62,14 @@ struct TableState {
   ScanCursors cursors;             // of filtered waits
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   LeaseHeap leases;  // deadlines of leased owned rows (table_handoff.cc)
+  // Rows aborted with a delay (kDelayed): when each returns to the queue. A deadline is live
+  // while delay_tokens maps its row to its token; each pop of a live one erases the entry.
+  LeaseHeap delays;
+  std::unordered_map<RowId, uint64_t> delay_tokens;
+  void clear_delays() {
+    delays.clear();
+    delay_tokens.clear();
+  }
   bool dropped = false;
 
   // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
@@ -158,7 +166,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void unregister(Consumer::Impl& c);
   // Durable removal of c's owned rows `ids` in one commit; Ok for rows that vanished.
   Status end_rows(const Consumer* c, const RowId* ids, size_t count);
-  void abort_row(const Consumer* c, RowId id);    // back to Free (+ hand to a waiter)
+  // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then.
+  void abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
   void release_claims(const Consumer* c);         // claimed rows back to Free
   // Before end_rows of leased rows (c's `count` owned rows, the lowest `first`):
   // kLeaseExpired if the lease already ran out, else the lease is cancelled, so the rows
@@ -210,6 +219,11 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // table_handoff.cc (state_ held)
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
+  void delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);  // kDelayed until then
+  void watch_deadline(LeaseClock::time_point at);  // the reaper calls expire_leases() by then
+  // A claim that was not carried out: the row returns to Free, or to kDelayed if its delay
+  // is still pending.
+  void unclaim(TableState& st, RowEntry& e);
   RowId* cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter);
   Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
   // `e` now belongs to `c`, which accepted it as delivery number `deliveries`: owner,
@@ -239,6 +253,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
   std::atomic<bool> lease_watched_{false};  // handed to the LeaseReaper (once)

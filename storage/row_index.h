@@ -14,7 +14,12 @@ namespace q4m {
 
 class Consumer;
 
-enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved };
+// kDelayed: queued and visible, but not handed out before its retry time (an abort with a
+// delay); no connection holds it.
+enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDelayed };
+
+// Held by a connection: counted in the table's owned rows and hidden from other connections.
+inline bool held_by_connection(RowState s) { return s == RowState::kOwned || s == RowState::kClaimedForDelete; }
 
 struct RowEntry {
   RowId id = 0;

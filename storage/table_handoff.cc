@@ -49,7 +49,8 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
 }
 
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
-  if (e.state != RowState::kFree) owned_.fetch_sub(1);
+  if (held_by_connection(e.state)) owned_.fetch_sub(1);
+  if (e.state == RowState::kDelayed) delayed_.fetch_sub(1);
   st.free_epoch++;  // filtered scans in progress must not move their cursor past it
   e.state = RowState::kFree;
   e.owner = nullptr;
@@ -57,6 +58,41 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   if (st.first_free_hint > e.id) st.first_free_hint = e.id;
   st.cursors.row_returned(e.id);
   offer_row(st, e, std::string_view());
+}
+
+void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
+  if (held_by_connection(e.state)) owned_.fetch_sub(1);
+  if (e.state != RowState::kDelayed) delayed_.fetch_add(1);
+  e.state = RowState::kDelayed;
+  e.owner = nullptr;
+  // Deadlines of delayed rows that were deleted meanwhile stay until due: prune them once
+  // they outnumber the delayed rows by far.
+  if (st.delays.size() >= 2 * delayed_.load() + 1024)
+    st.delays.drop_stale([&](const LeaseDeadline& d) {
+      auto it = st.delay_tokens.find(d.id);
+      return it != st.delay_tokens.end() && it->second == d.token;
+    });
+  const uint64_t token = next_lease_token();
+  const LeaseClock::time_point at = LeaseClock::now() + delay;
+  st.delay_tokens[e.id] = token;
+  st.delays.push(LeaseDeadline{at, e.id, token});
+  watch_deadline(at);
+}
+
+void QueueTableImpl::unclaim(TableState& st, RowEntry& e) {
+  if (st.delay_tokens.count(e.id)) {  // its deadline is still ahead: it returns then
+    owned_.fetch_sub(1);
+    delayed_.fetch_add(1);
+    e.state = RowState::kDelayed;
+    e.owner = nullptr;
+    return;
+  }
+  row_became_free(st, e);
+}
+
+void QueueTableImpl::watch_deadline(LeaseClock::time_point at) {
+  if (!lease_watched_.exchange(true)) LeaseReaper::instance().watch(weak_from_this());
+  LeaseReaper::instance().deadline_added(at);
 }
 
 RowId* QueueTableImpl::cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter) {
@@ -123,8 +159,7 @@ void QueueTableImpl::lease_row(TableState& st, const Consumer::Impl& c, RowId id
   if (st.leases.size() >= 2 * owned_.load() + 1024)
     st.leases.drop_stale([&](const LeaseDeadline& d) { return leased_row(st.index, d) != nullptr; });
   st.leases.push(LeaseDeadline{at, id, token});
-  if (!lease_watched_.exchange(true)) LeaseReaper::instance().watch(weak_from_this());
-  LeaseReaper::instance().deadline_added(at);
+  watch_deadline(at);
 }
 
 void QueueTableImpl::add_to_lease(TableState& st, const Consumer::Impl& c, RowId id) {
@@ -186,7 +221,15 @@ LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now)
     global_stats().lease_expiries.add();
     row_became_free(*st, *e);
   }
-  return st->leases.earliest();
+  while (st->delays.due(now)) {
+    const LeaseDeadline d = st->delays.pop();
+    auto it = st->delay_tokens.find(d.id);
+    if (it == st->delay_tokens.end() || it->second != d.token) continue;  // an earlier delay of the row
+    st->delay_tokens.erase(it);
+    RowEntry* e = st->index.find(d.id);
+    if (e && e->state == RowState::kDelayed) row_became_free(*st, *e);  // else deleted, or claimed for a DELETE
+  }
+  return std::min(st->leases.earliest(), st->delays.earliest());
 }
 
 QueueTableImpl::Take QueueTableImpl::register_locked(TableState& st, Consumer::Impl& c, int sub_index,
@@ -306,13 +349,16 @@ void QueueTableImpl::unregister(Consumer::Impl& c) {
   waiters_.store(st->waiters.size());
 }
 
-void QueueTableImpl::abort_row(const Consumer* c, RowId id) {
+void QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay) {
   auto st = state_.lock();
   RowEntry* e = st->index.find(id);
   // Gone (TRUNCATE, DROP), or its lease ran out and it went back already.
   if (!e || e->owner != c || e->state != RowState::kOwned) return;
   c->impl().lease_token.store(0);
-  row_became_free(*st, *e);
+  if (delay.count() > 0)
+    delay_row(*st, *e, delay);
+  else
+    row_became_free(*st, *e);
 }
 
 bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
@@ -325,8 +371,10 @@ bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
     if (e->owner == viewer && e->state == RowState::kClaimedForDelete) return true;
     bool owned_by_viewer = viewer && e->state == RowState::kOwned && e->owner == viewer;
     if (owned_table && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
-    if (e->state != RowState::kFree && !owned_by_viewer) return false;
-    if (e->state == RowState::kFree) owned_.fetch_add(1);
+    const bool queued = e->state == RowState::kFree || e->state == RowState::kDelayed;
+    if (!queued && !owned_by_viewer) return false;
+    if (queued) owned_.fetch_add(1);
+    if (e->state == RowState::kDelayed) delayed_.fetch_sub(1);
     e->state = RowState::kClaimedForDelete;
     e->owner = viewer;
     st->claims[viewer].push_back(id);
@@ -348,7 +396,7 @@ void QueueTableImpl::release_claims(const Consumer* c) {
   st->claims.erase(it);
   for (RowId id : ids) {
     RowEntry* e = st->index.find(id);
-    if (e && e->state == RowState::kClaimedForDelete && e->owner == c) row_became_free(*st, *e);
+    if (e && e->state == RowState::kClaimedForDelete && e->owner == c) unclaim(*st, *e);
   }
 }
 

@@ -34,10 +34,12 @@ Status QueueTableImpl::truncate() {
     st->claims.clear();
     st->cursors.clear();
     st->leases.clear();  // the owners' end() finds their rows gone, as without a lease
+    st->clear_delays();
     st->first_free_hint = 0;
     st->install_file(fresh);
     rows_.store(0);
     owned_.store(0);
+    delayed_.store(0);
     live_bytes_.store(0);
   }
   counters_.rows_removed.add(live);
@@ -60,10 +62,12 @@ void QueueTableImpl::mark_dropped() {
   st->claims.clear();
   st->cursors.clear();
   st->leases.clear();
+  st->clear_delays();
   st->file.reset();
   w->file.reset();
   rows_.store(0);
   owned_.store(0);
+  delayed_.store(0);
   waiters_.store(0);
 }
 

@@ -201,11 +201,12 @@ def consumer(server, ledger, who, rng):
 
 def end_or_abort(ledger, cur, who, rng, mids, work=None):
     """Two-statement style, after the SELECT of the owned rows `mids`: queue_abort() 5 % of the
-    time, else work() and queue_end(), whose lease may have run out meanwhile."""
+    time (half of them with a delay: the rows come back later, or after the restart), else
+    work() and queue_end(), whose lease may have run out meanwhile."""
     if rng.random() < 0.05:
         for mid in mids:
             ledger.release(mid)
-        cur.execute("SELECT queue_abort()")
+        cur.execute("SELECT queue_abort(0.3)" if rng.random() < 0.5 else "SELECT queue_abort()")
     else:
         if work:
             work()

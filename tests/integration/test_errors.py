@@ -46,8 +46,7 @@ def test_end_or_abort_outside_owner_mode(q, fn):
 
 @pytest.mark.parametrize("call,text", [
     ("queue_end(1)", "queue_end() takes no arguments"),
-    ("queue_abort('x')", "queue_abort() takes no arguments"),
-    ("queue_abort(1, 2)", "queue_abort() takes no arguments"),
+    ("queue_abort(1, 2)", "queue_abort() takes 0 or 1 argument (a delay in seconds before the row is handed out again)"),
     ("queue_rowid(1)", "queue_rowid() takes no arguments"),
     ("queue_stats()", "queue_stats() takes 1 argument (the table)"),
     ("queue_compact('q', 'q')", "queue_compact() takes 1 argument (the table)"),
