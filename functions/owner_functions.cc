@@ -185,37 +185,30 @@ class Item_func_queue_renew_lease final : public Item_queue_action {
   }
 };
 
-class Create_func_queue_renew_lease : public Create_native_func {
+// Builder for the functions with one optional argument; `Message` is the wrong-count error.
+template <typename ItemT, const char* Message>
+class Create_func_optional_arg : public Create_native_func {
  public:
   Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
     if (args && args->elements > 1) {
-      raise_argument_count_error("queue_renew_lease() takes 0 or 1 argument (the lease in seconds)");
+      raise_argument_count_error(Message);
       return nullptr;
     }
     mark_statement_side_effects(thd);
     List<Item> none;
-    return new (thd->mem_root) Item_func_queue_renew_lease(thd, args ? *args : none);
+    return new (thd->mem_root) ItemT(thd, args ? *args : none);
   }
-  static Create_func_queue_renew_lease s_singleton;
+  static Create_func_optional_arg s_singleton;
 };
 
-Create_func_queue_renew_lease Create_func_queue_renew_lease::s_singleton;
+template <typename ItemT, const char* Message>
+Create_func_optional_arg<ItemT, Message> Create_func_optional_arg<ItemT, Message>::s_singleton;
 
-class Create_func_queue_abort : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (args && args->elements > 1) {
-      raise_argument_count_error("queue_abort() takes 0 or 1 argument (a delay in seconds before the row is handed out again)");
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    List<Item> none;
-    return new (thd->mem_root) Item_func_queue_abort(thd, args ? *args : none);
-  }
-  static Create_func_queue_abort s_singleton;
-};
-
-Create_func_queue_abort Create_func_queue_abort::s_singleton;
+constexpr char kRenewLeaseArgs[] = "queue_renew_lease() takes 0 or 1 argument (the lease in seconds)";
+constexpr char kAbortArgs[] =
+    "queue_abort() takes 0 or 1 argument (a delay in seconds before the row is handed out again)";
+using Create_queue_renew_lease = Create_func_optional_arg<Item_func_queue_renew_lease, kRenewLeaseArgs>;
+using Create_queue_abort = Create_func_optional_arg<Item_func_queue_abort, kAbortArgs>;
 
 // Builders for the no-argument functions; `Message` is the wrong-count error text.
 template <typename ItemT, const char* Message>
@@ -247,9 +240,9 @@ using Create_queue_delivery_count =
 }  // namespace
 
 Plugin_function queue_end_plugin(&Create_queue_end::s_singleton);
-Plugin_function queue_abort_plugin(&Create_func_queue_abort::s_singleton);
+Plugin_function queue_abort_plugin(&Create_queue_abort::s_singleton);
 Plugin_function queue_rowid_plugin(&Create_queue_rowid::s_singleton);
-Plugin_function queue_renew_lease_plugin(&Create_func_queue_renew_lease::s_singleton);
+Plugin_function queue_renew_lease_plugin(&Create_queue_renew_lease::s_singleton);
 Plugin_function queue_delivery_count_plugin(&Create_queue_delivery_count::s_singleton);
 
 }  // namespace q4m_functions

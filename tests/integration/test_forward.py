@@ -349,37 +349,25 @@ def test_second_relay_waits_for_the_first(pair, relays):
     assert count(src, "src") == 0
 
 
-def test_a_batch_of_big_rows_is_sent_in_parts_under_max_allowed_packet(pair, relays):
-    """40 rows of 200 kB are 8 MB; the destination takes packets of 5 MB at most. The relay
-    sends such a batch as several INSERTs of at most 4 MiB (each with its own ids)."""
+@pytest.mark.parametrize("max_packet_mib, rows, row_bytes", [(5, 40, 200000), (1, 12, 300000)],
+                         ids=["5MiB-40x200kB", "1MiB-12x300kB"])
+def test_a_batch_of_big_rows_is_sent_in_parts_under_max_allowed_packet(pair, relays, max_packet_mib, rows,
+                                                                       row_bytes):
+    """A batch larger than the destination's max_allowed_packet goes as several INSERTs (each
+    with its own ids) of at most 4 MiB, and of at most the destination's limit where that is
+    lower (at 1 MiB, 3 rows of 300 kB each); a single 4 MiB INSERT would be refused, and the
+    relay would retry it forever."""
     src, dst = pair
     make_queues(src, dst, "seq INT, payload MEDIUMBLOB")
-    dst.sql("SET GLOBAL max_allowed_packet = 5 * 1024 * 1024")
-    for i in range(1, 41):
-        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT(CHAR(65 + {i} % 26), 200000))")
+    dst.sql(f"SET GLOBAL max_allowed_packet = {max_packet_mib} * 1024 * 1024")
+    for i in range(1, rows + 1):
+        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT(CHAR(65 + {i} % 26), {row_bytes}))")
     r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", "100").start()
     relays.append(r)
     assert r.wait() == 0, r.log()
     assert dst.sql("SELECT seq, LENGTH(payload), LEFT(payload, 1) FROM test.dst") == \
-        [(i, 200000, chr(65 + i % 26).encode()) for i in range(1, 41)]
-    assert "final: relayed=40 " in r.log(), r.log()
-    assert count(src, "src") == 0
-
-
-def test_parts_also_fit_a_max_allowed_packet_below_4_mib(pair, relays):
-    """A destination limited to 1 MiB packets: 12 rows of 300 kB go as parts of 3 rows, not
-    as one 4 MiB part the server would refuse (the relay would then retry forever)."""
-    src, dst = pair
-    make_queues(src, dst, "seq INT, payload MEDIUMBLOB")
-    dst.sql("SET GLOBAL max_allowed_packet = 1024 * 1024")
-    for i in range(1, 13):
-        src.sql(f"INSERT INTO test.src VALUES ({i}, REPEAT(CHAR(65 + {i} % 26), 300000))")
-    r = Relay(src, dst, 1, "--idle-exit", "1", "--batch", "100").start()
-    relays.append(r)
-    assert r.wait() == 0, r.log()
-    assert dst.sql("SELECT seq, LENGTH(payload), LEFT(payload, 1) FROM test.dst") == \
-        [(i, 300000, chr(65 + i % 26).encode()) for i in range(1, 13)]
-    assert "final: relayed=12 " in r.log(), r.log()
+        [(i, row_bytes, chr(65 + i % 26).encode()) for i in range(1, rows + 1)]
+    assert f"final: relayed={rows} " in r.log(), r.log()
     assert count(src, "src") == 0
 
 

@@ -25,6 +25,13 @@ std::shared_ptr<QueueTable> table_with(TempDir& dir, std::initializer_list<const
   return t;
 }
 
+// Takes the next row with `a` and gives it back for `delay`; its id, or 0 if that failed.
+RowId take_and_delay(Consumer& a, const std::shared_ptr<QueueTable>& t, milliseconds delay) {
+  if (!take(a, t)) return 0;
+  const RowId id = a.owned_rowid();
+  return a.abort(delay).ok() ? id : 0;
+}
+
 }  // namespace
 
 TEST(a_delayed_row_stays_queued_and_comes_back_only_after_its_delay) {
@@ -97,9 +104,8 @@ TEST(a_deleted_delayed_row_never_comes_back) {
   auto t = table_with(dir, {"job"});
   REQUIRE(t);
   Consumer a, d, b;
-  REQUIRE(take(a, t));
-  const RowId id = a.owned_rowid();
-  REQUIRE(a.abort(milliseconds(100)).ok());
+  const RowId id = take_and_delay(a, t, milliseconds(100));
+  REQUIRE(id);
   REQUIRE(t->claim_for_delete(&d, id));  // a DELETE may take a delayed row
   CHECK_EQ(t->info().delayed_rows, 0u);
   REQUIRE(t->remove_claimed(&d).ok());
@@ -113,9 +119,8 @@ TEST(a_delete_claim_given_up_keeps_the_delay) {
   auto t = table_with(dir, {"job"});
   REQUIRE(t);
   Consumer a, b;
-  REQUIRE(take(a, t));
-  const RowId id = a.owned_rowid();
-  REQUIRE(a.abort(milliseconds(400)).ok());
+  const RowId id = take_and_delay(a, t, milliseconds(400));
+  REQUIRE(id);
   {
     Consumer d;
     REQUIRE(t->claim_for_delete(&d, id));
@@ -134,9 +139,8 @@ TEST(a_delay_that_ends_under_a_delete_claim_leaves_the_claim_alone) {
   auto t = table_with(dir, {"job"});
   REQUIRE(t);
   Consumer a, b;
-  REQUIRE(take(a, t));
-  const RowId id = a.owned_rowid();
-  REQUIRE(a.abort(milliseconds(50)).ok());
+  const RowId id = take_and_delay(a, t, milliseconds(50));
+  REQUIRE(id);
   {
     Consumer d;
     REQUIRE(t->claim_for_delete(&d, id));
@@ -157,9 +161,8 @@ TEST(compaction_keeps_a_delayed_row_delayed_and_truncate_drops_it) {
   Consumer a, b;
   REQUIRE(take(a, t));
   REQUIRE(a.end().ok());  // leaves something to compact away
-  REQUIRE(take(a, t));
-  const RowId id = a.owned_rowid();
-  REQUIRE(a.abort(milliseconds(300)).ok());
+  const RowId id = take_and_delay(a, t, milliseconds(300));
+  REQUIRE(id);
   REQUIRE(t->compact().ok());
   CHECK_EQ(t->info().delayed_rows, 1u);
   CHECK(!take(b, t));
