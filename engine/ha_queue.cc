@@ -10,6 +10,7 @@
 #include "connection_state.h"
 #include "row_codec.h"
 #include "sql_errors.h"
+#include "table_options.h"
 
 namespace q4m_engine {
 
@@ -111,6 +112,13 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
                     MYF(0), user_table_label(thd, s).c_str(), what.c_str());
     return HA_ERR_UNSUPPORTED;
   }
+  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
+  std::string why;
+  if (!visible_at_column_of(s, &visible_at, &why)) {
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), user_table_label(thd, s).c_str(),
+                    why.c_str());
+    return HA_ERR_UNSUPPORTED;
+  }
   q4m::Status st = q4m::TableRegistry::instance().create(data_file_path(name));
   return st.ok() ? 0 : raise_status_error(st);
 }
@@ -122,6 +130,9 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
+  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
+  std::string why;  // create() refused such a definition
+  if (visible_at_column_of(table_share, &visible_at, &why) && visible_at) queue_->set_visible_at(visible_at);
   return 0;
 }
 

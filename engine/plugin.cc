@@ -19,6 +19,7 @@
 #include "info_schema.h"
 #include "plugin.h"
 #include "sysvars.h"
+#include "table_options.h"
 
 namespace q4m_engine {
 
@@ -103,6 +104,7 @@ int engine_init(void* p) {
   hton->kill_query = kill_query;
   hton->show_status = show_status;
   hton->panic = panic;
+  hton->table_options = queue_table_options;
   q4m::BlockingHooks hooks;
   hooks.begin = blocking_begin;
   hooks.end = blocking_end;

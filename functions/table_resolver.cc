@@ -12,6 +12,7 @@
 #include "../engine/plugin.h"
 #include "../engine/schema.h"
 #include "../engine/sql_errors.h"
+#include "../engine/table_options.h"
 #include "../storage/table_registry.h"
 #include "condition_cache.h"
 
@@ -25,6 +26,7 @@ struct Definition {
   std::string path;     // data file
   std::string version;  // tabledef_version, for the condition cache
   std::shared_ptr<const q4m::RowFilter> filter;
+  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // VISIBLE_AT_COLUMN, if set
 };
 
 struct Names {
@@ -94,6 +96,8 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
               q4m::kDataFileExtension;
   def->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str),
                       share->tabledef_version.length);
+  std::string why;  // create() refused such a definition
+  if (!q4m_engine::visible_at_column_of(share, &def->visible_at, &why)) def->visible_at.reset();
   if (!n.has_condition) return true;
   q4m::Status st = ConditionCache::instance().get(
       def->path, def->version, n.condition,
@@ -215,6 +219,8 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
     raise(a, q4m_engine::sql_errno_for(st.code()), "table '" + label(n) + "': " + st.message());
     return false;
   }
+  // The table may not have been opened by a statement since the server started.
+  if (def.visible_at) table->set_visible_at(def.visible_at);
   out->label = label(n);
   out->subscription.table = std::move(table);
   out->subscription.filter = std::move(def.filter);

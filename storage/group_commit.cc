@@ -211,7 +211,7 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       e.length = static_cast<uint32_t>(payload.size());
       st->index.append(e);
       inserted++;
-      offer_row(*st, *st->index.find(e.id), payload);
+      queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
     }
   }
   rows_.store(st->index.live());

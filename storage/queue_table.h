@@ -15,6 +15,7 @@
 
 #include "stats.h"
 #include "status.h"
+#include "visible_at.h"
 
 namespace q4m {
 
@@ -79,6 +80,11 @@ class QueueTable {
   // ---- maintenance -------------------------------------------------------
   virtual Status truncate() = 0;  // removes every row, owned ones too; waiters keep waiting
   virtual Status compact() = 0;   // rewrites live rows into a new file (ids kept)
+  // Rows whose `column` holds a future time are not handed out before it (they are queued,
+  // visible and deletable meanwhile): the rows queued now (each read once) and every row
+  // inserted from now on. The first call wins; later ones change nothing.
+  virtual void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) = 0;
+
   virtual TableInfo info() = 0;
   virtual TableCounters& counters() = 0;
   virtual const std::string& path() const = 0;

@@ -66,6 +66,7 @@ struct TableState {
   // while delay_tokens maps its row to its token; each pop of a live one erases the entry.
   LeaseHeap delays;
   std::unordered_map<RowId, uint64_t> delay_tokens;
+  std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
   void clear_delays() {
     delays.clear();
     delay_tokens.clear();
@@ -153,6 +154,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Status remove_claimed(Consumer* viewer) override;
   Status truncate() override;
   Status compact() override;
+  void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
   TableInfo info() override;
   TableCounters& counters() override { return counters_; }
   const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
@@ -220,6 +222,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
   void delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);  // kDelayed until then
+  // A Free row (new, or queued when set_visible_at() came): delayed if its column says so,
+  // else offered to the waiters. `now` is the wall clock in ms.
+  void queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now);
   void watch_deadline(LeaseClock::time_point at);  // the reaper calls expire_leases() by then
   // A claim that was not carried out: the row returns to Free, or to kDelayed if its delay
   // is still pending.

@@ -1,5 +1,6 @@
 // Row ownership inside one table: consumers taking rows, waiters being handed rows,
 // rows returning to the queue, delete claims.
+#include "block_reader.h"
 #include "consumer_impl.h"
 #include "queue_table_impl.h"
 
@@ -77,6 +78,36 @@ void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::millise
   st.delay_tokens[e.id] = token;
   st.delays.push(LeaseDeadline{at, e.id, token});
   watch_deadline(at);
+}
+
+void QueueTableImpl::queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now) {
+  const int64_t at = st.visible_at ? visible_at_ms(*st.visible_at, payload) : 0;
+  if (at > now)
+    delay_row(st, e, std::chrono::milliseconds(at - now));
+  else
+    offer_row(st, e, payload);
+}
+
+void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> column) {
+  auto st = state_.lock();
+  if (st->visible_at || !column || !st->file) return;
+  st->visible_at = std::move(column);
+  // The rows queued already, read front to back in 4 MiB blocks (under the lock: this runs
+  // when a statement first opens the table, before anyone can take a row).
+  const int64_t now = static_cast<int64_t>(now_ms());
+  const size_t end = st->index.end_pos();
+  if (end == 0) return;
+  // Rows are in file order: the last one ends the published bytes (the writer may be past it).
+  BlockReader reader(*st->file, st->index.at(end - 1).offset + st->index.at(end - 1).length);
+  for (size_t pos = 0; pos < end; pos++) {
+    RowEntry& e = st->index.at(pos);
+    if (e.state != RowState::kFree) continue;
+    const unsigned char* bytes = nullptr;
+    if (!reader.get(e.offset, e.length, &bytes).ok()) continue;  // the consumer's own read reports it
+    const int64_t at =
+        visible_at_ms(*st->visible_at, std::string_view(reinterpret_cast<const char*>(bytes), e.length));
+    if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now));
+  }
 }
 
 void QueueTableImpl::unclaim(TableState& st, RowEntry& e) {
