@@ -197,6 +197,7 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
         if (!e || e->owner != r->remover) continue;  // vanished (truncate) meanwhile
         if (held_by_connection(e->state)) owned_.fetch_sub(1);
         if (e->state == RowState::kDelayed) delayed_.fetch_sub(1);
+        if (!st->delay_tokens.empty()) st->delay_tokens.erase(id);  // its deadline is stale now
         st->index.remove(id);
         removed++;
       }

@@ -62,8 +62,8 @@ struct TableState {
   ScanCursors cursors;             // of filtered waits
   std::unordered_map<const Consumer*, std::vector<RowId>> claims;
   LeaseHeap leases;  // deadlines of leased owned rows (table_handoff.cc)
-  // Rows aborted with a delay (kDelayed): when each returns to the queue. A deadline is live
-  // while delay_tokens maps its row to its token; each pop of a live one erases the entry.
+  // Delayed rows (kDelayed): when each returns to the queue. A deadline is live while
+  // delay_tokens maps its row to its token; its pop, or the row's removal, erases the entry.
   LeaseHeap delays;
   std::unordered_map<RowId, uint64_t> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed

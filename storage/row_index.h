@@ -14,8 +14,8 @@ namespace q4m {
 
 class Consumer;
 
-// kDelayed: queued and visible, but not handed out before its retry time (an abort with a
-// delay); no connection holds it.
+// kDelayed: queued and visible, but not handed out before a time (queue_abort with a delay,
+// or a VISIBLE_AT_COLUMN time in the future); no connection holds it.
 enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDelayed };
 
 // Held by a connection: counted in the table's owned rows and hidden from other connections.
