@@ -107,3 +107,14 @@ def test_a_wrong_column_is_refused_naming_table_and_column(server):
     assert "`VISIBLE_AT_COLUMN`='due'" in server.sql("SHOW CREATE TABLE test.jobs")[0][1]
     # A column name in another case is the same column.
     query(c, "CREATE TABLE b (id INT, RUN_AT TIMESTAMP NULL) ENGINE=QUEUE VISIBLE_AT_COLUMN='run_at'")
+
+
+def test_batches_and_conditional_waits_skip_rows_not_yet_due(server):
+    server.sql(JOBS)
+    server.sql("INSERT INTO test.jobs VALUES (1, NULL), (2, NOW(3) + INTERVAL 1 HOUR), (3, NULL), (4, NULL)")
+    c = server.connect()
+    assert query(c, "SELECT id FROM jobs WHERE queue_wait_batch('jobs', 10, 0)") == [(1,), (3,), (4,)]
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT queue_wait('jobs:id = 2', 0)") == 0  # matches, but is not due
+    assert value(c, "SELECT queue_wait('jobs:id > 0', 0)") == 0
+    assert value(c, "SELECT COUNT(*) FROM jobs") == 1
