@@ -1,5 +1,7 @@
 """Crash test: producers and consumers run against the server, which is killed (-9) mid-load,
-restarted and drained, Q4M_CRASH_CYCLES times (default 20) per sync mode.
+restarted and drained, Q4M_CRASH_CYCLES times (default 20) per sync mode. Every fourth row is
+inserted with a delay (VISIBLE_AT_COLUMN, 150 ms) and consumers sometimes give rows back with
+a delay (queue_abort(0.3)), so delayed rows are among those the kill must not lose.
 
 Each message is identified by (producer, seq) and carries a payload derived from it. Definitions:
   attempted   an INSERT carrying the id was sent;
@@ -22,6 +24,7 @@ it, which "owned at once" cannot tell from a real double hand-out. Kept open, a 
 row until its own queue_end/queue_abort or the kill, so that check is exact.
 """
 import hashlib
+import json
 import os
 import random
 import threading
@@ -30,6 +33,8 @@ from collections import Counter
 
 import pymysql
 import pytest
+
+from sqlcheck import wait_until
 
 CYCLES = int(os.environ.get("Q4M_CRASH_CYCLES", "20"))
 PRODUCERS, CONSUMERS = 3, 4
@@ -124,9 +129,11 @@ def producer(server, ledger, pid):
             ids = [(pid, seq + k) for k in range(3 if seq % 5 == 0 else 1)]
             with ledger.lock:
                 ledger.attempted.update(ids)
-            cur.execute("INSERT INTO q (producer, seq, payload) VALUES "
-                        + ", ".join(["(%s, %s, %s)"] * len(ids)),
-                        [x for mid in ids for x in (mid[0], mid[1], payload_for(mid))])
+            # Every fourth row is not handed out before 150 ms from now (VISIBLE_AT_COLUMN).
+            cur.execute("INSERT INTO q (producer, seq, payload, due) VALUES "
+                        + ", ".join(["(%s, %s, %s, NOW(3) + INTERVAL %s SECOND)"] * len(ids)),
+                        [x for mid in ids for x in (mid[0], mid[1], payload_for(mid),
+                                                    0.15 if mid[1] % 4 == 0 else None)])
             with ledger.lock:
                 ledger.inserted.update(ids)
             seq += len(ids)
@@ -330,7 +337,10 @@ def check_after_restart(server, ledger, cycle):
     problems += [f"{mid} lost (inserted, not acked, not remaining)" for mid in sorted(lost)[:20]]
     assert not problems, f"cycle {cycle}: {len(problems)} problems:\n" + "\n".join(problems[:40])
     assert ledger.inserted, f"cycle {cycle}: no INSERT completed before the kill"
-    # drain: consume a prefix (same rows, same order as SELECT), DELETE the rest; then empty
+    # drain: consume a prefix (same rows, same order as SELECT), DELETE the rest; then empty.
+    # Rows inserted with a delay just before the kill may not be due yet: wait for them first.
+    wait_until(lambda: json.loads(server.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 0,
+               what="the delayed rows to become due")
     c = server.connect()
     drained = []
     while len(drained) < DRAIN_BY_CONSUMING:
@@ -378,7 +388,11 @@ def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, lease
     must never also be acked by its first owner, and the kill must still lose nothing. With
     batches, half the consumers own up to 20 rows at once and end or abort them together."""
     s = fresh_server
-    s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT) ENGINE=QUEUE")
+    s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL) "
+          "ENGINE=QUEUE VISIBLE_AT_COLUMN='due'")
+    s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR)")  # the delay applies...
+    assert json.loads(s.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 1
+    s.sql("DELETE FROM test.q")  # ...so some rows are delayed (not yet due) when the kill comes
     variant = ("-leases" if leases else "") + ("-batches" if batches else "")
     rng = random.Random(f"q4m-crash-{mode}{variant}")
     cycles = CYCLES // 2 if leases or batches else CYCLES
