@@ -1,5 +1,5 @@
-// Mixed concurrent load (inserts, consumers that end or abort, compaction — concurrent
-// and blocking — and automatic compaction) must leave a file whose reopen equals the
+// Mixed concurrent load (inserts, consumers that end or abort, with or without a delay,
+// compaction — concurrent and blocking — and automatic compaction) must leave a file whose reopen equals the
 // state in memory: no row lost, none duplicated, none resurrected.
 #include <atomic>
 #include <mutex>
@@ -52,8 +52,8 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
       int idx;
       while (!stop.load()) {
         if (!con.wait({{t, nullptr}}, milliseconds(5), &idx).ok() || !idx) continue;
-        if (rng() % 4 == 0) {  // give some back
-          con.abort();
+        if (rng() % 4 == 0) {  // give some back, half of them for 1-5 ms (queue_abort(delay))
+          con.abort(rng() % 2 ? milliseconds(0) : milliseconds(1 + rng() % 5));
           continue;
         }
         std::string payload;
@@ -85,6 +85,9 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
   cfg.concurrent_compaction_interval = old_interval;
 
   CHECK_EQ(duplicates, 0);
+  CHECK_EQ(t->info().owned_rows, 0u);
+  for (int i = 0; i < 500 && t->info().delayed_rows > 0; i++) std::this_thread::sleep_for(milliseconds(2));
+  CHECK_EQ(t->info().delayed_rows, 0u);  // every delay ran out and its row is back
   auto in_memory = scan(*t);
   std::set<std::string> remaining;
   for (auto& r : in_memory) remaining.insert(r.second);
