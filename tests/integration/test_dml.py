@@ -134,3 +134,22 @@ def test_delete_by_the_owner_removes_its_row(server):
     with owner.cursor() as cur:
         assert cur.execute("DELETE FROM test.q") == 1  # it only sees its own row
     assert server.sql("SELECT v FROM test.q") == [(2,), (3,)]
+
+
+def test_retention_recipe_an_event_deletes_old_rows_but_not_owned_ones(server):
+    """docs/sql-api.md "Retention": a scheduled DELETE on a created-at column expires old
+    messages; a row a consumer owns is left to it."""
+    from sqlcheck import wait_until
+    server.sql("CREATE TABLE test.q (v INT, created TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.q VALUES (1, NOW() - INTERVAL 2 DAY), (2, NOW() - INTERVAL 2 DAY), (3, NOW())")
+    owner = server.connect()
+    assert query(owner, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(1,)]
+    server.sql("SET GLOBAL event_scheduler = ON")
+    server.sql("CREATE EVENT test.q_retention ON SCHEDULE EVERY 1 SECOND "
+               "DO DELETE FROM test.q WHERE created < NOW() - INTERVAL 1 DAY")
+    wait_until(lambda: server.value("SELECT COUNT(*) FROM test.q") == 1, what="the event's DELETE")
+    server.sql("DROP EVENT test.q_retention")
+    server.sql("SET GLOBAL event_scheduler = OFF")
+    assert server.sql("SELECT v FROM test.q") == [(3,)]  # 2 expired; 1 is owned, so not visible here
+    assert value(owner, "SELECT queue_end()") == 1     # the owner finishes its old row
+    assert server.sql("SELECT v FROM test.q") == [(3,)]
