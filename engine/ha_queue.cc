@@ -130,9 +130,7 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
-  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
-  std::string why;  // create() refused such a definition
-  if (visible_at_column_of(table_share, &visible_at, &why) && visible_at) queue_->set_visible_at(visible_at);
+  if (auto visible_at = visible_at_column_of(table_share)) queue_->set_visible_at(std::move(visible_at));
   return 0;
 }
 

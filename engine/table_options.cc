@@ -40,4 +40,10 @@ bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::V
   return false;
 }
 
+std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share) {
+  std::shared_ptr<const q4m::VisibleAtColumn> column;
+  std::string error;
+  return visible_at_column_of(share, &column, &error) ? column : nullptr;
+}
+
 }  // namespace q4m_engine

@@ -22,5 +22,7 @@ extern ha_create_table_option queue_table_options[];
 // *error saying what is wrong, if it names no column or not a TIMESTAMP column.
 bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::VisibleAtColumn>* out,
                           std::string* error);
+// The same for a table that exists (create() refused a wrong column): null if not set.
+std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share);
 
 }  // namespace q4m_engine

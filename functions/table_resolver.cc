@@ -96,8 +96,7 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
               q4m::kDataFileExtension;
   def->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str),
                       share->tabledef_version.length);
-  std::string why;  // create() refused such a definition
-  if (!q4m_engine::visible_at_column_of(share, &def->visible_at, &why)) def->visible_at.reset();
+  def->visible_at = q4m_engine::visible_at_column_of(share);
   if (!n.has_condition) return true;
   q4m::Status st = ConditionCache::instance().get(
       def->path, def->version, n.condition,

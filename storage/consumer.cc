@@ -68,6 +68,13 @@ void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std:
   for (RowId id : OwnedIds(c)) c.owned->abort_row(c.self, id, delay);
 }
 
+// After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
+// ahead go back too (the expired one is back already), then owner mode is left.
+void leave_after_expiry(Consumer::Impl& c) {
+  if (!c.batch_ids.empty()) return_owned_rows(c);
+  leave_owner_mode(c);
+}
+
 Status not_owner(const char* fn) {
   return Status(ErrorCode::kNotOwner, std::string(fn) + ": this connection does not own a row");
 }
@@ -89,10 +96,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
   const OwnedIds ids(c);
   Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
-  if (s.code() == ErrorCode::kLeaseExpired) {
-    if (!c.batch_ids.empty()) return_owned_rows(c);  // a batch's rows whose deadlines were still ahead
-    leave_owner_mode(c);
-  }
+  if (s.code() == ErrorCode::kLeaseExpired) leave_after_expiry(c);
   return s;
 }
 
@@ -104,8 +108,7 @@ Status Consumer::end() {
   if (c.lease_token.load() != 0 || c.lease_expired.load()) {
     Status s = c.owned->settle_lease(c, ids.front(), ids.size());
     if (!s.ok()) {
-      if (!c.batch_ids.empty()) return_owned_rows(c);  // a batch's rows whose deadlines were still ahead
-      leave_owner_mode(c);
+      leave_after_expiry(c);
       return s;
     }
   }

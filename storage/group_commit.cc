@@ -195,8 +195,7 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
         const RowId id = r->remove_ids[i];
         RowEntry* e = st->index.find(id);
         if (!e || e->owner != r->remover) continue;  // vanished (truncate) meanwhile
-        if (held_by_connection(e->state)) owned_.fetch_sub(1);
-        if (e->state == RowState::kDelayed) delayed_.fetch_sub(1);
+        count_state_change(e->state, RowState::kRemoved);
         if (!st->delay_tokens.empty()) st->delay_tokens.erase(id);  // its deadline is stale now
         st->index.remove(id);
         removed++;

@@ -64,8 +64,8 @@ void LeaseHeap::drop_stale(IsLive live) {
 class LeasedTable {
  public:
   virtual ~LeasedTable() = default;
-  // Returns every row whose lease ran out by `now` to the queue, and every row whose
-  // abort delay ended by then; returns the earliest deadline of either kind still pending
+  // Returns every row whose lease ran out by `now` to the queue, and every delayed row
+  // that is due by then; returns the earliest deadline of either kind still pending
   // (time_point::max() if none).
   virtual LeaseClock::time_point expire_leases(LeaseClock::time_point now) = 0;
 };

@@ -32,7 +32,7 @@ struct TableCounters {  // per-table, persisted across reopen where noted
 struct TableInfo {
   uint64_t rows = 0;           // live rows (owned included)
   uint64_t owned_rows = 0;
-  uint64_t delayed_rows = 0;   // aborted with a delay, not handed out before it ends
+  uint64_t delayed_rows = 0;   // not handed out before a time (queue_abort delay, VISIBLE_AT_COLUMN)
   uint64_t waiters = 0;
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction

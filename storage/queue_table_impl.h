@@ -67,6 +67,10 @@ struct TableState {
   LeaseHeap delays;
   std::unordered_map<RowId, uint64_t> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
+  bool delay_is_live(const LeaseDeadline& d) const {
+    auto it = delay_tokens.find(d.id);
+    return it != delay_tokens.end() && it->second == d.token;
+  }
   void clear_delays() {
     delays.clear();
     delay_tokens.clear();
@@ -219,6 +223,14 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   };
 
   // table_handoff.cc (state_ held)
+  // Every change of a live row's state goes through count_state_change(), which keeps the
+  // owned_ and delayed_ mirrors in step (a removal from the index counts as `to` kRemoved);
+  // set_state() also makes the change.
+  void count_state_change(RowState from, RowState to);
+  void set_state(RowEntry& e, RowState to) {
+    count_state_change(e.state, to);
+    e.state = to;
+  }
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
   void delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);  // kDelayed until then

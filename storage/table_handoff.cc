@@ -49,11 +49,19 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
   waiters_.store(st.waiters.size());
 }
 
+void QueueTableImpl::count_state_change(RowState from, RowState to) {
+  // One net change per mirror, so a lock-free reader never sees a transient count.
+  const int owned = int{held_by_connection(to)} - int{held_by_connection(from)};
+  const int delayed = int{to == RowState::kDelayed} - int{from == RowState::kDelayed};
+  if (owned > 0) owned_.fetch_add(1);
+  if (owned < 0) owned_.fetch_sub(1);
+  if (delayed > 0) delayed_.fetch_add(1);
+  if (delayed < 0) delayed_.fetch_sub(1);
+}
+
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
-  if (held_by_connection(e.state)) owned_.fetch_sub(1);
-  if (e.state == RowState::kDelayed) delayed_.fetch_sub(1);
   st.free_epoch++;  // filtered scans in progress must not move their cursor past it
-  e.state = RowState::kFree;
+  set_state(e, RowState::kFree);
   e.owner = nullptr;
   // Scans skipped this row while it was taken: move their cursors back.
   if (st.first_free_hint > e.id) st.first_free_hint = e.id;
@@ -62,17 +70,12 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
 }
 
 void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
-  if (held_by_connection(e.state)) owned_.fetch_sub(1);
-  if (e.state != RowState::kDelayed) delayed_.fetch_add(1);
-  e.state = RowState::kDelayed;
+  set_state(e, RowState::kDelayed);
   e.owner = nullptr;
   // Deadlines of delayed rows that were deleted meanwhile stay until due: prune them once
   // they outnumber the delayed rows by far.
   if (st.delays.size() >= 2 * delayed_.load() + 1024)
-    st.delays.drop_stale([&](const LeaseDeadline& d) {
-      auto it = st.delay_tokens.find(d.id);
-      return it != st.delay_tokens.end() && it->second == d.token;
-    });
+    st.delays.drop_stale([&](const LeaseDeadline& d) { return st.delay_is_live(d); });
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + delay;
   st.delay_tokens[e.id] = token;
@@ -112,9 +115,7 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
 
 void QueueTableImpl::unclaim(TableState& st, RowEntry& e) {
   if (st.delay_tokens.count(e.id)) {  // its deadline is still ahead: it returns then
-    owned_.fetch_sub(1);
-    delayed_.fetch_add(1);
-    e.state = RowState::kDelayed;
+    set_state(e, RowState::kDelayed);
     e.owner = nullptr;
     return;
   }
@@ -141,10 +142,9 @@ QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl&
 }
 
 void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries) {
-  e.state = RowState::kOwned;
+  set_state(e, RowState::kOwned);
   e.owner = c.self;
   e.deliveries = static_cast<uint16_t>(deliveries);
-  owned_.fetch_add(1);
   // c is out of owner mode (its lease token and expired flag are clear, leave_owner_mode),
   // or adding to a batch, whose rows share the first one's lease.
   if (const int64_t ms = c.lease_ms.load(); ms > 0) {
@@ -254,9 +254,8 @@ LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now)
   }
   while (st->delays.due(now)) {
     const LeaseDeadline d = st->delays.pop();
-    auto it = st->delay_tokens.find(d.id);
-    if (it == st->delay_tokens.end() || it->second != d.token) continue;  // an earlier delay of the row
-    st->delay_tokens.erase(it);
+    if (!st->delay_is_live(d)) continue;  // the row was removed, or delayed again since
+    st->delay_tokens.erase(d.id);
     RowEntry* e = st->index.find(d.id);
     if (e && e->state == RowState::kDelayed) row_became_free(*st, *e);  // else deleted, or claimed for a DELETE
   }
@@ -404,9 +403,7 @@ bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
     if (owned_table && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
     const bool queued = e->state == RowState::kFree || e->state == RowState::kDelayed;
     if (!queued && !owned_by_viewer) return false;
-    if (queued) owned_.fetch_add(1);
-    if (e->state == RowState::kDelayed) delayed_.fetch_sub(1);
-    e->state = RowState::kClaimedForDelete;
+    set_state(*e, RowState::kClaimedForDelete);
     e->owner = viewer;
     st->claims[viewer].push_back(id);
   }
