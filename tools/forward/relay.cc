@@ -51,7 +51,7 @@ void Relay::open_destination() {
 // after a failure resumes at the first part not known to be durable.
 void Relay::deliver_pending() {
   constexpr size_t kMaxInsertBytes = 4u << 20;
-  if (!pending_retried_ && delivered_ == 0) refuse_rows_over_max_packet();
+  refuse_rows_over_max_packet();
   const size_t columns = src_.data_columns();
   const size_t part_limit = std::min(kMaxInsertBytes, dst_.max_packet());
   while (delivered_ < pending_) {
@@ -70,10 +70,11 @@ void Relay::deliver_pending() {
 }
 
 // A row the destination can never accept would fail (and be retried) forever. Checked before
-// any of its batch is sent, so the whole batch stays in the source, undelivered.
+// any of the rows still to deliver is sent (on a retry too: the limit is read again at each
+// reconnect), so a new batch stays in the source, undelivered.
 void Relay::refuse_rows_over_max_packet() const {
   const size_t columns = src_.data_columns();
-  for (size_t i = 0; i < pending_; ++i) {
+  for (size_t i = delivered_; i < pending_; ++i) {
     const size_t bytes = Destination::kPacketOverhead + Destination::packet_bytes(src_.rows()[i], columns);
     if (bytes <= dst_.max_packet()) continue;
     throw DbError(ErrorKind::kConfig, 0,
