@@ -10,6 +10,7 @@
 #include "connection_state.h"
 #include "row_codec.h"
 #include "sql_errors.h"
+#include "sysvars.h"
 #include "table_options.h"
 
 namespace q4m_engine {
@@ -305,6 +306,7 @@ q4m::Status ha_queue::commit_claims() {
   if (!claims_pending_) return q4m::Status::Ok();
   claims_pending_ = false;
   ConnectionState& cs = connection_state(ha_thd());
+  cs.consumer().set_sync_removals(session_sync_removals(ha_thd()));
   return queue_->remove_claimed(&cs.consumer());
 }
 

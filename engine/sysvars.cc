@@ -86,6 +86,13 @@ MYSQL_THDVAR_DOUBLE(lease_timeout, PLUGIN_VAR_RQCMDARG,
                     "consumer's next queue_end()/queue_wait() reports that the lease expired. "
                     "0 (default) = no lease, as in Q4M. Session and global",
                     nullptr, nullptr, 0.0, 0.0, kMaxLeaseSeconds, 0);
+MYSQL_THDVAR_BOOL(sync_removals, PLUGIN_VAR_OPCMDARG,
+                  "Whether a removal (queue_end(), the end of the owned row by the next "
+                  "queue_wait(), DELETE) waits for the sync of queue_sync_mode. OFF: it is "
+                  "written but not synced (an INSERT's sync covers it later), so a server crash "
+                  "keeps it but a machine crash may bring the row back (at-least-once); INSERTs "
+                  "are synced as before. ON (default). Session and global",
+                  nullptr, nullptr, 1);
 MYSQL_SYSVAR_ULONGLONG(compact_min_bytes, compact_min_bytes, PLUGIN_VAR_RQCMDARG,
                        "Smallest data file automatic compaction considers (bytes)", nullptr,
                        update_compact_min_bytes, 16ull << 20, 0, ULLONG_MAX, 0);
@@ -105,6 +112,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(compact_removed_percent),
     MYSQL_SYSVAR(compact_min_bytes),
     MYSQL_SYSVAR(lease_timeout),
+    MYSQL_SYSVAR(sync_removals),
     MYSQL_SYSVAR(commit_spin_us),
     nullptr};
 
@@ -113,6 +121,8 @@ std::chrono::milliseconds session_lease(THD* thd) {
   const double seconds = THDVAR(thd, lease_timeout);
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
 }
+
+bool session_sync_removals(THD* thd) { return THDVAR(thd, sync_removals); }
 
 void apply_system_variables() {
   q4m::StorageSettings& s = q4m::settings();

@@ -19,4 +19,7 @@ constexpr double kMaxLeaseSeconds = 365.0 * 24 * 3600;
 // queue_lease_timeout of this session (0 = no lease), for Consumer::set_lease.
 std::chrono::milliseconds session_lease(THD* thd);
 
+// queue_sync_removals of this session, for Consumer::set_sync_removals.
+bool session_sync_removals(THD* thd);
+
 }  // namespace q4m_engine

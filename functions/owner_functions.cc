@@ -59,6 +59,7 @@ class Item_func_queue_end final : public Item_queue_action {
  protected:
   longlong run(THD* thd) override {
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
+    if (cs) cs->consumer().set_sync_removals(q4m_engine::session_sync_removals(thd));
     q4m::Status st = cs ? cs->consumer().end() : q4m::Status(q4m::ErrorCode::kNotOwner, "");
     return owner_action_result(func_name(), cs, st);
   }

@@ -40,6 +40,7 @@ void raise_dropped(const char* function, const q4m::Status& st, const std::vecto
 q4m::Consumer* consumer_for_wait(THD* thd, q4m_engine::ConnectionState& cs) {
   q4m::Consumer& consumer = cs.consumer();
   consumer.set_lease(q4m_engine::session_lease(thd));
+  consumer.set_sync_removals(q4m_engine::session_sync_removals(thd));
   // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
   // after the check stays pending in the consumer and ends the wait at once.
   consumer.clear_interrupt();

@@ -89,6 +89,8 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 }  // namespace
 
 void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms.store(lease.count()); }
+void Consumer::set_sync_removals(bool sync) { impl_->sync_removals = sync; }
+bool Consumer::sync_removals() const { return impl_->sync_removals; }
 
 Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
@@ -112,7 +114,7 @@ Status Consumer::end() {
       return s;
     }
   }
-  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one durable commit
+  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
   if (!s.ok()) return s;  // still in owner mode: no row was removed
   c.owned->counters().ends.add();
   global_stats().ends.add();

@@ -52,6 +52,13 @@ class Consumer {
   // if it neither ends nor aborts one in time, the row goes back to the queue
   // (storage/lease.h). Its wait() or end() then reports kLeaseExpired.
   void set_lease(std::chrono::milliseconds lease);
+  // Whether this consumer's removals (end(), the end inside wait(), remove_claimed()) wait
+  // for a sync in a durable sync mode (default true). false (queue_sync_removals=OFF): the
+  // removal is written, so a server crash keeps it, but not synced unless an insert's sync
+  // covers it, so a machine crash may bring the row back (at-least-once); inserts are not
+  // affected.
+  void set_sync_removals(bool sync);
+  bool sync_removals() const;
   // queue_renew_lease(): the owned row's lease now runs out `lease` (> 0) from now, whether
   // or not it had one. kNotOwner if none; kLeaseExpired (and out of owner mode) if it ran
   // out already; kInvalid if lease <= 0.

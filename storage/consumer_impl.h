@@ -57,6 +57,7 @@ struct Consumer::Impl {
   // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
   // lease); set by the own thread, read by a writer handing it a row.
   std::atomic<int64_t> lease_ms{0};
+  bool sync_removals = true;  // own thread only (set_sync_removals)
   // The owned row's lease, written under the owned table's state lock: at take or hand-off,
   // when the owner ends or aborts the row in time (token -> 0), and by expiry (expired set
   // first, then token -> 0, so a lock-free read of token == 0 also sees expired). Mutable:

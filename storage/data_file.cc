@@ -40,6 +40,7 @@ Status DataFile::open(const std::string& path, std::shared_ptr<DataFile>* out) {
     return io_error("stat", path, e);
   }
   out->reset(new DataFile(fd, path, static_cast<uint64_t>(st.st_size)));
+  (*out)->unsynced_appends_ = true;  // unknown: a crashed server may have left unsynced chunks
   return Status::Ok();
 }
 
@@ -77,6 +78,7 @@ Status DataFile::append(const std::string& bytes, bool preallocate) {
     return s;
   }
   size_ += bytes.size();
+  unsynced_appends_ = true;
   if (size_ > allocated_) allocated_ = size_;
   if (preallocate && allocated_ == size_) preallocate_after_data();
   return Status::Ok();
@@ -114,6 +116,7 @@ Status DataFile::sync(SyncMode mode) {
   global_stats().sys_sync.add();
   int rc = mode == SyncMode::kFsync ? ::fsync(fd_) : ::fdatasync(fd_);
   if (rc != 0) return io_error(mode == SyncMode::kFsync ? "fsync" : "fdatasync", path_, errno);
+  unsynced_appends_ = false;
   return Status::Ok();
 }
 

@@ -35,6 +35,9 @@ class DataFile {
   // Cuts the file back to size() (drops the zero-filled preallocation, if any).
   Status release_preallocation();
   Status sync(SyncMode mode);  // no-op for kNone
+  // Bytes were appended since the last sync (a durable mode's sync of a chunk then also
+  // makes them durable). Writer only.
+  bool has_unsynced_appends() const { return unsynced_appends_; }
   Status read(uint64_t offset, size_t length, std::string* out) const;
   // Overwrites `bytes` at `offset` inside the data and syncs (fdatasync). Only for the
   // file header's one-time version upgrade: everything else is appended.
@@ -59,6 +62,7 @@ class DataFile {
   std::string path_;
   uint64_t size_;       // end of the data
   uint64_t allocated_;  // file size on disk: data + zero-filled preallocation
+  bool unsynced_appends_ = false;
 };
 
 // Creates `path` atomically with `contents` (write to path.tmp, sync, rename, sync dir).

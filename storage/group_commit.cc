@@ -42,7 +42,7 @@ void QueueTableImpl::commit(CommitRequest* req) {
   while (batch.empty()) {  // queued behind a leader
     uint32_t s;
     while ((s = req->signal.load(std::memory_order_acquire)) == CommitRequest::kQueued) {
-      if (!sleeping && settings().sync() != SyncMode::kNone) sleeping.emplace(BlockingWait::kCommit);
+      if (!sleeping && req->sync && settings().sync() != SyncMode::kNone) sleeping.emplace(BlockingWait::kCommit);
       const uint32_t spin_us = settings().commit_spin_us.load(std::memory_order_relaxed);
       if (SpinWait::spin_until_changed(req->signal, CommitRequest::kQueued, spin_us)) continue;
       futex_wait(&req->signal, CommitRequest::kQueued);
@@ -66,7 +66,7 @@ void QueueTableImpl::commit(CommitRequest* req) {
 }
 
 void QueueTableImpl::lead(CommitRequest* req, std::vector<CommitRequest*>& batch) {
-  run_batch(batch);
+  run_batch(req, batch);
   CommitRequest* next = nullptr;
   {
     auto q = commit_.lock();
@@ -74,7 +74,7 @@ void QueueTableImpl::lead(CommitRequest* req, std::vector<CommitRequest*>& batch
   }
   if (next) futex_wake_one(&next->signal);  // the next leader first: its sync starts sooner
   for (CommitRequest* r : batch) {
-    if (r == req) continue;
+    if (r == req || !r) continue;  // null: answered before the sync
     // Once kDone is visible the caller may return and free r: r is not touched after.
     r->signal.store(CommitRequest::kDone, std::memory_order_release);
     futex_wake_one(&r->signal);
@@ -114,7 +114,7 @@ QueueTableImpl::WriterTurn::~WriterTurn() {
   if (next) futex_wake_one(&next->signal);
 }
 
-void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
+void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto w = writer_.lock();
   Status fail = dropped_.load() ? dropped_status() : w->broken;
   if (!fail.ok()) {
@@ -123,10 +123,15 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   }
   const uint64_t now = now_ms();
   const SyncMode mode = settings().sync();
+  const bool sync = mode != SyncMode::kNone &&
+                    std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->sync; });
   RowId next = w->next_rowid;
   std::vector<std::pair<uint32_t, RowId>> old_sources;  // to undo on failure
   w->buffer.clear();
-  fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone);
+  // Flagged `unsynced` (docs/file-format.md): a chunk no sync follows, and also the first
+  // synced chunk after such chunks, since a power cut before its sync ends may keep it and
+  // lose them. Recovery then cuts both as a lost tail; neither caller had been answered.
+  fmt::ChunkBuilder chunk(&w->buffer, !sync || w->file->has_unsynced_appends());
   for (CommitRequest* r : batch) {
     switch (r->kind) {
       case CommitRequest::kInsert:
@@ -161,7 +166,8 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   const uint64_t base = w->file->size();
   Status s = invalidate_snapshot(*w);
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
-  if (s.ok() && mode != SyncMode::kNone) {
+  if (s.ok() && sync) {
+    answer_unsynced_removals(leader, batch);
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -172,6 +178,7 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
       else w->sources.erase(it->first);
     }
     for (CommitRequest* r : batch) {
+      if (!r) continue;
       r->status = s;
       r->ids.clear();
     }
@@ -181,7 +188,46 @@ void QueueTableImpl::run_batch(const std::vector<CommitRequest*>& batch) {
   next_rowid_.store(next);
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
+  if (!sync && mode != SyncMode::kNone) global_stats().unsynced_removal_commits.add();
   publish(batch, *w->file, base, w->buffer, now);  // only now: hand-off happens after the data is durable
+}
+
+void QueueTableImpl::answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
+  auto unsynced_removal = [](const CommitRequest* r) { return r->kind == CommitRequest::kRemove && !r->sync; };
+  if (std::none_of(batch.begin(), batch.end(), unsynced_removal)) return;
+  uint64_t removed = 0;
+  {
+    auto st = state_.lock();
+    for (const CommitRequest* r : batch)
+      if (unsynced_removal(r)) removed += publish_removal(*st, *r);
+    rows_.store(st->index.live());
+    live_bytes_.store(st->index.live_bytes());
+  }
+  counters_.rows_removed.add(removed);
+  global_stats().rows_removed.add(removed);
+  for (CommitRequest*& r : batch) {
+    if (!unsynced_removal(r)) continue;
+    CommitRequest* answered = r;
+    r = nullptr;
+    global_stats().removals_answered_before_sync.add();
+    if (answered == leader) continue;  // the leader returns after the sync, like any leader
+    answered->signal.store(CommitRequest::kDone, std::memory_order_release);  // not touched after
+    futex_wake_one(&answered->signal);
+  }
+}
+
+uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r) {
+  uint64_t removed = 0;
+  for (size_t i = 0; i < r.remove_count; i++) {
+    const RowId id = r.remove_ids[i];
+    RowEntry* e = st.index.find(id);
+    if (!e || e->owner != r.remover) continue;  // vanished (truncate) meanwhile
+    count_state_change(e->state, RowState::kRemoved);
+    if (!st.delay_tokens.empty()) st.delay_tokens.erase(id);  // its deadline is stale now
+    st.index.remove(id);
+    removed++;
+  }
+  return removed;
 }
 
 void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
@@ -190,16 +236,9 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
   auto st = state_.lock();
   st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
+    if (!r) continue;  // answered before the sync
     if (r->kind == CommitRequest::kRemove) {
-      for (size_t i = 0; i < r->remove_count; i++) {
-        const RowId id = r->remove_ids[i];
-        RowEntry* e = st->index.find(id);
-        if (!e || e->owner != r->remover) continue;  // vanished (truncate) meanwhile
-        count_state_change(e->state, RowState::kRemoved);
-        if (!st->delay_tokens.empty()) st->delay_tokens.erase(id);  // its deadline is stale now
-        st->index.remove(id);
-        removed++;
-      }
+      removed += publish_removal(*st, *r);
       continue;
     }
     for (size_t i = 0; i < r->ids.size(); i++) {
@@ -278,6 +317,7 @@ Status QueueTableImpl::end_rows(const Consumer* c, const RowId* ids, size_t coun
   req.remove_ids = ids;
   req.remove_count = count;
   req.remover = c;
+  req.sync = c->sync_removals();
   commit(&req);
   if (req.status.code() == ErrorCode::kDropped) return Status::Ok();
   return req.status;
@@ -301,6 +341,7 @@ Status QueueTableImpl::remove_claimed(Consumer* viewer) {
   req.remove_ids = ids.data();
   req.remove_count = ids.size();
   req.remover = viewer;
+  req.sync = viewer->sync_removals();
   commit(&req);
   if (!req.status.ok()) {
     // The DELETE failed: its rows go back to the queue instead of staying stuck.

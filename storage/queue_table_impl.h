@@ -119,6 +119,9 @@ struct CommitRequest {
   const RowId* remove_ids = nullptr;  // kRemove: rows held by `remover` (caller's storage)
   size_t remove_count = 0;
   const Consumer* remover = nullptr;
+  // false: a removal whose caller waived its sync (queue_sync_removals=OFF). The batch is
+  // synced if any of its requests asks for it.
+  bool sync = true;
   // results, written by the leader
   std::vector<RowId> ids;
   std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
@@ -170,7 +173,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
-  // Durable removal of c's owned rows `ids` in one commit; Ok for rows that vanished.
+  // Removal of c's owned rows `ids` in one commit (synced unless c waived it); Ok for rows
+  // that vanished.
   Status end_rows(const Consumer* c, const RowId* ids, size_t count);
   // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then.
   void abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
@@ -202,7 +206,13 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;  // each fits a chunk
   void commit(CommitRequest* req);
   void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
-  void run_batch(const std::vector<CommitRequest*>& batch);
+  // Writes (and syncs) the batch. Requests it answers early leave the batch as nullptr.
+  void run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
+  // Removals that waived the sync, in a batch that syncs for others: published and answered
+  // once written, before the sync; they leave the batch (nullptr).
+  void answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
+  // Drops r's removed rows from the index; returns how many.
+  uint64_t publish_removal(TableState& st, const CommitRequest& r);
   // `written` (the batch's chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                std::string_view written, uint64_t now_ms);

@@ -174,3 +174,26 @@ def test_bad_option_is_a_clear_error(server, tmp_path):
     assert p.returncode != 0 and "--consume-batch applies to multireader and multiwait" in p.stderr
     p, _ = run_bench(server, tmp_path, "--protocol", "binary")
     assert p.returncode != 0 and "--protocol: expected text or prepared, got 'binary'" in p.stderr
+
+
+def test_durable_inserts_consume_without_syncs_and_the_server_is_left_as_found(server, tmp_path):
+    """--sync durable-inserts: INSERTs synced, removals not (queue_sync_removals=OFF in the
+    benchmark's sessions only). The benchmark puts back the globals it changed."""
+    original = server.value("SELECT @@global.innodb_flush_log_at_trx_commit")
+    server.sql("SET GLOBAL innodb_flush_log_at_trx_commit = 0")
+    try:
+        p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", "3", "--scenarios",
+                           "multireader,multirw", "--sync", "durable-inserts,none", "--wait-timeout", "0.2")
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs = {(r["scenario"], r["engine"], r["sync"]): r for r in doc["runs"]}
+        assert all(r["ok"] for r in doc["runs"]), doc["runs"]
+        assert runs[("multireader", "queue", "durable-inserts")]["syncs_per_message"] == 0
+        assert runs[("multirw", "queue", "durable-inserts")]["syncs_per_message"] > 0  # the inserts
+        assert runs[("multireader", "innodb", "durable-inserts")]["ok"]
+        assert "durable-inserts: queue_sync_mode=fdatasync with queue_sync_removals=OFF" in p.stdout
+        assert "**multireader, sync=durable-inserts**" in markdown_of(doc, tmp_path)
+        assert server.value("SELECT @@global.queue_sync_mode") == "fdatasync"
+        assert server.value("SELECT @@global.queue_sync_removals") == 1
+        assert server.value("SELECT @@global.innodb_flush_log_at_trx_commit") == 0
+    finally:
+        server.sql("SET GLOBAL innodb_flush_log_at_trx_commit = %s", (original,))

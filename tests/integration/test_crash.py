@@ -315,6 +315,7 @@ def run_cycle(server, cycle, rng, leases=False, batches=False):
         t.daemon = True
         t.start()
     time.sleep(rng.uniform(*LOAD_SECONDS))
+    ledger.status_before_kill = {r[1]: int(r[2]) for r in server.sql("SHOW ENGINE QUEUE STATUS")}
     ledger.killing.set()
     server.kill9()
     for t in threads:
@@ -378,32 +379,42 @@ def test_ledger_reports_what_it_must_and_nothing_else():
                                  "(1, 2) acked twice"]
 
 
-@pytest.mark.parametrize("mode,leases,batches",
-                         [("fdatasync", False, False), ("none", False, False), ("fdatasync", True, False),
-                          ("fdatasync", False, True), ("fdatasync", True, True)],
+@pytest.mark.parametrize("mode,leases,batches,sync_removals",
+                         [("fdatasync", False, False, True), ("none", False, False, True),
+                          ("fdatasync", True, False, True), ("fdatasync", False, True, True),
+                          ("fdatasync", True, True, True), ("fdatasync", False, True, False)],
                          ids=["fdatasync", "none", "fdatasync-leases", "fdatasync-batches",
-                              "fdatasync-leases-batches"])
-def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches):
+                              "fdatasync-leases-batches", "fdatasync-batches-unsynced-removals"])
+def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches, sync_removals):
     """With leases, consumers' jobs sometimes outlast a 30 ms lease: a row whose lease ran out
     must never also be acked by its first owner, and the kill must still lose nothing. With
-    batches, half the consumers own up to 20 rows at once and end or abort them together."""
+    batches, half the consumers own up to 20 rows at once and end or abort them together.
+    With queue_sync_removals=OFF, removals are written but not synced: a server crash must
+    still keep every one of them."""
     s = fresh_server
     s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL) "
           "ENGINE=QUEUE VISIBLE_AT_COLUMN='due'")
     s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR)")  # the delay applies...
     assert json.loads(s.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 1
     s.sql("DELETE FROM test.q")  # ...so some rows are delayed (not yet due) when the kill comes
-    variant = ("-leases" if leases else "") + ("-batches" if batches else "")
+    variant = ("-leases" if leases else "") + ("-batches" if batches else "") + \
+        ("" if sync_removals else "-unsynced-removals")
     rng = random.Random(f"q4m-crash-{mode}{variant}")
     cycles = CYCLES // 2 if leases or batches else CYCLES
     totals = Counter()
     for cycle in range(1, cycles + 1):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
+        s.sql(f"SET GLOBAL queue_sync_removals = {'ON' if sync_removals else 'OFF'}")
         ledger = run_cycle(s, cycle, rng, leases, batches)
+        totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
     if leases:
         assert totals["leases_expired"] > 0, "no lease ran out: the lease cycles tested nothing new"
     if batches:
         assert totals["batched"] > 0, "no batch of two or more rows: the batch cycles tested nothing new"
+    if not sync_removals:
+        assert totals["unsynced_removal_commits"] > 0, "no removal skipped its sync: the cycles tested nothing new"
+    else:
+        assert totals["unsynced_removal_commits"] == 0
     print(f"crash test ({mode}{variant}): {cycles} cycles, {dict(totals)}")

@@ -13,6 +13,7 @@ DEFAULTS = {
     "queue_compact_removed_percent": "50",
     "queue_compact_min_bytes": str(16 << 20),
     "queue_commit_spin_us": "300",
+    "queue_sync_removals": "ON",
 }
 
 

@@ -10,6 +10,8 @@
 //   row ids never go back; relay dedup state covers every relayed row that returned.
 // With sync mode none a power cut may lose recent rows and acknowledgements (README),
 // but the table must still open and never show a row twice or one that was never inserted.
+// With queue_sync_removals=OFF for some consumers and the DELETEs, their removals may come
+// undone (the rows come back), and everything else above still holds.
 // Linked with -Wl,--wrap for the file system calls (Makefile).
 #include <atomic>
 #include <cstdlib>
@@ -38,6 +40,7 @@ struct Ack {
   std::string payload;
   RowId id = 0;       // kInserted
   RowId source_seq = 0;  // kRelayed
+  bool unsynced = false;  // kEnded: the removal did not wait for a sync (it may come undone)
 };
 
 // What the workload was told, in the order it was told (published through DiskModel::acks).
@@ -81,6 +84,7 @@ struct Workload {
   std::shared_ptr<QueueTable> table;
   AckLog acks;
   uint64_t seed;
+  bool unsynced_removals = false;  // consumers of even threads and the DELETEs waive the sync
 };
 
 void produce(Workload& w, int thread, int rounds) {
@@ -114,13 +118,15 @@ void relay(Workload& w, int rounds, RowId* next_seq) {
 void consume(Workload& w, int thread, int rounds) {
   std::mt19937_64 rng(w.seed * 7 + thread);
   Consumer c;
+  c.set_sync_removals(!(w.unsynced_removals && thread % 2 == 0));
+  const bool unsynced = !c.sync_removals();
   std::string owned;  // tag of the owned row
   for (int i = 0; i < rounds; i++) {
     int index = 0;
     if (!owned.empty()) w.acks.add({Ack::kEnding, owned, 0, 0});
     Status s = c.wait({{w.table, nullptr}}, std::chrono::milliseconds(0), &index);
     if (!s.ok()) continue;
-    if (!owned.empty()) w.acks.add({Ack::kEnded, owned, 0, 0});  // wait() removed it first
+    if (!owned.empty()) w.acks.add({Ack::kEnded, owned, 0, 0, unsynced});  // wait() removed it first
     owned.clear();
     if (index == 0) {
       std::this_thread::yield();
@@ -132,7 +138,7 @@ void consume(Workload& w, int thread, int rounds) {
     switch (rng() % 4) {
       case 0:
         w.acks.add({Ack::kEnding, tag, 0, 0});
-        if (c.end().ok()) w.acks.add({Ack::kEnded, tag, 0, 0});
+        if (c.end().ok()) w.acks.add({Ack::kEnded, tag, 0, 0, unsynced});
         break;
       case 1:
         c.abort();
@@ -148,6 +154,7 @@ void consume(Workload& w, int thread, int rounds) {
 void delete_some(Workload& w, int rounds) {
   std::mt19937_64 rng(w.seed * 13);
   Consumer viewer;  // a connection that is not in owner mode
+  viewer.set_sync_removals(!w.unsynced_removals);
   for (int i = 0; i < rounds; i++) {
     std::vector<std::string> claimed;
     RowId after = 0, id = 0;
@@ -159,7 +166,7 @@ void delete_some(Workload& w, int rounds) {
     }
     for (auto& tag : claimed) w.acks.add({Ack::kEnding, tag, 0, 0});
     if (w.table->remove_claimed(&viewer).ok())
-      for (auto& tag : claimed) w.acks.add({Ack::kEnded, tag, 0, 0});
+      for (auto& tag : claimed) w.acks.add({Ack::kEnded, tag, 0, 0, !viewer.sync_removals()});
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
@@ -224,7 +231,7 @@ void verify_image(const CrashImage& img, size_t n, Workload& w, SyncMode mode, F
           if (expect[a.payload] != Expect::kAbsent) expect[a.payload] = Expect::kMaybe;
           break;
         case Ack::kEnded:
-          expect[a.payload] = Expect::kAbsent;
+          expect[a.payload] = a.unsynced ? Expect::kMaybe : Expect::kAbsent;
           break;
         case Ack::kTruncating:
           inserted_before_truncate.clear();
@@ -268,12 +275,14 @@ uint64_t seed_from_env(uint64_t fallback) {
   return e ? std::strtoull(e, nullptr, 10) : fallback;
 }
 
-void run(SyncMode mode, uint64_t default_seed) {
+void run(SyncMode mode, uint64_t default_seed, bool unsynced_removals = false) {
   SyncModeScope sync(mode);
   Workload w;
   w.seed = seed_from_env(default_seed);
-  std::fprintf(stderr, "  sync mode %d, seed %llu (Q4M_POWER_SEED reproduces the simulated disk's choices)\n",
-               static_cast<int>(mode), static_cast<unsigned long long>(w.seed));
+  w.unsynced_removals = unsynced_removals;
+  std::fprintf(stderr, "  sync mode %d%s, seed %llu (Q4M_POWER_SEED reproduces the simulated disk's choices)\n",
+               static_cast<int>(mode), unsynced_removals ? " with unsynced removals" : "",
+               static_cast<unsigned long long>(w.seed));
   TempDir dir;
   const std::string path = dir.file("t");
   DiskModel::instance().acks.store(0);
@@ -331,3 +340,6 @@ void run(SyncMode mode, uint64_t default_seed) {
 TEST(power_loss_fdatasync_keeps_every_acknowledgement) { run(SyncMode::kFdatasync, 20261124); }
 TEST(power_loss_fsync_keeps_every_acknowledgement) { run(SyncMode::kFsync, 4242); }
 TEST(power_loss_sync_none_still_opens_without_duplicates) { run(SyncMode::kNone, 77); }
+TEST(power_loss_unsynced_removals_keep_every_insert_and_every_synced_removal) {
+  run(SyncMode::kFdatasync, 8128, true);
+}

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "../../storage/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 
@@ -16,8 +17,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
-  SyncModeScope sync(SyncMode::kNone);
+// unsynced_removals: durable inserts; one consumer waives its removals' sync
+// (queue_sync_removals=OFF), so removals are answered before syncs made for inserts.
+void run_mixed_load(bool concurrent_compaction, bool with_truncate, bool unsynced_removals = false) {
+  SyncModeScope sync(unsynced_removals ? SyncMode::kFdatasync : SyncMode::kNone);
+  const uint64_t early_before = global_stats().removals_answered_before_sync.get();
   auto& cfg = settings();
   bool old_concurrent = cfg.use_concurrent_compaction.load();
   uint64_t old_min = cfg.compaction_min_file_bytes.load(), old_interval = cfg.concurrent_compaction_interval.load();
@@ -49,6 +53,7 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
     threads.emplace_back([&, c] {
       std::mt19937 rng(c);
       Consumer con;
+      con.set_sync_removals(!(unsynced_removals && c == 0));
       int idx;
       while (!stop.load()) {
         if (!con.wait({{t, nullptr}}, milliseconds(5), &idx).ok() || !idx) continue;
@@ -94,8 +99,11 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
   if (!with_truncate) CHECK_EQ(remaining.size() + consumed.size(), inserted.size());
   for (auto& r : consumed) CHECK(remaining.count(r) == 0);
   CHECK(t->counters().compactions.get() > 0);
-  std::fprintf(stderr, "  %zu inserted, %zu consumed, %llu compactions\n", inserted.size(), consumed.size(),
-               (unsigned long long)t->counters().compactions.get());
+  const uint64_t early = global_stats().removals_answered_before_sync.get() - early_before;
+  std::fprintf(stderr, "  %zu inserted, %zu consumed, %llu compactions, %llu removals answered before a sync\n",
+               inserted.size(), consumed.size(), (unsigned long long)t->counters().compactions.get(),
+               (unsigned long long)early);
+  if (unsynced_removals) CHECK(early > 0);  // the path this variant is about ran
   uint64_t ins = t->counters().rows_inserted.get(), rem = t->counters().rows_removed.get();
   t.reset();
   Status s;
@@ -111,3 +119,5 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate) {
 TEST(mixed_load_with_concurrent_compaction) { run_mixed_load(true, false); }
 TEST(mixed_load_with_blocking_compaction) { run_mixed_load(false, false); }
 TEST(mixed_load_with_truncates) { run_mixed_load(true, true); }
+TEST(mixed_load_durable_with_unsynced_removals) { run_mixed_load(true, false, true); }
+TEST(mixed_load_durable_with_unsynced_removals_and_truncates) { run_mixed_load(true, true, true); }

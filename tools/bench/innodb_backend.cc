@@ -154,6 +154,7 @@ class InnodbBackend : public QueueBackend {
   }
 
   void apply_sync(client::DbConn& admin, SyncMode mode) override {
+    remember_global(admin, "innodb_flush_log_at_trx_commit");
     // 2 = write the log at commit, fsync once a second: survives a server crash,
     // not a machine crash, exactly like queue_sync_mode=none.
     admin.exec(std::string("SET GLOBAL innodb_flush_log_at_trx_commit = ") +

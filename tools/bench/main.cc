@@ -101,6 +101,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  for (auto& b : backends) {
+    try {
+      b->restore_globals(admin);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "q4m-bench: restoring the server's sync settings: %s\n", e.what());
+    }
+  }
   if (!opt.keep_tables) {
     for (auto& b : backends) {
       try {

@@ -21,7 +21,14 @@ const char* scenario_name(Scenario s) {
   return "?";
 }
 
-const char* sync_name(SyncMode s) { return s == SyncMode::kNone ? "none" : "durable"; }
+const char* sync_name(SyncMode s) {
+  switch (s) {
+    case SyncMode::kNone: return "none";
+    case SyncMode::kDurable: return "durable";
+    case SyncMode::kDurableInserts: return "durable-inserts";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -33,8 +40,11 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --concurrency LIST    client connections, e.g. 1,4,16,64 (default 4)
   --payload BYTES       payload bytes per message (default 0: id column only)
   --var-length          payload length uniform in [0, BYTES), like Q4M's VAR_LENGTH
-  --sync LIST           none,durable (default none): none = queue_sync_mode=none and
-                        innodb_flush_log_at_trx_commit=2; durable = fdatasync and =1
+  --sync LIST           none,durable,durable-inserts (default none): none =
+                        queue_sync_mode=none and innodb_flush_log_at_trx_commit=2;
+                        durable = fdatasync and =1; durable-inserts = fdatasync with
+                        queue_sync_removals=OFF (InnoDB as in durable: it cannot
+                        keep inserts through a power cut without syncing deletes too)
   --protocol P          text (default) or prepared: every timed statement (queue,
                         InnoDB and ceilings) as COM_QUERY text or as a server-side
                         prepared statement executed with parameters (binary protocol)
@@ -134,7 +144,8 @@ Options parse_options(int argc, char** argv) {
       for (auto& s : split_list(value())) {
         if (s == "none") o.sync.push_back(SyncMode::kNone);
         else if (s == "durable") o.sync.push_back(SyncMode::kDurable);
-        else usage_error("--sync: expected none or durable, got '" + s + "'");
+        else if (s == "durable-inserts") o.sync.push_back(SyncMode::kDurableInserts);
+        else usage_error("--sync: expected none, durable or durable-inserts, got '" + s + "'");
       }
     } else if (arg == "--protocol") {
       std::string p = value();

@@ -11,7 +11,9 @@ namespace q4m::bench {
 
 enum class Engine { kQueue, kInnodb };
 enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue };
-enum class SyncMode { kNone, kDurable };
+// kDurableInserts: durable INSERTs, removals written without their own sync
+// (queue_sync_removals=OFF); InnoDB has no such split and runs as in kDurable.
+enum class SyncMode { kNone, kDurable, kDurableInserts };
 
 const char* engine_name(Engine e);
 const char* scenario_name(Scenario s);

@@ -91,7 +91,10 @@ class QueueBackend {
   virtual std::vector<std::string> describe_sql() const = 0;
 
   virtual void recreate_table(client::DbConn& admin) = 0;
+  // Sets the server's sync settings for `mode` (globals: remembered the first time and put
+  // back by restore_globals(), so a benchmark leaves the server as it found it).
   virtual void apply_sync(client::DbConn& admin, SyncMode mode) = 0;
+  void restore_globals(client::DbConn& admin);
   // The session prepares `conn` (session variables) and uses it until destroyed.
   virtual std::unique_ptr<QueueSession> open_session(client::DbConn* conn) = 0;
   // The engine's global I/O counters (QUEUE: SHOW ENGINE QUEUE STATUS; InnoDB:
@@ -109,7 +112,12 @@ class QueueBackend {
 
  protected:
   explicit QueueBackend(MessageCodec codec) : codec_(std::move(codec)) {}
+  // Remembers a global variable's value before apply_sync() first changes it.
+  void remember_global(client::DbConn& admin, const std::string& name);
   MessageCodec codec_;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> saved_globals_;  // (name, value)
 };
 
 // Rows of (name, number) from a SHOW statement; name and value column indexes given.

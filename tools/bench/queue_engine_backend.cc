@@ -14,9 +14,10 @@ namespace {
 class QueueEngineSession : public QueueSession {
  public:
   QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql, bool batched,
-                     client::Protocol protocol)
+                     client::Protocol protocol, bool sync_removals)
       : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol), inserts_(*conn, codec, protocol),
         batched_(batched) {
+    conn->exec(std::string("SET SESSION queue_sync_removals = ") + (sync_removals ? "ON" : "OFF"));
     inserts_.prepare(1);
   }
 
@@ -99,12 +100,15 @@ class QueueEngineBackend : public QueueBackend {
   }
 
   void apply_sync(client::DbConn& admin, SyncMode mode) override {
+    remember_global(admin, "queue_sync_mode");
     admin.exec(std::string("SET GLOBAL queue_sync_mode = '") +
                (mode == SyncMode::kNone ? "none" : "fdatasync") + "'");
+    sync_removals_ = mode != SyncMode::kDurableInserts;  // a session setting (open_session)
   }
 
   std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, consume_batch_ > 1, protocol_);
+    return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, consume_batch_ > 1, protocol_,
+                                                sync_removals_);
   }
 
   EngineCounters counters(client::DbConn& admin) override {
@@ -113,6 +117,7 @@ class QueueEngineBackend : public QueueBackend {
   const char* sync_counter() const override { return "sys_sync"; }
 
  private:
+  bool sync_removals_ = true;
   std::string create_sql() const {
     return "CREATE TABLE " + table() + " (v BIGINT UNSIGNED NOT NULL" +
            (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=QUEUE";

@@ -124,9 +124,12 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
 
   std::vector<std::string> failures;
   for (SyncMode sync : opt.sync) {
-    const char* sync_desc = sync == SyncMode::kNone
-                                ? "none: queue_sync_mode=none, innodb_flush_log_at_trx_commit=2"
-                                : "durable: queue_sync_mode=fdatasync, innodb_flush_log_at_trx_commit=1";
+    const char* sync_desc =
+        sync == SyncMode::kNone ? "none: queue_sync_mode=none, innodb_flush_log_at_trx_commit=2"
+        : sync == SyncMode::kDurable
+            ? "durable: queue_sync_mode=fdatasync, innodb_flush_log_at_trx_commit=1"
+            : "durable-inserts: queue_sync_mode=fdatasync with queue_sync_removals=OFF, "
+              "innodb_flush_log_at_trx_commit=1";
     const bool any_ceiling = find_any(rep, kSelect1Scenario, sync) || find_any(rep, kEmptyPollScenario, sync);
     if (any_ceiling) {
       std::fprintf(out, "\n== ceilings  [sync %s] ==\n", sync_desc);

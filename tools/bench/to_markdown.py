@@ -55,7 +55,7 @@ def main(path):
     runs = doc["runs"]
     find = {(r["scenario"], r["engine"], r["sync"], r["concurrency"]): r for r in runs}
     concs = sorted({r["concurrency"] for r in runs})
-    syncs = [s for s in ("none", "durable") if any(r["sync"] == s for r in runs)]
+    syncs = [s for s in ("none", "durable", "durable-inserts") if any(r["sync"] == s for r in runs)]
     scenarios = [s for s in ("multireader", "multirw", "multiwait", "enqueue") if any(r["scenario"] == s for r in runs)]
     m = doc.get("machine", {})
     print(f"Machine: {m.get('cpu_model', '?')} x {m.get('cpus', '?')}, {m.get('uname', '')}; "

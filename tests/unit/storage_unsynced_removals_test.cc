@@ -1,0 +1,208 @@
+// queue_sync_removals=OFF (Consumer::set_sync_removals(false)): in a durable sync mode a
+// removal is written without a sync, its chunk is flagged `unsynced`, and the first synced
+// chunk after unsynced ones is flagged too (docs/file-format.md). The power-cut side is in
+// storage_power_loss_test.cc.
+#include "../../storage/file_format.h"
+#include "../../storage/stats.h"
+#include "check.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+
+namespace {
+
+// The `unsynced` flag of every chunk in the file, in file order (stops at preallocation).
+std::vector<bool> chunk_flags(const std::string& path) {
+  const std::string bytes = read_file_bytes(path);
+  std::vector<bool> flags;
+  size_t pos = fmt::kFileHeaderSize;
+  while (pos + fmt::kChunkHeaderSize <= bytes.size()) {
+    fmt::ChunkHeader h;
+    if (!fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(bytes.data() + pos), &h).empty()) break;
+    flags.push_back(h.unsynced);
+    pos += fmt::kChunkHeaderSize + h.body_len;
+  }
+  return flags;
+}
+
+// The flags of the chunks written after the first `skip` ones.
+std::vector<bool> flags_after(const std::string& path, size_t skip) {
+  std::vector<bool> all = chunk_flags(path);
+  return std::vector<bool>(all.begin() + static_cast<long>(std::min(skip, all.size())), all.end());
+}
+
+// What a kill -9 leaves: the file as the kernel has it, opened by recovery elsewhere.
+std::vector<std::pair<RowId, std::string>> rows_after_kill(const std::string& path, const TempDir& other) {
+  const std::string copy = other.file("killed");
+  write_file_bytes(copy, read_file_bytes(path));
+  std::shared_ptr<QueueTable> t;
+  Status s = TableRegistry::instance().acquire(copy, &t);
+  if (!s.ok()) {
+    fail(__FILE__, __LINE__, "recovery failed: " + s.message());
+    return {};
+  }
+  return scan(*t);
+}
+
+}  // namespace
+
+TEST(unsynced_removal_skips_the_sync_and_flags_its_chunk_and_the_next_synced_one) {
+  SyncModeScope sync(SyncMode::kFdatasync);
+  TempDir dir, other;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  const size_t created = chunk_flags(path).size();
+  REQUIRE(insert1(*t, "a").ok());
+  REQUIRE(insert1(*t, "b").ok());
+
+  Consumer c;
+  CHECK(c.sync_removals());  // the default
+  c.set_sync_removals(false);
+  int index = 0;
+  REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &index).ok());
+  REQUIRE(index == 1);
+  const uint64_t syncs = global_stats().sys_sync.get();
+  const uint64_t unsynced = global_stats().unsynced_removal_commits.get();
+  REQUIRE(c.end().ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs);  // no sync for the removal
+  CHECK_EQ(global_stats().unsynced_removal_commits.get(), unsynced + 1);
+  CHECK_EQ(t->info().rows, 1u);
+
+  REQUIRE(insert1(*t, "c").ok());  // synced: also makes the removal durable
+  REQUIRE(insert1(*t, "d").ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 2);
+  // insert a (the first chunk after an open is flagged, see the last test), insert b,
+  // removal (no sync), insert c (the first sync after it), insert d
+  CHECK(flags_after(path, created) == std::vector<bool>({true, false, true, true, false}));
+
+  // The removal was written: a server crash (the kernel keeps the bytes) keeps it.
+  auto rows = rows_after_kill(path, other);
+  REQUIRE(rows.size() == 3u);
+  CHECK_EQ(rows[0].second, "b");
+  CHECK_EQ(rows[2].second, "d");
+  TableRegistry::instance().close_all();
+}
+
+TEST(synced_removal_syncs_and_a_consumer_can_switch_back) {
+  SyncModeScope sync(SyncMode::kFdatasync);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  for (const char* r : {"a", "b"}) REQUIRE(insert1(*t, r).ok());
+  Consumer c;
+  int index = 0;
+  REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &index).ok());
+  uint64_t syncs = global_stats().sys_sync.get();
+  REQUIRE(c.end().ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
+
+  c.set_sync_removals(false);
+  REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &index).ok());
+  c.set_sync_removals(true);  // what the next removal (the end inside wait) asks for counts
+  syncs = global_stats().sys_sync.get();
+  REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &index).ok());
+  CHECK_EQ(index, 0);  // timed out, after ending "b"
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
+  CHECK_EQ(t->info().rows, 0u);
+  TableRegistry::instance().close_all();
+}
+
+TEST(delete_with_unsynced_removals_does_not_sync) {
+  SyncModeScope sync(SyncMode::kFdatasync);
+  TempDir dir, other;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  for (const char* r : {"a", "b", "c"}) REQUIRE(insert1(*t, r).ok());
+  Consumer viewer;
+  viewer.set_sync_removals(false);
+  auto rows = scan(*t, &viewer);
+  REQUIRE(rows.size() == 3u);
+  REQUIRE(t->claim_for_delete(&viewer, rows[0].first));
+  REQUIRE(t->claim_for_delete(&viewer, rows[2].first));
+  const uint64_t syncs = global_stats().sys_sync.get();
+  REQUIRE(t->remove_claimed(&viewer).ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs);
+  auto left = rows_after_kill(path, other);
+  REQUIRE(left.size() == 1u);
+  CHECK_EQ(left[0].second, "b");
+  TableRegistry::instance().close_all();
+}
+
+// Chunks written in sync mode none are not synced either: the first durable chunk after a
+// switch to fdatasync, and after a reopen (a crashed server may have left unsynced chunks),
+// is flagged; the one after it is not.
+TEST(first_synced_chunk_after_sync_none_or_a_reopen_is_flagged) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  std::shared_ptr<QueueTable> t;
+  {
+    SyncModeScope sync(SyncMode::kFdatasync);
+    t = create_and_open(path);
+    REQUIRE(t);
+  }
+  const size_t created = chunk_flags(path).size();
+  {
+    SyncModeScope sync(SyncMode::kNone);
+    REQUIRE(insert1(*t, "a").ok());
+  }
+  SyncModeScope sync(SyncMode::kFdatasync);
+  REQUIRE(insert1(*t, "b").ok());
+  REQUIRE(insert1(*t, "c").ok());
+  CHECK(flags_after(path, created) == std::vector<bool>({true, true, false}));
+
+  t.reset();
+  t = reopen(path);
+  REQUIRE(t);
+  const size_t before = chunk_flags(path).size();
+  REQUIRE(insert1(*t, "d").ok());
+  REQUIRE(insert1(*t, "e").ok());
+  CHECK(flags_after(path, before) == std::vector<bool>({true, false}));
+  CHECK_EQ(scan(*t).size(), 5u);
+  TableRegistry::instance().close_all();
+}
+
+// A power cut while the insert after an unsynced removal is being synced may keep the
+// insert's chunk and lose part of the removal's. Neither caller was answered for both to be
+// durable (the insert's had not returned), so recovery must cut both as a lost tail, not
+// call the file corrupt: that is what flagging the first synced chunk after unsynced ones
+// is for.
+TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
+  SyncModeScope sync(SyncMode::kFdatasync);
+  TempDir dir, other;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "a").ok());
+  REQUIRE(insert1(*t, "b").ok());
+  const size_t removal_chunk = chunk_flags(path).size();
+  Consumer c;
+  c.set_sync_removals(false);
+  int index = 0;
+  REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &index).ok());
+  REQUIRE(c.end().ok());
+  REQUIRE(insert1(*t, "c").ok());
+
+  // The removal chunk's last byte never reached the disk; the insert's chunk did.
+  std::string image = read_file_bytes(path);
+  size_t pos = fmt::kFileHeaderSize;
+  fmt::ChunkHeader h;
+  for (size_t i = 0; i <= removal_chunk; i++) {
+    REQUIRE(fmt::parse_chunk_header(reinterpret_cast<const unsigned char*>(image.data() + pos), &h).empty());
+    if (i < removal_chunk) pos += fmt::kChunkHeaderSize + h.body_len;
+  }
+  image[pos + fmt::kChunkHeaderSize + h.body_len - 1] ^= 0x5a;
+  const std::string copy = other.file("cut");
+  write_file_bytes(copy, image);
+  std::shared_ptr<QueueTable> recovered;
+  Status s = TableRegistry::instance().acquire(copy, &recovered);
+  REQUIRE(s.ok());
+  auto rows = scan(*recovered);
+  REQUIRE(rows.size() == 2u);  // "a" is back (its removal came undone); "c" was never answered
+  CHECK_EQ(rows[0].second, "a");
+  CHECK_EQ(rows[1].second, "b");
+  CHECK(recovered->info().dropped_tail_bytes > 0);
+  TableRegistry::instance().close_all();
+}
