@@ -45,14 +45,25 @@ std::vector<std::pair<RowId, std::string>> rows_after_kill(const std::string& pa
   return scan(*t);
 }
 
+// A new table in sync mode fdatasync, and a second directory for crash images.
+struct DurableTable {
+  SyncModeScope sync{SyncMode::kFdatasync};
+  TempDir dir, other;
+  std::string path = dir.file("t");
+  std::shared_ptr<QueueTable> t = create_and_open(path);
+  ~DurableTable() {
+    t.reset();
+    TableRegistry::instance().close_all();
+  }
+};
+
 }  // namespace
 
 TEST(unsynced_removal_skips_the_sync_and_flags_its_chunk_and_the_next_synced_one) {
-  SyncModeScope sync(SyncMode::kFdatasync);
-  TempDir dir, other;
-  const std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
+  DurableTable d;
+  REQUIRE(d.t);
+  auto& t = d.t;
+  const std::string& path = d.path;
   const size_t created = chunk_flags(path).size();
   REQUIRE(insert1(*t, "a").ok());
   REQUIRE(insert1(*t, "b").ok());
@@ -78,18 +89,16 @@ TEST(unsynced_removal_skips_the_sync_and_flags_its_chunk_and_the_next_synced_one
   CHECK(flags_after(path, created) == std::vector<bool>({true, false, true, true, false}));
 
   // The removal was written: a server crash (the kernel keeps the bytes) keeps it.
-  auto rows = rows_after_kill(path, other);
+  auto rows = rows_after_kill(path, d.other);
   REQUIRE(rows.size() == 3u);
   CHECK_EQ(rows[0].second, "b");
   CHECK_EQ(rows[2].second, "d");
-  TableRegistry::instance().close_all();
 }
 
 TEST(synced_removal_syncs_and_a_consumer_can_switch_back) {
-  SyncModeScope sync(SyncMode::kFdatasync);
-  TempDir dir;
-  auto t = create_and_open(dir.file("t"));
-  REQUIRE(t);
+  DurableTable d;
+  REQUIRE(d.t);
+  auto& t = d.t;
   for (const char* r : {"a", "b"}) REQUIRE(insert1(*t, r).ok());
   Consumer c;
   int index = 0;
@@ -106,15 +115,13 @@ TEST(synced_removal_syncs_and_a_consumer_can_switch_back) {
   CHECK_EQ(index, 0);  // timed out, after ending "b"
   CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
   CHECK_EQ(t->info().rows, 0u);
-  TableRegistry::instance().close_all();
 }
 
 TEST(delete_with_unsynced_removals_does_not_sync) {
-  SyncModeScope sync(SyncMode::kFdatasync);
-  TempDir dir, other;
-  const std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
+  DurableTable d;
+  REQUIRE(d.t);
+  auto& t = d.t;
+  const std::string& path = d.path;
   for (const char* r : {"a", "b", "c"}) REQUIRE(insert1(*t, r).ok());
   Consumer viewer;
   viewer.set_sync_removals(false);
@@ -125,10 +132,9 @@ TEST(delete_with_unsynced_removals_does_not_sync) {
   const uint64_t syncs = global_stats().sys_sync.get();
   REQUIRE(t->remove_claimed(&viewer).ok());
   CHECK_EQ(global_stats().sys_sync.get(), syncs);
-  auto left = rows_after_kill(path, other);
+  auto left = rows_after_kill(path, d.other);
   REQUIRE(left.size() == 1u);
   CHECK_EQ(left[0].second, "b");
-  TableRegistry::instance().close_all();
 }
 
 // Chunks written in sync mode none are not synced either: the first durable chunk after a
@@ -170,11 +176,10 @@ TEST(first_synced_chunk_after_sync_none_or_a_reopen_is_flagged) {
 // call the file corrupt: that is what flagging the first synced chunk after unsynced ones
 // is for.
 TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
-  SyncModeScope sync(SyncMode::kFdatasync);
-  TempDir dir, other;
-  const std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
+  DurableTable d;
+  REQUIRE(d.t);
+  auto& t = d.t;
+  const std::string& path = d.path;
   REQUIRE(insert1(*t, "a").ok());
   REQUIRE(insert1(*t, "b").ok());
   const size_t removal_chunk = chunk_flags(path).size();
@@ -194,7 +199,7 @@ TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
     if (i < removal_chunk) pos += fmt::kChunkHeaderSize + h.body_len;
   }
   image[pos + fmt::kChunkHeaderSize + h.body_len - 1] ^= 0x5a;
-  const std::string copy = other.file("cut");
+  const std::string copy = d.other.file("cut");
   write_file_bytes(copy, image);
   std::shared_ptr<QueueTable> recovered;
   Status s = TableRegistry::instance().acquire(copy, &recovered);
@@ -204,5 +209,4 @@ TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
   CHECK_EQ(rows[0].second, "a");
   CHECK_EQ(rows[1].second, "b");
   CHECK(recovered->info().dropped_tail_bytes > 0);
-  TableRegistry::instance().close_all();
 }
