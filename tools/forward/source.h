@@ -39,6 +39,8 @@ class Source {
 
  private:
   bool acquire_relay_lock();
+  // SET SESSION `assignment`, skipped if the server does not know the variable.
+  void set_if_supported(const std::string& assignment);
   std::string lock_name() const;
   void fetch_row(size_t i);
 
