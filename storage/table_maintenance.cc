@@ -88,8 +88,10 @@ Status QueueTableImpl::rename_to(const std::string& to) {
   return Status::Ok();
 }
 
-// Every commit is already durable; closing only leaves an index snapshot so the next
-// open need not read the whole file.
+// Closing leaves an index snapshot so the next open need not read the whole file. The data
+// file is synced first, whatever the sync mode: chunks written without a sync (sync mode
+// none, queue_sync_removals=OFF) could otherwise lose sectors to a power cut that the
+// snapshot's size and tail checks do not see, and a later full recovery would find the hole.
 void QueueTableImpl::close() {
   WriterTurn turn(*this);
   auto w = writer_.lock();
@@ -98,7 +100,8 @@ void QueueTableImpl::close() {
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
                      &st->index};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
-  w->snapshot_written = w->file->release_preallocation().ok() && write_index_snapshot(*w->file, src).ok();
+  w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
+                        write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");
