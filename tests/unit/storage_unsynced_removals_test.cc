@@ -144,12 +144,8 @@ TEST(delete_with_unsynced_removals_does_not_sync) {
 TEST(first_synced_chunk_after_sync_none_or_a_reopen_is_flagged) {
   TempDir dir;
   const std::string path = dir.file("t");
-  std::shared_ptr<QueueTable> t;
-  {
-    SyncModeScope sync(SyncMode::kFdatasync);
-    t = create_and_open(path);
-    REQUIRE(t);
-  }
+  auto t = create_and_open(path);
+  REQUIRE(t);
   const size_t created = chunk_flags(path).size();
   {
     SyncModeScope sync(SyncMode::kNone);
@@ -217,15 +213,11 @@ TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
 // close unseen, so the close syncs the file first, in every sync mode.
 TEST(a_clean_close_syncs_unsynced_chunks_before_its_index_snapshot) {
   for (bool sync_none : {true, false}) {
+    SyncModeScope sync(sync_none ? SyncMode::kNone : SyncMode::kFdatasync);
     TempDir dir;
     const std::string path = dir.file("t");
-    std::shared_ptr<QueueTable> t;
-    {
-      SyncModeScope sync(SyncMode::kFdatasync);
-      t = create_and_open(path);
-      REQUIRE(t);
-    }
-    SyncModeScope sync(sync_none ? SyncMode::kNone : SyncMode::kFdatasync);
+    auto t = create_and_open(path);
+    REQUIRE(t);
     REQUIRE(insert1(*t, "a").ok());
     REQUIRE(insert1(*t, "b").ok());
     Consumer c;
