@@ -8,7 +8,8 @@ Each message is identified by (producer, seq) and carries a payload derived from
   inserted    that INSERT returned OK;
   acked       queue_end() (or, in the one-statement style, the next queue_wait()) that removes the
               row returned OK;
-  ack_unknown an ack was sent but the server died before answering (the row may or may not remain);
+  ack_unknown an ack was sent but the server died before answering (the row may or may not remain;
+              counted per sender, see AcksInFlight);
   remaining   the rows in the table after the restart.
 Checks, after every restart:
   - none lost:       inserted - acked - ack_unknown is contained in remaining;
@@ -48,6 +49,45 @@ def payload_for(mid):
     return digest * (1 + (p * 131 + seq * 7) % 60)  # 40 B .. 2.4 KB
 
 
+class AcksInFlight:
+    """Rows whose ack was sent and not yet answered, counted per sender (thread-safe). With
+    leases two consumers can each have an ack of one row in flight: the first one's lease ran
+    out, the row went to the second, which is ending it. The first learning that its lease
+    expired withdraws its own claim only; with a plain set it withdrew the second's too, and a
+    kill during the second's ack then reported the row as lost."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._claims = Counter()
+
+    def add(self, mid):
+        with self._lock:
+            self._claims[mid] += 1
+
+    def update(self, mids):
+        for mid in mids:
+            self.add(mid)
+
+    def discard(self, mid):  # one claim
+        with self._lock:
+            if self._claims[mid] > 1:
+                self._claims[mid] -= 1
+            else:
+                self._claims.pop(mid, None)
+
+    def __contains__(self, mid):
+        with self._lock:
+            return self._claims.get(mid, 0) > 0
+
+    def __len__(self):
+        with self._lock:
+            return len(self._claims)
+
+    def __rsub__(self, rows):  # set - AcksInFlight
+        with self._lock:
+            return set(rows) - set(self._claims)
+
+
 class Ledger:
     """What the clients observed during one cycle (thread-safe)."""
 
@@ -61,8 +101,9 @@ class Ledger:
         self.expired = 0  # queue_end/queue_wait calls told "lease expired"
         self.lock = threading.Lock()
         self.attempted, self.inserted = set(), set()
-        self.acked, self.ack_unknown = set(), set()
+        self.acked, self.ack_unknown = set(), AcksInFlight()
         self.held = {}  # id -> consumer that owns it now
+        self.history = {}  # id -> what happened to it, for the message about a lost row
         self.violations, self.errors = [], []
         self.killing = threading.Event()
         self.connections = []  # closed by close_connections(), after the kill
@@ -87,10 +128,12 @@ class Ledger:
             if mid in self.held and not self.leases:
                 self.violations.append(f"{mid} owned by consumers {self.held[mid]} and {who} at once")
             self.held[mid] = who
+            self.history.setdefault(mid, []).append(f"to {who}")
 
     def release(self, mid):  # before queue_abort: the row becomes free once the abort runs
         with self.lock:
             self.held.pop(mid, None)
+            self.history.setdefault(mid, []).append("aborted")
 
     def ack(self, mid):
         with self.lock:
@@ -98,11 +141,13 @@ class Ledger:
                 self.violations.append(f"{mid} acked twice")
             self.acked.add(mid)
             self.held.pop(mid, None)
+            self.history.setdefault(mid, []).append("acked")
 
     def lease_expired(self, mid):  # its ack failed: the row went back, it was not removed
         with self.lock:
             self.ack_unknown.discard(mid)
             self.expired += 1
+            self.history.setdefault(mid, []).append("an owner's lease expired")
 
     def failed(self, who, e):
         if not self.killing.is_set():
@@ -335,7 +380,8 @@ def check_after_restart(server, ledger, cycle):
     problems += [f"{mid} remains but was never inserted" for mid in counts if mid not in ledger.attempted]
     problems += [f"{(p, s)} remains with a corrupted payload" for p, s, pl in rows if pl != payload_for((p, s))]
     lost = ledger.inserted - ledger.acked - ledger.ack_unknown - set(counts)
-    problems += [f"{mid} lost (inserted, not acked, not remaining)" for mid in sorted(lost)[:20]]
+    problems += [f"{mid} lost (inserted, not acked, not remaining; history: {ledger.history.get(mid, [])})"
+                 for mid in sorted(lost)[:20]]
     assert not problems, f"cycle {cycle}: {len(problems)} problems:\n" + "\n".join(problems[:40])
     assert ledger.inserted, f"cycle {cycle}: no INSERT completed before the kill"
     # drain: consume a prefix (same rows, same order as SELECT), DELETE the rest; then empty.
@@ -377,6 +423,21 @@ def test_ledger_reports_what_it_must_and_nothing_else():
     assert ledger.violations == ["(1, 1) owned by consumers 1 and 3 at once",
                                  "(1, 2) handed to consumer 0 after it was acked",
                                  "(1, 2) acked twice"]
+
+
+def test_an_expired_lease_withdraws_only_its_own_ack_in_flight():
+    """Consumer 0's lease on (1, 1) runs out and consumer 1 takes the row; both send an ack;
+    0 hears that its lease expired, then the server dies before answering 1. The row may be
+    gone: it is not lost. (With a set, 0's expiry cleared 1's claim too: a false "lost".)"""
+    ledger = Ledger(leases=True)
+    ledger.inserted.add((1, 1))
+    ledger.ack_unknown.add((1, 1))  # consumer 0's queue_end
+    ledger.ack_unknown.add((1, 1))  # consumer 1's queue_end
+    ledger.lease_expired((1, 1))    # 0's answer
+    assert (1, 1) in ledger.ack_unknown
+    assert ledger.inserted - ledger.acked - ledger.ack_unknown == set()
+    ledger.ack_unknown.discard((1, 1))  # had 1's ack been answered too
+    assert ledger.inserted - ledger.acked - ledger.ack_unknown == {(1, 1)}
 
 
 @pytest.mark.parametrize("mode,leases,batches,sync_removals",
