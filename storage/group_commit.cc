@@ -195,16 +195,13 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
 void QueueTableImpl::answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto unsynced_removal = [](const CommitRequest* r) { return r->kind == CommitRequest::kRemove && !r->sync; };
   if (std::none_of(batch.begin(), batch.end(), unsynced_removal)) return;
-  uint64_t removed = 0;
   {
     auto st = state_.lock();
+    uint64_t removed = 0;
     for (const CommitRequest* r : batch)
       if (unsynced_removal(r)) removed += publish_removal(*st, *r);
-    rows_.store(st->index.live());
-    live_bytes_.store(st->index.live_bytes());
+    note_index_change(*st, 0, removed);
   }
-  counters_.rows_removed.add(removed);
-  global_stats().rows_removed.add(removed);
   for (CommitRequest*& r : batch) {
     if (!unsynced_removal(r)) continue;
     CommitRequest* answered = r;
@@ -253,8 +250,12 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
     }
   }
-  rows_.store(st->index.live());
-  live_bytes_.store(st->index.live_bytes());
+  note_index_change(*st, inserted, removed);
+}
+
+void QueueTableImpl::note_index_change(const TableState& st, uint64_t inserted, uint64_t removed) {
+  rows_.store(st.index.live());
+  live_bytes_.store(st.index.live_bytes());
   counters_.rows_inserted.add(inserted);
   counters_.rows_removed.add(removed);
   global_stats().rows_written.add(inserted);

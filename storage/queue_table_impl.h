@@ -213,6 +213,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
   // Drops r's removed rows from the index; returns how many.
   uint64_t publish_removal(TableState& st, const CommitRequest& r);
+  // After publishing rows into or out of the index (state_ held): the lock-free mirrors of
+  // its size and the inserted/removed counters.
+  void note_index_change(const TableState& st, uint64_t inserted, uint64_t removed);
   // `written` (the batch's chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                std::string_view written, uint64_t now_ms);
