@@ -37,20 +37,16 @@ class InnodbSession : public QueueSession {
 
   bool consume(Delivered* out) override {
     if (batched_) return consume_from_batch(out);
-    claim_.run({});
-    if (!claim_.next()) {
-      // Everything left is locked by other consumers (or the table is empty).
-      rollback_.run({});
-      ++empty_polls_;
-      back_off();
-      return false;
-    }
-    backoff_us_ = 0;
-    const uint64_t row_id = std::strtoull(claim_.row()[0], nullptr, 10);
-    codec_.decode(claim_.row(), claim_.lengths(), 1, out);
-    delete_.run({row_id});
-    commit_.run({});
-    return true;
+    return retrying_deadlocks([&] {
+      claim_.run({});
+      if (!claim_.next()) return claimed_nothing();
+      backoff_us_ = 0;
+      const uint64_t row_id = std::strtoull(claim_.row()[0], nullptr, 10);
+      codec_.decode(claim_.row(), claim_.lengths(), 1, out);
+      delete_.run({row_id});
+      commit_.run({});
+      return true;
+    });
   }
 
   bool finish() override {
@@ -59,6 +55,30 @@ class InnodbSession : public QueueSession {
   }
 
  private:
+  // Runs one claim transaction. SKIP LOCKED claims and DELETEs next to each other can
+  // deadlock in any of the transaction's statements; InnoDB has then rolled it back (the
+  // rows stay queued), and an InnoDB worker retries, as this one does: false, nothing taken.
+  // The server counts them (Innodb_deadlocks, in the run's counters).
+  template <class Transaction>
+  bool retrying_deadlocks(Transaction&& run) {
+    try {
+      return run();
+    } catch (const client::DbError& e) {
+      if (e.code() != kErDeadlock) throw;
+      rollback_.run({});
+      taken_.clear();
+      return false;
+    }
+  }
+
+  // Everything left is locked by other consumers (or the table is empty).
+  bool claimed_nothing() {
+    rollback_.run({});
+    ++empty_polls_;
+    back_off();
+    return false;
+  }
+
   // What a polling worker does when it finds nothing: the first retry is
   // immediate, then sleeps of 50 us doubling up to poll_sleep_us (0: never sleep).
   // Without it idle pollers starve the busy ones of CPU.
@@ -73,35 +93,23 @@ class InnodbSession : public QueueSession {
   // commit to remove).
   bool consume_from_batch(Delivered* out) {
     if (taken_.pop(out)) return true;
-    claim_.run({});
-    taken_.clear();
-    ids_.clear();
-    Delivered d;
-    while (claim_.next()) {
-      ids_.push_back(std::strtoull(claim_.row()[0], nullptr, 10));
-      codec_.decode(claim_.row(), claim_.lengths(), 1, &d);
-      taken_.add(d);
-    }
-    if (ids_.empty()) {
-      rollback_.run({});
-      ++empty_polls_;
-      back_off();
-      return false;
-    }
-    backoff_us_ = 0;
-    std::vector<client::Param> params(ids_.begin(), ids_.end());
-    try {
-      delete_of(ids_.size()).run(params.data(), params.size());
-    } catch (const client::DbError& e) {
-      // A multi-row DELETE next to SKIP LOCKED claims can deadlock; an InnoDB worker
-      // retries the transaction (the rows stay queued), and so does this one.
-      if (e.code() != kErDeadlock) throw;
-      rollback_.run({});
+    return retrying_deadlocks([&] {
+      claim_.run({});
       taken_.clear();
-      return false;  // counted by the server as Innodb_deadlocks (see the run's counters)
-    }
-    commit_.run({});
-    return taken_.pop(out);
+      ids_.clear();
+      Delivered d;
+      while (claim_.next()) {
+        ids_.push_back(std::strtoull(claim_.row()[0], nullptr, 10));
+        codec_.decode(claim_.row(), claim_.lengths(), 1, &d);
+        taken_.add(d);
+      }
+      if (ids_.empty()) return claimed_nothing();
+      backoff_us_ = 0;
+      std::vector<client::Param> params(ids_.begin(), ids_.end());
+      delete_of(ids_.size()).run(params.data(), params.size());
+      commit_.run({});
+      return taken_.pop(out);
+    });
   }
 
   // DELETE FROM t WHERE id IN (?, ...) for `count` ids, made once per count.
