@@ -130,12 +130,19 @@ Status QueueTableImpl::compact_now() {
   s = copy_rows(state_, out, snapshot_last, ~RowId(0), flush_bytes, &copied);
   if (!s.ok()) return s;
   std::vector<RowId> gone;
+  std::vector<fmt::ReturnedRow> returned;  // delivery counts and retry delays, as of now
   uint64_t live_copied = 0, live_now = 0;
   for (size_t i = 0; i < copied.size(); i += kBatch) {
     auto st = state_.lock();
     for (size_t k = i; k < std::min(copied.size(), i + kBatch); k++) {
-      if (st->index.find(copied[k].id)) live_copied++;
-      else gone.push_back(copied[k].id);
+      const RowEntry* e = st->index.find(copied[k].id);
+      if (!e) {
+        gone.push_back(copied[k].id);
+        continue;
+      }
+      live_copied++;
+      fmt::ReturnedRow r;
+      if (st->kept_across_restart(*e, &r)) returned.push_back(r);
     }
     live_now = st->index.live();
   }
@@ -144,6 +151,8 @@ Status QueueTableImpl::compact_now() {
     return Status(ErrorCode::kIo, "file " + path + ": compaction copied " + std::to_string(live_copied) +
                                       " of " + std::to_string(live_now) + " rows; not installed");
   if (!gone.empty()) out.add_remove(gone);
+  // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
+  if (!returned.empty()) out.add_returns(returned);
   for (const auto& src : w->sources) out.add_srcid(src.first, src.second);
   fmt::Meta final_meta;  // authoritative counters as of the end of the copy
   final_meta.next_rowid = w->next_rowid;

@@ -65,7 +65,11 @@ void leave_owner_mode(Consumer::Impl& c) {
 // Gives every owned row still held back to the queue (those a lease expiry returned
 // already, or a DELETE removed, are skipped by abort_row).
 void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
-  for (RowId id : OwnedIds(c)) c.owned->abort_row(c.self, id, delay);
+  std::vector<fmt::ReturnedRow> returned;
+  fmt::ReturnedRow r;
+  for (RowId id : OwnedIds(c))
+    if (c.owned->abort_row(c.self, id, delay, &r)) returned.push_back(r);
+  c.owned->record_returns(returned);  // one record for a batch
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still

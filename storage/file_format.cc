@@ -73,6 +73,23 @@ void ChunkBuilder::add_meta(const Meta& m) {
   put_u64(out_, m.rows_removed);
 }
 
+void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
+  constexpr size_t kMaxPerRecord = 1u << 20;  // as add_remove: a record stays well inside a chunk
+  while (count > 0) {
+    size_t n = count < kMaxPerRecord ? count : kMaxPerRecord;
+    reserve_record(kReturnHeaderSize + kReturnEntrySize * n);
+    out_->push_back(static_cast<char>(kReturn));
+    put_u32(out_, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; i++) {
+      put_u64(out_, rows[i].id);
+      put_u32(out_, rows[i].deliveries);
+      put_u64(out_, rows[i].due_ms);
+    }
+    rows += n;
+    count -= n;
+  }
+}
+
 void ChunkBuilder::finish() {
   if (!open_) return;
   open_ = false;
@@ -135,6 +152,13 @@ bool RecordReader::next(Record* r) {
       r->meta.rows_inserted = get_u64(p + 9);
       r->meta.rows_removed = get_u64(p + 17);
       pos_ += kMetaSize;
+      return true;
+    case kReturn:
+      if (!need(kReturnHeaderSize)) return false;
+      r->count = get_u32(p + 1);
+      if (!need(kReturnHeaderSize + kReturnEntrySize * size_t(r->count))) return false;
+      r->ids_pos = pos_ + kReturnHeaderSize;
+      pos_ += kReturnHeaderSize + kReturnEntrySize * size_t(r->count);
       return true;
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +

@@ -10,6 +10,7 @@
 //           | REMOVE u8 2 | u32 count | u64 rowid[count]
 //           | SRCID  u8 3 | u32 source_id | u64 last_rowid
 //           | META   u8 4 | u64 next_rowid | u64 rows_inserted | u64 rows_removed
+//           | RETURN u8 5 | u32 count | { u64 rowid | u32 deliveries | u64 due_ms }[count]   (version 3)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +24,8 @@ using RowId = uint64_t;
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-constexpr uint32_t kFormatVersion = 2;   // written by this build
-constexpr uint32_t kOldestFormatVersion = 1;  // still read (it never sets kChunkUnsynced)
+constexpr uint32_t kFormatVersion = 3;   // written by this build (3 added RETURN records)
+constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
 constexpr size_t kChunkHeaderSize = 16;
@@ -37,11 +38,23 @@ constexpr uint32_t kChunkUnsynced = 1u << 31;
 constexpr size_t kSplitChunkBody = 256u << 20;
 constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
-enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4 };
+enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5 };
 constexpr size_t kRowHeaderSize = 1 + 8 + 8 + 4;
 constexpr size_t kRemoveHeaderSize = 1 + 4;
 constexpr size_t kSrcIdSize = 1 + 4 + 8;
 constexpr size_t kMetaSize = 1 + 8 + 8 + 8;
+constexpr size_t kReturnHeaderSize = 1 + 4;
+constexpr size_t kReturnEntrySize = 8 + 4 + 8;
+
+// A row that went back to the queue without being removed (queue_abort, a disconnect, an
+// expired lease): how often it had been handed out by then, and when it may be handed out
+// again (wall-clock ms; 0 = at once). Recovery keeps, per row, the entry with the most
+// deliveries, so records that reach the file out of order do no harm.
+struct ReturnedRow {
+  RowId id = 0;
+  uint32_t deliveries = 0;
+  uint64_t due_ms = 0;
+};
 
 struct Meta {
   RowId next_rowid = 1;
@@ -87,6 +100,7 @@ class ChunkBuilder {
   void add_remove(const RowId* ids, size_t count);
   void add_srcid(uint32_t source_id, RowId last_rowid);
   void add_meta(const Meta& meta);
+  void add_returns(const ReturnedRow* rows, size_t count);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -114,7 +128,7 @@ struct Record {
   uint64_t time_ms = 0;
   size_t payload_pos = 0;  // offset of the payload inside the body
   uint32_t length = 0;
-  // kRemove: `count` ids starting at body offset ids_pos
+  // kRemove: `count` ids starting at body offset ids_pos; kReturn: `count` entries there
   uint32_t count = 0;
   size_t ids_pos = 0;
   // kSrcId
@@ -133,6 +147,10 @@ class RecordReader {
   const std::string& error() const { return error_; }
   size_t position() const { return pos_; }
   RowId removed_id(const Record& r, uint32_t i) const { return get_u64(body_.data() + r.ids_pos + 8 * i); }
+  ReturnedRow returned_row(const Record& r, uint32_t i) const {
+    const char* p = body_.data() + r.ids_pos + kReturnEntrySize * i;
+    return ReturnedRow{get_u64(p), get_u32(p + 8), get_u64(p + 12)};
+  }
 
  private:
   std::string_view body_;

@@ -62,7 +62,8 @@ void QueueTableImpl::commit(CommitRequest* req) {
   }
   sleeping.reset();
   lead(req, batch);
-  maybe_auto_compact();
+  // Not after a return: the lease reaper records those, and must not stop for a compaction.
+  if (req->kind != CommitRequest::kReturn) maybe_auto_compact();
 }
 
 void QueueTableImpl::lead(CommitRequest* req, std::vector<CommitRequest*>& batch) {
@@ -158,6 +159,9 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
       case CommitRequest::kRemove:
         chunk.add_remove(r->remove_ids, r->remove_count);
         break;
+      case CommitRequest::kReturn:
+        chunk.add_returns(r->returns, r->return_count);
+        break;
     }
   }
   chunk.finish();
@@ -167,7 +171,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   Status s = invalidate_snapshot(*w);
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
   if (s.ok() && sync) {
-    answer_unsynced_removals(leader, batch);
+    answer_unsynced(leader, batch);
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -188,14 +192,17 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   next_rowid_.store(next);
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
-  if (!sync && mode != SyncMode::kNone) global_stats().unsynced_removal_commits.add();
+  if (!sync && mode != SyncMode::kNone &&
+      std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->kind == CommitRequest::kRemove; }))
+    global_stats().unsynced_removal_commits.add();
   publish(batch, *w->file, base, w->buffer, now);  // only now: hand-off happens after the data is durable
 }
 
-void QueueTableImpl::answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
+void QueueTableImpl::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
+  auto unsynced = [](const CommitRequest* r) { return !r->sync; };
   auto unsynced_removal = [](const CommitRequest* r) { return r->kind == CommitRequest::kRemove && !r->sync; };
-  if (std::none_of(batch.begin(), batch.end(), unsynced_removal)) return;
-  {
+  if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
+  if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {
     auto st = state_.lock();
     uint64_t removed = 0;
     for (const CommitRequest* r : batch)
@@ -203,10 +210,10 @@ void QueueTableImpl::answer_unsynced_removals(const CommitRequest* leader, std::
     note_index_change(*st, 0, removed);
   }
   for (CommitRequest*& r : batch) {
-    if (!unsynced_removal(r)) continue;
+    if (!unsynced(r)) continue;
     CommitRequest* answered = r;
     r = nullptr;
-    global_stats().removals_answered_before_sync.add();
+    if (answered->kind == CommitRequest::kRemove) global_stats().removals_answered_before_sync.add();
     if (answered == leader) continue;  // the leader returns after the sync, like any leader
     answered->signal.store(CommitRequest::kDone, std::memory_order_release);  // not touched after
     futex_wake_one(&answered->signal);
@@ -233,7 +240,7 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
   auto st = state_.lock();
   st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
-    if (!r) continue;  // answered before the sync
+    if (!r || r->kind == CommitRequest::kReturn) continue;  // answered before the sync / nothing to publish
     if (r->kind == CommitRequest::kRemove) {
       removed += publish_removal(*st, *r);
       continue;
@@ -307,6 +314,18 @@ RowId QueueTableImpl::last_relayed_rowid(uint32_t source_id) {
   auto w = writer_.lock();
   auto it = w->sources.find(source_id);
   return it == w->sources.end() ? 0 : it->second;
+}
+
+void QueueTableImpl::record_returns(const std::vector<fmt::ReturnedRow>& rows) {
+  if (rows.empty()) return;
+  CommitRequest req;
+  req.kind = CommitRequest::kReturn;
+  req.returns = rows.data();
+  req.return_count = rows.size();
+  req.sync = false;
+  // A failure (table closed, dropped or its file broken) loses only the count and delay
+  // across a restart, as it did before RETURN records existed; the row itself is queued.
+  commit(&req);
 }
 
 // No look at the index first: only TRUNCATE/DROP can take an owned row away (a lease

@@ -11,9 +11,10 @@ namespace q4m {
 namespace {
 
 constexpr char kMagic[8] = {'Q', '4', 'M', 'I', 'N', 'D', 'E', 'X'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 1 (no delivery counts or retry delays) is still read
 constexpr uint64_t kTailBytes = 64 * 1024;
 constexpr size_t kRowBytes = 8 + 8 + 4 + 8;
+constexpr size_t kReturnedBytes = 8 + 4 + 8;
 
 struct FileIdentity {
   uint64_t size = 0, inode = 0;
@@ -82,6 +83,12 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
     fmt::put_u32(&b, e.length);
     fmt::put_u64(&b, e.time_ms);
   }
+  fmt::put_u64(&b, src.returned->size());
+  for (const fmt::ReturnedRow& r : *src.returned) {
+    fmt::put_u64(&b, r.id);
+    fmt::put_u32(&b, r.deliveries);
+    fmt::put_u64(&b, r.due_ms);
+  }
   fmt::put_u32(&b, crc32c(b));
   return write_file_atomically(index_snapshot_path(file.path()), b, false);
 }
@@ -95,7 +102,8 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   if (crc32c(b.data(), b.size() - 4) != fmt::get_u32(b.data() + b.size() - 4)) return false;
   Reader r{b};
   r.pos = sizeof(kMagic);
-  if (r.u32() != kVersion) return false;
+  const uint32_t version = r.u32();
+  if (version != 1 && version != kVersion) return false;
   r.u32();
   FileIdentity want, have;
   want.size = r.u64();
@@ -126,6 +134,18 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
     if (e.id <= last || e.id >= t.next_rowid || e.offset + e.length > have.size) return false;
     last = e.id;
     t.index.append(e);
+  }
+  if (version >= 2) {
+    uint64_t n_returned = r.u64();
+    if (!r.ok || n_returned > (b.size() - r.pos) / kReturnedBytes) return false;
+    for (uint64_t i = 0; i < n_returned; i++) {
+      fmt::ReturnedRow ret;
+      ret.id = r.u64();
+      ret.deliveries = r.u32();
+      ret.due_ms = r.u64();
+      if (!t.index.find(ret.id)) return false;  // describes no row of the snapshot
+      apply_returned_row(ret, &t);
+    }
   }
   if (!r.ok || r.pos != b.size() - 4) return false;
   *out = std::move(t);

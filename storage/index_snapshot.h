@@ -9,9 +9,11 @@
 //   u64 next_rowid u64 rows_inserted u64 rows_removed
 //   u32 n_sources { u32 source_id u64 last_rowid }*
 //   u64 n_rows { u64 rowid u64 payload_offset u32 length u64 insert_time_ms }*
+//   u64 n_returned { u64 rowid u32 deliveries u64 due_ms }*        (version 2)
 //   u32 crc32c(everything before)
 #pragma once
 #include <string>
+#include <vector>
 
 #include "data_file.h"
 #include "recovery.h"
@@ -25,6 +27,7 @@ struct SnapshotSource {
   uint64_t rows_inserted, rows_removed;
   const SourceMap* sources;
   const RowIndex* index;
+  const std::vector<fmt::ReturnedRow>* returned;  // what RETURN records would say of live rows now
 };
 
 Status write_index_snapshot(const DataFile& file, const SnapshotSource& src);

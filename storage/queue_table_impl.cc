@@ -45,9 +45,11 @@ bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
          (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
 }
 
-// A version-1 file predates kChunkUnsynced: a version-1 reader would take such a chunk
-// for a torn tail and cut it. Its header (16 bytes, inside one sector) is rewritten and
-// synced before this build appends anything.
+// An older file is read as it is, but this build may append what its version lacks
+// (version 1: kChunkUnsynced, which a version-1 reader would cut as a torn tail; version 2:
+// RETURN records, which a version-2 reader would call corrupt). So its header (16 bytes,
+// inside one sector) is rewritten and synced first, and an older build refuses the file by
+// name.
 Status upgrade_file_header(DataFile& file) {
   std::string header;
   Status s = file.read(0, fmt::kFileHeaderSize, &header);
@@ -89,7 +91,9 @@ Status QueueTableImpl::open(const std::string& path, std::shared_ptr<QueueTableI
   }
   s = upgrade_file_header(*file);
   if (!s.ok()) return s;
+  std::unordered_map<RowId, uint64_t> due_ms = std::move(rec.due_ms);
   out->reset(new QueueTableImpl(path, std::move(file), std::move(rec)));
+  (*out)->restore_delays(due_ms);  // needs the shared owner: a delay registers with the reaper
   return Status::Ok();
 }
 

@@ -64,12 +64,31 @@ struct TableState {
   LeaseHeap leases;  // deadlines of leased owned rows (table_handoff.cc)
   // Delayed rows (kDelayed): when each returns to the queue. A deadline is live while
   // delay_tokens maps its row to its token; its pop, or the row's removal, erases the entry.
+  // due_ms (wall clock) is what a RETURN record, compaction or the index snapshot keeps.
+  struct DelayToken {
+    uint64_t token = 0;
+    uint64_t due_ms = 0;
+  };
   LeaseHeap delays;
-  std::unordered_map<RowId, uint64_t> delay_tokens;
+  std::unordered_map<RowId, DelayToken> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
   bool delay_is_live(const LeaseDeadline& d) const {
     auto it = delay_tokens.find(d.id);
-    return it != delay_tokens.end() && it->second == d.token;
+    return it != delay_tokens.end() && it->second.token == d.token;
+  }
+  // What the file keeps of live row `e` across a restart (RETURN record, compaction, index
+  // snapshot): the deliveries that ended without a removal, and a pending delay. A delivery
+  // still in progress is not counted: after a crash the row comes back without it having
+  // ended. False if there is nothing to keep.
+  bool kept_across_restart(const RowEntry& e, fmt::ReturnedRow* out) const {
+    out->id = e.id;
+    out->deliveries = e.deliveries - (e.state == RowState::kOwned && e.deliveries > 0 ? 1 : 0);
+    out->due_ms = 0;
+    if (e.state == RowState::kDelayed || e.state == RowState::kClaimedForDelete) {
+      auto it = delay_tokens.find(e.id);
+      if (it != delay_tokens.end()) out->due_ms = it->second.due_ms;
+    }
+    return out->deliveries > 0 || out->due_ms > 0;
   }
   void clear_delays() {
     delays.clear();
@@ -111,7 +130,7 @@ struct WriterState {
 };
 
 struct CommitRequest {
-  enum Kind { kInsert, kRelayed, kRemove } kind = kInsert;
+  enum Kind { kInsert, kRelayed, kRemove, kReturn } kind = kInsert;
   const std::vector<std::string_view>* rows = nullptr;  // kInsert, kRelayed
   const RowId* source_rowids = nullptr;                 // kRelayed: one per row, increasing
   uint32_t source_id = 0;
@@ -119,6 +138,8 @@ struct CommitRequest {
   const RowId* remove_ids = nullptr;  // kRemove: rows held by `remover` (caller's storage)
   size_t remove_count = 0;
   const Consumer* remover = nullptr;
+  const fmt::ReturnedRow* returns = nullptr;  // kReturn (caller's storage), never synced
+  size_t return_count = 0;
   // false: a removal whose caller waived its sync (queue_sync_removals=OFF). The batch is
   // synced if any of its requests asks for it.
   bool sync = true;
@@ -176,8 +197,13 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // Removal of c's owned rows `ids` in one commit (synced unless c waived it); Ok for rows
   // that vanished.
   Status end_rows(const Consumer* c, const RowId* ids, size_t count);
-  // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then.
-  void abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay = std::chrono::milliseconds(0));
+  // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then. False if c
+  // no longer held it; else *returned says what record_returns() should keep of it.
+  bool abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay, fmt::ReturnedRow* returned);
+  // Appends a RETURN record for rows that went back to the queue, without a sync of its
+  // own: delivery counts and retry delays survive a server crash and a restart, and a power
+  // cut survives them once any later sync ran (docs/file-format.md, "RETURN").
+  void record_returns(const std::vector<fmt::ReturnedRow>& rows);
   void release_claims(const Consumer* c);         // claimed rows back to Free
   // Before end_rows of leased rows (c's `count` owned rows, the lowest `first`):
   // kLeaseExpired if the lease already ran out, else the lease is cancelled, so the rows
@@ -189,6 +215,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // LeasedTable (the reaper's thread)
   LeaseClock::time_point expire_leases(LeaseClock::time_point now) override;
+  // Under the state lock: returns rows whose lease ran out, frees rows whose delay is over;
+  // the next deadline. *returned: the rows that went back, for record_returns().
+  LeaseClock::time_point expire_due(LeaseClock::time_point now, std::vector<fmt::ReturnedRow>* returned);
 
   // ---- used by TableRegistry ----
   void mark_dropped();  // waiters get kDropped, rows vanish, file closed
@@ -197,6 +226,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
  private:
   QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec);
+  // At open: rows whose retry delay (queue_abort) was still ahead when the server stopped
+  // wait for it again.
+  void restore_delays(const std::unordered_map<RowId, uint64_t>& due_ms);
 
   // A row the caches did not hold (TableState::uncached_read), read outside the state
   // lock; a read-ahead block goes into the window.
@@ -208,9 +240,10 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
   // Writes (and syncs) the batch. Requests it answers early leave the batch as nullptr.
   void run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
-  // Removals that waived the sync, in a batch that syncs for others: published and answered
-  // once written, before the sync; they leave the batch (nullptr).
-  void answer_unsynced_removals(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
+  // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
+  // batch that syncs for others: published and answered once written, before the sync;
+  // they leave the batch (nullptr).
+  void answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
   // Drops r's removed rows from the index; returns how many.
   uint64_t publish_removal(TableState& st, const CommitRequest& r);
   // After publishing rows into or out of the index (state_ held): the lock-free mirrors of

@@ -103,8 +103,15 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         break;
       }
       case fmt::kRemove:
-        for (uint32_t i = 0; i < rec.count; i++)
-          if (t->index.remove(rr.removed_id(rec, i))) t->rows_removed++;
+        for (uint32_t i = 0; i < rec.count; i++) {
+          const RowId id = rr.removed_id(rec, i);
+          if (!t->index.remove(id)) continue;
+          t->rows_removed++;
+          if (!t->due_ms.empty()) t->due_ms.erase(id);
+        }
+        break;
+      case fmt::kReturn:
+        for (uint32_t i = 0; i < rec.count; i++) apply_returned_row(rr.returned_row(rec, i), t);
         break;
       case fmt::kSrcId:
         t->sources[rec.source_id] = rec.last_rowid;
@@ -121,6 +128,16 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
 }
 
 }  // namespace
+
+void apply_returned_row(const fmt::ReturnedRow& r, RecoveredTable* t) {
+  RowEntry* e = t->index.find(r.id);
+  if (!e) return;  // removed since, or truncated away
+  const uint16_t deliveries = r.deliveries > UINT16_MAX ? UINT16_MAX : static_cast<uint16_t>(r.deliveries);
+  if (deliveries < e->deliveries) return;  // an older return, written after a newer one
+  e->deliveries = deliveries;
+  if (r.due_ms) t->due_ms[r.id] = r.due_ms;
+  else if (!t->due_ms.empty()) t->due_ms.erase(r.id);
+}
 
 Status recover_table(DataFile& file, RecoveredTable* out) {
   uint64_t size = file.size();

@@ -24,7 +24,14 @@ struct RecoveredTable {
   uint64_t rows_removed = 0;
   uint64_t dropped_tail_bytes = 0;  // torn tail cut off by this recovery
   uint64_t chunks = 0;
+  // Live rows given back with a retry delay (RETURN records): wall-clock ms when each may be
+  // handed out again. Entries may lie in the past; rows removed later have none.
+  std::unordered_map<RowId, uint64_t> due_ms;
 };
+
+// A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so
+// far: the entry with the most deliveries wins, so out-of-order records do no harm.
+void apply_returned_row(const fmt::ReturnedRow& r, RecoveredTable* t);
 
 Status recover_table(DataFile& file, RecoveredTable* out);
 

@@ -22,6 +22,7 @@ class ReplacementFile {
   void add_remove(const std::vector<RowId>& ids) { chunk_.add_remove(ids.data(), ids.size()); }
   void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
+  void add_returns(const std::vector<fmt::ReturnedRow>& rows) { chunk_.add_returns(rows.data(), rows.size()); }
   Status flush_if_over(uint64_t flush_bytes);
   // Writes out and fdatasyncs everything added so far, so that install() (run while
   // writers wait) only has to sync what is added after this.

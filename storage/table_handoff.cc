@@ -78,7 +78,7 @@ void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::millise
     st.delays.drop_stale([&](const LeaseDeadline& d) { return st.delay_is_live(d); });
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + delay;
-  st.delay_tokens[e.id] = token;
+  st.delay_tokens[e.id] = TableState::DelayToken{token, now_ms() + static_cast<uint64_t>(delay.count())};
   st.delays.push(LeaseDeadline{at, e.id, token});
   watch_deadline(at);
 }
@@ -239,6 +239,13 @@ Status QueueTableImpl::renew_lease(const Consumer::Impl& c, const RowId* ids, si
 }
 
 LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now) {
+  std::vector<fmt::ReturnedRow> returned;
+  const LeaseClock::time_point next = expire_due(now, &returned);
+  record_returns(returned);  // after the state lock: a commit takes the writer's first
+  return next;
+}
+
+LeaseClock::time_point QueueTableImpl::expire_due(LeaseClock::time_point now, std::vector<fmt::ReturnedRow>* returned) {
   auto st = state_.lock();
   while (st->leases.due(now)) {
     const LeaseDeadline d = st->leases.pop();
@@ -250,6 +257,7 @@ LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now)
     owner.lease_token.store(0);
     counters_.lease_expiries.add();
     global_stats().lease_expiries.add();
+    returned->push_back(fmt::ReturnedRow{e->id, e->deliveries, 0});
     row_became_free(*st, *e);
   }
   while (st->delays.due(now)) {
@@ -379,16 +387,32 @@ void QueueTableImpl::unregister(Consumer::Impl& c) {
   waiters_.store(st->waiters.size());
 }
 
-void QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay) {
+bool QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay,
+                               fmt::ReturnedRow* returned) {
   auto st = state_.lock();
   RowEntry* e = st->index.find(id);
   // Gone (TRUNCATE, DROP), or its lease ran out and it went back already.
-  if (!e || e->owner != c || e->state != RowState::kOwned) return;
+  if (!e || e->owner != c || e->state != RowState::kOwned) return false;
   c->impl().lease_token.store(0);
-  if (delay.count() > 0)
+  *returned = fmt::ReturnedRow{id, e->deliveries, 0};
+  if (delay.count() > 0) {
     delay_row(*st, *e, delay);
-  else
-    row_became_free(*st, *e);
+    returned->due_ms = st->delay_tokens[id].due_ms;
+  } else {
+    row_became_free(*st, *e);  // may hand it out at once: *returned was taken before
+  }
+  return true;
+}
+
+void QueueTableImpl::restore_delays(const std::unordered_map<RowId, uint64_t>& due_ms) {
+  if (due_ms.empty()) return;
+  const uint64_t now = now_ms();
+  auto st = state_.lock();
+  for (const auto& [id, due] : due_ms) {
+    if (due <= now) continue;
+    RowEntry* e = st->index.find(id);
+    if (e && e->state == RowState::kFree) delay_row(*st, *e, std::chrono::milliseconds(due - now));
+  }
 }
 
 bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {

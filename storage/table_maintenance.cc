@@ -97,8 +97,14 @@ void QueueTableImpl::close() {
   auto w = writer_.lock();
   if (dropped_.load() || !w->broken.ok() || !w->file) return;
   auto st = state_.lock();
+  std::vector<fmt::ReturnedRow> returned;
+  for (size_t p = 0; p < st->index.end_pos(); p++) {
+    fmt::ReturnedRow r;
+    const RowEntry& e = st->index.at(p);
+    if (e.state != RowState::kRemoved && st->kept_across_restart(e, &r)) returned.push_back(r);
+  }
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
-                     &st->index};
+                     &st->index, &returned};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
                         write_index_snapshot(*w->file, src).ok();

@@ -4,7 +4,9 @@ Redis's XNACK with a delay). Until then the row is queued: counted, visible, del
 import json
 import time
 
-from sqlcheck import expect_error, query, value
+import pytest
+
+from sqlcheck import expect_error, query, value, wait_until
 
 ER_WRONG_ARGUMENTS = 1210
 
@@ -118,13 +120,61 @@ def test_bad_delays_are_refused_and_the_row_stays_owned(server):
     assert value(a, "SELECT COUNT(*) FROM q") == 0
 
 
-def test_a_restart_hands_a_delayed_row_out_at_once(server):
-    """Delays live in memory, like leases: after a crash the row is simply queued."""
+RESTARTS = [("fdatasync", True), ("fdatasync", False), ("none", True)]
+
+
+@pytest.mark.parametrize("mode, kill", RESTARTS, ids=[f"{m}-{'kill9' if k else 'clean'}" for m, k in RESTARTS])
+def test_delays_and_delivery_counts_survive_a_restart(server, mode, kill):
+    """A row given back keeps its retry delay and its delivery count across a clean restart
+    and a kill -9 (a RETURN record in the data file). A delivery cut short by a crash is not
+    counted; a clean shutdown disconnects its consumer, which ends (and counts) it."""
+    server.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
+    _queue(server, 4)
+    a = server.connect()
+    assert query(a, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(1,)]
+    assert value(a, "SELECT queue_abort(3600)") == 1          # row 1: back in an hour
+    for _ in range(2):                                          # row 2: given back twice...
+        assert query(a, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(2,)]
+        assert value(a, "SELECT queue_abort()") == 1
+    holders = [server.connect() for _ in range(3)]
+    assert query(holders[0], "SELECT v FROM q WHERE queue_wait('q', 0)") == [(2,)]  # ...then held
+    gone = server.connect()                                     # row 3: its consumer disconnects...
+    assert query(gone, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(3,)]
+    gone.close()
+    wait_until(lambda: server.value("SELECT OWNED_ROWS FROM information_schema.QUEUE_TABLES "
+                                    "WHERE TABLE_SCHEMA='test' AND TABLE_NAME='q'") == 1,
+               what="the disconnected consumer's row to go back")
+    assert query(holders[1], "SELECT v FROM q WHERE queue_wait('q', 0)") == [(3,)]  # ...then held
+    assert query(holders[2], "SELECT v FROM q WHERE queue_wait('q', 0)") == [(4,)]  # row 4: held
+    assert value(holders[0], "SELECT queue_delivery_count()") == 3
+    assert value(holders[1], "SELECT queue_delivery_count()") == 2
+    assert value(holders[2], "SELECT queue_delivery_count()") == 1
+
+    server.restart(kill=kill)
+    assert _delayed(server) == 1
+    b = server.connect()
+    cut_short = 0 if kill else 1  # the holders' deliveries: cut by the crash / ended by shutdown
+    for v, ended_before in [(2, 2), (3, 1), (4, 0)]:
+        assert query(b, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(v,)]
+        assert value(b, "SELECT queue_delivery_count()") == ended_before + cut_short + 1, v
+        assert value(b, "SELECT queue_end()") == 1
+    assert value(b, "SELECT queue_wait('q', 0)") == 0       # row 1 is still held back
+    assert query(b, "SELECT v FROM q") == [(1,)]
+    assert value(b, "SELECT COUNT(*) FROM q") == 1
+
+
+def test_a_delay_that_ends_after_a_restart_delivers_with_its_count(server):
     _queue(server, 1)
     a = server.connect()
     assert value(a, "SELECT queue_wait('q', 0)") == 1
-    assert value(a, "SELECT queue_abort(3600)") == 1
+    assert value(a, "SELECT queue_abort()") == 1
+    assert value(a, "SELECT queue_wait('q', 0)") == 1
+    assert value(a, "SELECT queue_abort(3)") == 1
+    aborted_at = time.time()
     server.restart(kill=True)
     b = server.connect()
-    assert query(b, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(1,)]
+    assert value(b, "SELECT queue_wait('q', 0)") == 0 or time.time() - aborted_at >= 3
+    assert query(b, "SELECT v FROM q WHERE queue_wait('q', 30)") == [(1,)]
+    assert time.time() - aborted_at >= 3 - 0.05
+    assert value(b, "SELECT queue_delivery_count()") == 3
     assert value(b, "SELECT queue_end()") == 1

@@ -136,17 +136,54 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
   }
 }
 
-// Version 1 files (no unsynced flag) are still read; newer versions are refused by name.
+// Versions 1 (no unsynced flag) and 2 (no RETURN records) are still read; newer versions
+// are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), fmt::kFormatVersion);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 3u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 3u}) {
+  for (uint32_t v : {1u, 2u, 4u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v == 1) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 3") != std::string::npos);
+    if (v < 4) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 4 (this build reads 1 to 3)") != std::string::npos);
   }
+}
+
+// RETURN records round-trip, split like REMOVE lists, next to other records.
+TEST(return_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  b.add_row(7, 1000, "x");
+  const fmt::ReturnedRow rows[] = {{7, 3, 0}, {9, 65536, 1'800'000'000'000ull}};
+  b.add_returns(rows, 2);
+  b.add_returns(rows, 0);  // nothing: no empty record
+  const RowId removed[] = {7};
+  b.add_remove(removed, 1);
+  b.finish();
+  fmt::RecordReader rr(std::string_view(buf).substr(fmt::kChunkHeaderSize));
+  fmt::Record rec;
+  REQUIRE(rr.next(&rec));
+  CHECK_EQ(rec.type, fmt::kRow);
+  REQUIRE(rr.next(&rec));
+  CHECK_EQ(rec.type, fmt::kReturn);
+  REQUIRE(rec.count == 2u);
+  for (uint32_t i = 0; i < 2; i++) {
+    fmt::ReturnedRow got = rr.returned_row(rec, i);
+    CHECK_EQ(got.id, rows[i].id);
+    CHECK_EQ(got.deliveries, rows[i].deliveries);
+    CHECK_EQ(got.due_ms, rows[i].due_ms);
+  }
+  REQUIRE(rr.next(&rec));
+  CHECK_EQ(rec.type, fmt::kRemove);
+  CHECK(!rr.next(&rec));
+  CHECK(rr.error().empty());
+  // A RETURN record cut short is malformed, not silently shorter.
+  std::string body = std::string(buf).substr(fmt::kChunkHeaderSize, fmt::kRowHeaderSize + 1 + fmt::kReturnHeaderSize + 30);
+  fmt::RecordReader cut(body);
+  REQUIRE(cut.next(&rec));
+  CHECK(!cut.next(&rec));
+  CHECK(cut.error().find("is truncated") != std::string::npos);
 }

@@ -42,11 +42,11 @@ std::string closed_file_with_rows(const std::string& path, int n, std::vector<Wr
 }
 
 // A copy of `bytes` whose file header says version 1 (before the unsynced chunk flag).
-std::string with_version_1_header(const std::string& bytes) {
-  std::string v1(fmt::kFileMagic, sizeof(fmt::kFileMagic));
-  fmt::put_u32(&v1, 1);
-  fmt::put_u32(&v1, crc32c(v1));
-  return v1 + bytes.substr(fmt::kFileHeaderSize);
+std::string with_version_header(const std::string& bytes, uint32_t version) {
+  std::string h(fmt::kFileMagic, sizeof(fmt::kFileMagic));
+  fmt::put_u32(&h, version);
+  fmt::put_u32(&h, crc32c(h));
+  return h + bytes.substr(fmt::kFileHeaderSize);
 }
 
 }  // namespace
@@ -344,25 +344,29 @@ TEST(chunk_image_inside_a_torn_payload_is_not_mistaken_for_a_later_chunk) {
   }
 }
 
-// A version-1 reader would cut an unsynced-flagged chunk as a torn tail, so a version-1
-// file gets a version-2 header (synced) when it is opened, before anything is appended.
-TEST(version_1_file_is_upgraded_on_open) {
+// An older reader would misread what this build appends (version 1: the unsynced flag,
+// cut as a torn tail; version 2: RETURN records, called corrupt), so an older file gets the
+// current header (synced) when it is opened, before anything is appended.
+TEST(older_files_are_upgraded_on_open) {
   SyncModeScope sync(SyncMode::kNone);
-  TempDir dir;
-  std::string path = dir.file("t");
-  std::string bytes = closed_file_with_rows(path, 3);
-  REQUIRE(!bytes.empty());
-  write_file_bytes(path, with_version_1_header(bytes));
-  for (const char* how : {"recovery", "index snapshot"}) {
-    Status s;
-    auto r = reopen(path, &s);
-    REQUIRE(r);
-    CHECK_EQ(scan(*r).size(), 3u);
-    std::string now = read_file_bytes(path);
-    CHECK_EQ(fmt::get_u32(now.data() + 8), fmt::kFormatVersion);
-    if (fmt::get_u32(now.data() + 8) != fmt::kFormatVersion) std::fprintf(stderr, "  after %s\n", how);
-    r.reset();
-    TableRegistry::instance().close_all();  // leaves a snapshot: the second round opens from it
-    write_file_bytes(path, with_version_1_header(read_file_bytes(path)));
+  for (uint32_t version : {1u, 2u}) {
+    TempDir dir;
+    std::string path = dir.file("t");
+    std::string bytes = closed_file_with_rows(path, 3);
+    REQUIRE(!bytes.empty());
+    write_file_bytes(path, with_version_header(bytes, version));
+    for (const char* how : {"recovery", "index snapshot"}) {
+      Status s;
+      auto r = reopen(path, &s);
+      REQUIRE(r);
+      CHECK_EQ(scan(*r).size(), 3u);
+      std::string now = read_file_bytes(path);
+      CHECK_EQ(fmt::get_u32(now.data() + 8), fmt::kFormatVersion);
+      if (fmt::get_u32(now.data() + 8) != fmt::kFormatVersion)
+        std::fprintf(stderr, "  version %u after %s\n", version, how);
+      r.reset();
+      TableRegistry::instance().close_all();  // leaves a snapshot: the second round opens from it
+      write_file_bytes(path, with_version_header(read_file_bytes(path), version));
+    }
   }
 }

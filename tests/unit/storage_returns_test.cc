@@ -1,0 +1,270 @@
+// RETURN records: a row that goes back to the queue (queue_abort, a disconnect, an expired
+// lease) keeps its delivery count and its retry delay across a crash, a clean reopen
+// (index snapshot) and a compaction. A delivery still in progress when the server stops
+// is not counted.
+#include <chrono>
+#include <thread>
+
+#include "../../storage/crc32c.h"
+#include "../../storage/index_snapshot.h"
+#include "../../storage/recovery.h"
+#include "../../storage/stats.h"
+#include "check.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+using std::chrono::milliseconds;
+
+namespace {
+
+bool take(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
+  int idx = 0;
+  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
+}
+
+// "Crash": the data file's bytes as they are now (no clean close, no index snapshot),
+// opened as a new table `name` in `dir`. Null if that failed.
+std::shared_ptr<QueueTable> crash_copy(const TempDir& dir, const std::string& path, const std::string& name) {
+  write_file_bytes(dir.file(name), read_file_bytes(path));
+  std::shared_ptr<QueueTable> t;
+  if (!TableRegistry::instance().acquire(dir.file(name), &t).ok()) return nullptr;
+  return t;
+}
+
+// Hands the next row to a new consumer and aborts it, `times` times; the row's id.
+RowId deliver_and_abort(const std::shared_ptr<QueueTable>& t, int times) {
+  RowId id = 0;
+  for (int i = 0; i < times; i++) {
+    Consumer c;
+    if (!take(c, t)) return 0;
+    id = c.owned_rowid();
+    if (!c.abort().ok()) return 0;
+  }
+  return id;
+}
+
+uint64_t wall_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+TEST(delivery_counts_survive_a_crash_a_compaction_and_a_clean_reopen) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId first, second;
+  REQUIRE(insert1(*t, "poison", &first).ok());
+  REQUIRE(insert1(*t, "fine", &second).ok());
+  REQUIRE(deliver_and_abort(t, 3) == first);
+  {
+    Consumer gone;  // a consumer that disconnects while owning the row counts too
+    REQUIRE(take(gone, t));
+    CHECK_EQ(gone.owned_delivery_count(), 4u);
+  }
+  // Each copy is consumed; the original stays as it is for the next way of reopening.
+  auto check_counts = [&](const std::shared_ptr<QueueTable>& r, const char* how) {
+    Consumer c, d;
+    REQUIRE(take(c, r));
+    CHECK_EQ(c.owned_rowid(), first);
+    CHECK_EQ(c.owned_delivery_count(), 5u);  // four ended without a removal; this is the fifth
+    if (c.owned_delivery_count() != 5u) std::fprintf(stderr, "  after %s\n", how);
+    REQUIRE(take(d, r));
+    CHECK_EQ(d.owned_rowid(), second);
+    CHECK_EQ(d.owned_delivery_count(), 1u);  // never returned: nothing recorded
+  };
+  auto crashed = crash_copy(dir, path, "crash");
+  REQUIRE(crashed);
+  check_counts(crashed, "crash");
+  REQUIRE(t->compact().ok());
+  auto compacted = crash_copy(dir, path, "compacted");
+  REQUIRE(compacted);
+  check_counts(compacted, "compaction, then crash");
+  t.reset();
+  t = reopen(path);
+  REQUIRE(t);
+  check_counts(t, "clean reopen");
+}
+
+TEST(a_delivery_in_progress_is_not_counted_after_a_crash) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId id;
+  REQUIRE(insert1(*t, "job", &id).ok());
+  REQUIRE(deliver_and_abort(t, 1) == id);
+  Consumer owner;
+  REQUIRE(take(owner, t));
+  CHECK_EQ(owner.owned_delivery_count(), 2u);
+  for (bool compact_first : {false, true}) {
+    if (compact_first) REQUIRE(t->compact().ok());  // compaction keeps ended deliveries only
+    auto r = crash_copy(dir, path, compact_first ? "compacted" : "crash");
+    REQUIRE(r);
+    Consumer c;
+    REQUIRE(take(c, r));
+    CHECK_EQ(c.owned_rowid(), id);
+    CHECK_EQ(c.owned_delivery_count(), 2u);
+  }
+}
+
+TEST(a_retry_delay_survives_a_crash_a_clean_reopen_and_a_compaction) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId job, other;
+  REQUIRE(insert1(*t, "job", &job).ok());
+  REQUIRE(insert1(*t, "other", &other).ok());
+  {
+    Consumer a;
+    REQUIRE(take(a, t));
+    REQUIRE(a.abort(milliseconds(600000)).ok());
+  }
+  auto check_delayed = [&](const std::shared_ptr<QueueTable>& r, const char* how) {
+    CHECK_EQ(r->info().delayed_rows, 1u);
+    CHECK_EQ(r->visible_count(nullptr), 2u);  // still queued, still visible
+    Consumer c;
+    REQUIRE(take(c, r));
+    CHECK_EQ(c.owned_rowid(), other);  // the delayed row is passed over
+    Consumer d;
+    CHECK(!take(d, r));
+    if (r->info().delayed_rows != 1u) std::fprintf(stderr, "  after %s\n", how);
+    REQUIRE(c.abort().ok());
+  };
+  auto crashed = crash_copy(dir, path, "crash");
+  REQUIRE(crashed);
+  check_delayed(crashed, "crash");
+  t.reset();
+  t = reopen(path);
+  REQUIRE(t);
+  check_delayed(t, "clean reopen");
+  REQUIRE(t->compact().ok());
+  auto compacted = crash_copy(dir, path, "compacted");
+  REQUIRE(compacted);
+  check_delayed(compacted, "compaction, then crash");
+}
+
+TEST(a_delay_that_ran_out_while_the_table_was_closed_is_over) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId id;
+  REQUIRE(insert1(*t, "job", &id).ok());
+  {
+    Consumer a;
+    REQUIRE(take(a, t));
+    REQUIRE(a.abort(milliseconds(200)).ok());
+  }
+  const uint64_t aborted = wall_ms();
+  std::this_thread::sleep_for(milliseconds(300));
+  auto r = crash_copy(dir, path, "crash");
+  REQUIRE(r);
+  CHECK(wall_ms() >= aborted + 200);
+  CHECK_EQ(r->info().delayed_rows, 0u);
+  Consumer c;
+  REQUIRE(take(c, r));
+  CHECK_EQ(c.owned_rowid(), id);
+  CHECK_EQ(c.owned_delivery_count(), 2u);
+}
+
+TEST(a_delay_still_running_at_reopen_ends_on_time) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId id;
+  REQUIRE(insert1(*t, "job", &id).ok());
+  {
+    Consumer a;
+    REQUIRE(take(a, t));
+    REQUIRE(a.abort(milliseconds(400)).ok());
+  }
+  const uint64_t due = wall_ms() + 400;
+  auto r = crash_copy(dir, path, "crash");
+  REQUIRE(r);
+  Consumer c;
+  CHECK(!take(c, r));
+  REQUIRE(take(c, r, milliseconds(10000)));  // a waiter gets it when the delay ends
+  CHECK(wall_ms() + 20 >= due);  // (the file keeps milliseconds of the wall clock)
+  CHECK_EQ(c.owned_rowid(), id);
+}
+
+TEST(an_expired_lease_is_recorded) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  RowId id;
+  REQUIRE(insert1(*t, "slow job", &id).ok());
+  Consumer a;
+  a.set_lease(milliseconds(50));
+  REQUIRE(take(a, t));
+  Consumer b;
+  REQUIRE(take(b, t, milliseconds(10000)));  // handed over when a's lease ran out
+  CHECK_EQ(b.owned_delivery_count(), 2u);
+  // The reaper writes the record after handing the row over: look until it is there.
+  uint32_t recorded = 0;
+  for (int i = 0; i < 500 && recorded != 1u; i++) {
+    if (i > 0) std::this_thread::sleep_for(milliseconds(10));
+    auto r = crash_copy(dir, path, "crash" + std::to_string(i));
+    REQUIRE(r);
+    Consumer c;
+    REQUIRE(take(c, r));
+    recorded = c.owned_delivery_count() - 1;  // the copy's own delivery is the last one
+  }
+  CHECK_EQ(recorded, 1u);  // a's delivery, ended by the expiry; b's is still in progress
+}
+
+// Records may reach the file out of order (two returns of one row by racing commits): the
+// one with more deliveries wins; a return of a row removed since is ignored.
+TEST(the_return_with_the_most_deliveries_wins) {
+  RecoveredTable t;
+  RowEntry e;
+  e.id = 5;
+  t.index.append(e);
+  apply_returned_row(fmt::ReturnedRow{5, 3, 1000}, &t);
+  CHECK_EQ(t.index.find(5)->deliveries, 3u);
+  CHECK_EQ(t.due_ms.at(5), 1000u);
+  apply_returned_row(fmt::ReturnedRow{5, 2, 0}, &t);  // older, written later
+  CHECK_EQ(t.index.find(5)->deliveries, 3u);
+  CHECK_EQ(t.due_ms.at(5), 1000u);
+  apply_returned_row(fmt::ReturnedRow{5, 4, 0}, &t);  // newer: no delay any more
+  CHECK_EQ(t.index.find(5)->deliveries, 4u);
+  CHECK(t.due_ms.count(5) == 0);
+  apply_returned_row(fmt::ReturnedRow{5, 70000, 0}, &t);  // saturates like the live count
+  CHECK_EQ(t.index.find(5)->deliveries, 65535u);
+  apply_returned_row(fmt::ReturnedRow{9, 1, 1000}, &t);  // no such row
+  CHECK(t.index.find(9) == nullptr);
+  CHECK(t.due_ms.empty());
+}
+
+// A version-1 index snapshot (written by the previous build at its clean shutdown) is
+// still used; it simply has no delivery counts or delays.
+TEST(a_version_1_index_snapshot_is_still_used) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(insert1(*t, "a").ok());
+  REQUIRE(insert1(*t, "b").ok());
+  t.reset();
+  TableRegistry::instance().close_all();
+  std::string snap = read_file_bytes(index_snapshot_path(path));
+  REQUIRE(snap.size() > 12);
+  // Version 2 ends with "u64 n_returned = 0, u32 crc": drop the count, say version 1.
+  CHECK_EQ(fmt::get_u64(snap.data() + snap.size() - 12), 0u);
+  std::string v1 = snap.substr(0, snap.size() - 12);
+  fmt::store_u32(&v1[8], 1);
+  fmt::put_u32(&v1, crc32c(v1));
+  write_file_bytes(index_snapshot_path(path), v1);
+  const uint64_t recoveries = global_stats().recoveries.get();
+  std::shared_ptr<QueueTable> r;
+  REQUIRE(TableRegistry::instance().acquire(path, &r).ok());
+  CHECK_EQ(global_stats().recoveries.get(), recoveries);  // loaded, no chunk walk
+  CHECK_EQ(scan(*r).size(), 2u);
+}
