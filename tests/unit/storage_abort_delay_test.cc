@@ -12,11 +12,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-bool take(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
-  int idx = 0;
-  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
-}
-
 // A new table in `dir` holding `rows` in order; null if that failed.
 std::shared_ptr<QueueTable> table_with(TempDir& dir, std::initializer_list<const char*> rows) {
   auto t = create_and_open(dir.file("t"));

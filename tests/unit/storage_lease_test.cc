@@ -31,11 +31,6 @@ std::shared_ptr<QueueTable> table_with(TempDir& dir, std::initializer_list<const
   return t;
 }
 
-bool take(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
-  int idx = 0;
-  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
-}
-
 }  // namespace
 
 TEST(an_expired_lease_hands_the_row_to_a_waiter_and_its_owner_cannot_end_it) {

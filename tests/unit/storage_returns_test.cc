@@ -18,11 +18,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-bool take(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
-  int idx = 0;
-  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
-}
-
 // "Crash": the data file's bytes as they are now (no clean close, no index snapshot),
 // opened as a new table `name` in `dir`. Null if that failed.
 std::shared_ptr<QueueTable> crash_copy(const TempDir& dir, const std::string& path, const std::string& name) {
@@ -44,9 +39,25 @@ RowId deliver_and_abort(const std::shared_ptr<QueueTable>& t, int times) {
   return id;
 }
 
-uint64_t wall_ms() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+
+// Takes the next row of `r` with `c`: it must be `id`, handed out for the `count`-th time.
+void check_next_delivery(Consumer& c, const std::shared_ptr<QueueTable>& r, RowId id, uint32_t count) {
+  REQUIRE(take(c, r));
+  CHECK_EQ(c.owned_rowid(), id);
+  CHECK_EQ(c.owned_delivery_count(), count);
+}
+
+// A new table at `path` holding "job" (id in *job) and then `others`; "job" has been
+// handed out once and given back for `delay`. Null if any of that failed.
+std::shared_ptr<QueueTable> table_with_delayed_job(const std::string& path, milliseconds delay, RowId* job,
+                                                   std::initializer_list<const char*> others = {}) {
+  auto t = create_and_open(path);
+  if (!t || !insert1(*t, "job", job).ok()) return nullptr;
+  for (const char* r : others)
+    if (!insert1(*t, r).ok()) return nullptr;
+  Consumer a;
+  if (!take(a, t) || a.owned_rowid() != *job || !a.abort(delay).ok()) return nullptr;
+  return t;
 }
 
 }  // namespace
@@ -65,16 +76,12 @@ TEST(delivery_counts_survive_a_crash_a_compaction_and_a_clean_reopen) {
     REQUIRE(take(gone, t));
     CHECK_EQ(gone.owned_delivery_count(), 4u);
   }
-  // Each copy is consumed; the original stays as it is for the next way of reopening.
+  // Checked on crash copies first: the original is left as it is for the next way of reopening.
   auto check_counts = [&](const std::shared_ptr<QueueTable>& r, const char* how) {
     Consumer c, d;
-    REQUIRE(take(c, r));
-    CHECK_EQ(c.owned_rowid(), first);
-    CHECK_EQ(c.owned_delivery_count(), 5u);  // four ended without a removal; this is the fifth
+    check_next_delivery(c, r, first, 5);  // four ended without a removal; this is the fifth
     if (c.owned_delivery_count() != 5u) std::fprintf(stderr, "  after %s\n", how);
-    REQUIRE(take(d, r));
-    CHECK_EQ(d.owned_rowid(), second);
-    CHECK_EQ(d.owned_delivery_count(), 1u);  // never returned: nothing recorded
+    check_next_delivery(d, r, second, 1);  // never returned: nothing recorded
   };
   auto crashed = crash_copy(dir, path, "crash");
   REQUIRE(crashed);
@@ -105,31 +112,22 @@ TEST(a_delivery_in_progress_is_not_counted_after_a_crash) {
     auto r = crash_copy(dir, path, compact_first ? "compacted" : "crash");
     REQUIRE(r);
     Consumer c;
-    REQUIRE(take(c, r));
-    CHECK_EQ(c.owned_rowid(), id);
-    CHECK_EQ(c.owned_delivery_count(), 2u);
+    check_next_delivery(c, r, id, 2);
   }
 }
 
 TEST(a_retry_delay_survives_a_crash_a_clean_reopen_and_a_compaction) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
+  RowId job;
+  auto t = table_with_delayed_job(path, milliseconds(600000), &job, {"other"});
   REQUIRE(t);
-  RowId job, other;
-  REQUIRE(insert1(*t, "job", &job).ok());
-  REQUIRE(insert1(*t, "other", &other).ok());
-  {
-    Consumer a;
-    REQUIRE(take(a, t));
-    REQUIRE(a.abort(milliseconds(600000)).ok());
-  }
   auto check_delayed = [&](const std::shared_ptr<QueueTable>& r, const char* how) {
     CHECK_EQ(r->info().delayed_rows, 1u);
     CHECK_EQ(r->visible_count(nullptr), 2u);  // still queued, still visible
     Consumer c;
     REQUIRE(take(c, r));
-    CHECK_EQ(c.owned_rowid(), other);  // the delayed row is passed over
+    CHECK(c.owned_rowid() != job);  // the delayed row is passed over
     Consumer d;
     CHECK(!take(d, r));
     if (r->info().delayed_rows != 1u) std::fprintf(stderr, "  after %s\n", how);
@@ -151,40 +149,26 @@ TEST(a_retry_delay_survives_a_crash_a_clean_reopen_and_a_compaction) {
 TEST(a_delay_that_ran_out_while_the_table_was_closed_is_over) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
   RowId id;
-  REQUIRE(insert1(*t, "job", &id).ok());
-  {
-    Consumer a;
-    REQUIRE(take(a, t));
-    REQUIRE(a.abort(milliseconds(200)).ok());
-  }
-  const uint64_t aborted = wall_ms();
+  auto t = table_with_delayed_job(path, milliseconds(200), &id);
+  REQUIRE(t);
+  const int64_t aborted = wall_ms();
   std::this_thread::sleep_for(milliseconds(300));
   auto r = crash_copy(dir, path, "crash");
   REQUIRE(r);
   CHECK(wall_ms() >= aborted + 200);
   CHECK_EQ(r->info().delayed_rows, 0u);
   Consumer c;
-  REQUIRE(take(c, r));
-  CHECK_EQ(c.owned_rowid(), id);
-  CHECK_EQ(c.owned_delivery_count(), 2u);
+  check_next_delivery(c, r, id, 2);
 }
 
 TEST(a_delay_still_running_at_reopen_ends_on_time) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
-  REQUIRE(t);
   RowId id;
-  REQUIRE(insert1(*t, "job", &id).ok());
-  {
-    Consumer a;
-    REQUIRE(take(a, t));
-    REQUIRE(a.abort(milliseconds(400)).ok());
-  }
-  const uint64_t due = wall_ms() + 400;
+  auto t = table_with_delayed_job(path, milliseconds(400), &id);
+  REQUIRE(t);
+  const int64_t due = wall_ms() + 400;
   auto r = crash_copy(dir, path, "crash");
   REQUIRE(r);
   Consumer c;

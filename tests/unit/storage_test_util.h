@@ -3,6 +3,7 @@
 #pragma once
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -78,6 +79,19 @@ inline std::vector<std::pair<q4m::RowId, std::string>> scan(q4m::QueueTable& t,
     after = id;
   }
   return out;
+}
+
+// Takes the first free row of `t` with `c`, waiting up to `timeout`; false if none came.
+inline bool take(q4m::Consumer& c, const std::shared_ptr<q4m::QueueTable>& t,
+                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
+  int idx = 0;
+  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
+}
+
+// The wall clock in ms since 1970 (insert times, VISIBLE_AT times, retry delays' due times).
+inline int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 struct SyncModeScope {  // tests run with sync none unless they say otherwise

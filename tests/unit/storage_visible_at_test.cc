@@ -49,15 +49,6 @@ std::string row(int32_t v, int64_t at_ms, uint32_t decimals = 3) {
   return out;
 }
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-bool take(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
-  int idx = 0;
-  return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
-}
-
 std::string payload_of(QueueTable& t, RowId id) {
   std::string p;
   bool found = false;
