@@ -17,7 +17,9 @@ Checks, after every restart:
                      no id is both acked and remaining;
   - nothing invented: remaining is contained in attempted, and every payload is intact;
 and while the server runs: a consumer that owns a row sees exactly that row, no id is handed to
-two owners at once, and no id is handed out after it was acked.
+two owners at once, and no id is handed out after it was acked. Delivery counts survive the kill
+too: a row drained after the restart has queue_delivery_count() of at least 1 + the number of
+its queue_abort() calls that returned before the kill (lease expiries may add more).
 
 Client connections stay open until the server is dead, even after their thread stopped: closing
 a connection returns its owned row to the queue, and another consumer would then rightly receive
@@ -103,6 +105,7 @@ class Ledger:
         self.attempted, self.inserted = set(), set()
         self.acked, self.ack_unknown = set(), AcksInFlight()
         self.held = {}  # id -> consumer that owns it now
+        self.returned = Counter()  # id -> its queue_abort() calls that returned
         self.history = {}  # id -> what happened to it, for the message about a lost row
         self.violations, self.errors = [], []
         self.killing = threading.Event()
@@ -134,6 +137,10 @@ class Ledger:
         with self.lock:
             self.held.pop(mid, None)
             self.history.setdefault(mid, []).append("aborted")
+
+    def aborted(self, mids):  # queue_abort() returned: each row's count is on disk (RETURN record)
+        with self.lock:
+            self.returned.update(mids)
 
     def ack(self, mid):
         with self.lock:
@@ -259,6 +266,7 @@ def end_or_abort(ledger, cur, who, rng, mids, work=None):
         for mid in mids:
             ledger.release(mid)
         cur.execute("SELECT queue_abort(0.3)" if rng.random() < 0.5 else "SELECT queue_abort()")
+        ledger.aborted(mids)
     else:
         if work:
             work()
@@ -389,13 +397,21 @@ def check_after_restart(server, ledger, cycle):
     wait_until(lambda: json.loads(server.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 0,
                what="the delayed rows to become due")
     c = server.connect()
-    drained = []
+    drained, undercounted, counts_checked = [], [], 0
     while len(drained) < DRAIN_BY_CONSUMING:
-        got = server.sql("SELECT producer, seq FROM q WHERE queue_wait('q', 0)", conn=c)
+        got = server.sql("SELECT producer, seq, queue_delivery_count() FROM q WHERE queue_wait('q', 0)", conn=c)
         if not got:
             break
-        drained.append(got[0])
+        p, seq, deliveries = got[0]
+        mid = (p, seq)
+        drained.append(mid)
+        if ledger.returned[mid]:
+            counts_checked += 1
+            if deliveries < ledger.returned[mid] + 1:
+                undercounted.append(f"{mid} handed out for time {deliveries} after {ledger.returned[mid]} "
+                                    f"aborts had returned (history: {ledger.history.get(mid, [])})")
     assert drained == remaining[:len(drained)], f"cycle {cycle}: consuming returned other rows than SELECT"
+    assert not undercounted, f"cycle {cycle}: delivery counts lost:\n" + "\n".join(undercounted[:20])
     if server.value("SELECT queue_rowid()", conn=c) is not None:
         assert server.value("SELECT queue_end()", conn=c) == 1  # stopped early, owning a row
     server.sql("DELETE FROM q")
@@ -404,7 +420,7 @@ def check_after_restart(server, ledger, cycle):
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
                    inserts_in_flight=len(ledger.attempted - ledger.inserted),
                    acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired,
-                   batched=ledger.batched)
+                   batched=ledger.batched, delivery_counts_checked=counts_checked)
 
 
 def test_ledger_reports_what_it_must_and_nothing_else():
@@ -470,6 +486,7 @@ def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, lease
         totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
+    assert totals["delivery_counts_checked"] > 0, "no aborted row was drained: its delivery count went unchecked"
     if leases:
         assert totals["leases_expired"] > 0, "no lease ran out: the lease cycles tested nothing new"
     if batches:
