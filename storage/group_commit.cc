@@ -326,6 +326,7 @@ void QueueTableImpl::record_returns(const std::vector<fmt::ReturnedRow>& rows) {
   // A failure (table closed, dropped or its file broken) loses only the count and delay
   // across a restart, as it did before RETURN records existed; the row itself is queued.
   commit(&req);
+  if (req.status.ok()) global_stats().returns_recorded.add(rows.size());
 }
 
 // No look at the index first: only TRUNCATE/DROP can take an owned row away (a lease

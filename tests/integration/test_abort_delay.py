@@ -16,6 +16,10 @@ def _queue(server, n):
     server.sql("INSERT INTO test.q VALUES " + ", ".join(f"({i})" for i in range(1, n + 1)))
 
 
+def _status(server):
+    return {name: int(v) for _, name, v in server.sql("SHOW ENGINE QUEUE STATUS")}
+
+
 def _delayed(server):
     i_s = server.value("SELECT DELAYED_ROWS FROM information_schema.QUEUE_TABLES "
                        "WHERE TABLE_SCHEMA='test' AND TABLE_NAME='q'")
@@ -130,6 +134,7 @@ def test_delays_and_delivery_counts_survive_a_restart(server, mode, kill):
     counted; a clean shutdown disconnects its consumer, which ends (and counts) it."""
     server.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
     _queue(server, 4)
+    recorded_before = _status(server)["returns_recorded"]
     a = server.connect()
     assert query(a, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(1,)]
     assert value(a, "SELECT queue_abort(3600)") == 1          # row 1: back in an hour
@@ -149,6 +154,7 @@ def test_delays_and_delivery_counts_survive_a_restart(server, mode, kill):
     assert value(holders[0], "SELECT queue_delivery_count()") == 3
     assert value(holders[1], "SELECT queue_delivery_count()") == 2
     assert value(holders[2], "SELECT queue_delivery_count()") == 1
+    assert _status(server)["returns_recorded"] - recorded_before == 4  # three aborts, one disconnect
 
     server.restart(kill=kill)
     assert _delayed(server) == 1
