@@ -19,7 +19,8 @@ Checks, after every restart:
 and while the server runs: a consumer that owns a row sees exactly that row, no id is handed to
 two owners at once, and no id is handed out after it was acked. Delivery counts survive the kill
 too: a row drained after the restart has queue_delivery_count() of at least 1 + the number of
-its queue_abort() calls that returned before the kill (lease expiries may add more).
+its queue_abort() calls that returned before the kill (checked without leases: with them, an
+abort may find the lease expired and give back nothing itself).
 
 Client connections stay open until the server is dead, even after their thread stopped: closing
 a connection returns its owned row to the queue, and another consumer would then rightly receive
@@ -266,7 +267,10 @@ def end_or_abort(ledger, cur, who, rng, mids, work=None):
         for mid in mids:
             ledger.release(mid)
         cur.execute("SELECT queue_abort(0.3)" if rng.random() < 0.5 else "SELECT queue_abort()")
-        ledger.aborted(mids)
+        # With leases a row's lease may have run out just before: the abort then returns 1 but
+        # gives back nothing, and the reaper's RETURN record may still be unwritten at the kill.
+        if not ledger.leases:
+            ledger.aborted(mids)
     else:
         if work:
             work()
@@ -486,7 +490,8 @@ def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, lease
         totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
-    assert totals["delivery_counts_checked"] > 0, "no aborted row was drained: its delivery count went unchecked"
+    if not leases:
+        assert totals["delivery_counts_checked"] > 0, "no aborted row was drained: its delivery count went unchecked"
     if leases:
         assert totals["leases_expired"] > 0, "no lease ran out: the lease cycles tested nothing new"
     if batches:
