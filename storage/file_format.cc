@@ -80,11 +80,7 @@ void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
     reserve_record(kReturnHeaderSize + kReturnEntrySize * n);
     out_->push_back(static_cast<char>(kReturn));
     put_u32(out_, static_cast<uint32_t>(n));
-    for (size_t i = 0; i < n; i++) {
-      put_u64(out_, rows[i].id);
-      put_u32(out_, rows[i].deliveries);
-      put_u64(out_, rows[i].due_ms);
-    }
+    for (size_t i = 0; i < n; i++) put_returned_row(out_, rows[i]);
     rows += n;
     count -= n;
   }

@@ -85,6 +85,17 @@ inline uint64_t get_u64(const void* p) {
   return uint64_t(get_u32(b)) | uint64_t(get_u32(b + 4)) << 32;
 }
 
+// One RETURN entry (kReturnEntrySize bytes); the index snapshot stores them the same way.
+inline void put_returned_row(std::string* o, const ReturnedRow& r) {
+  put_u64(o, r.id);
+  put_u32(o, r.deliveries);
+  put_u64(o, r.due_ms);
+}
+inline ReturnedRow get_returned_row(const void* p) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  return ReturnedRow{get_u64(b), get_u32(b + 8), get_u64(b + 12)};
+}
+
 std::string file_header();
 // Empty string if `bytes` (kFileHeaderSize of them) is a valid header, else why not.
 std::string check_file_header(std::string_view bytes);
@@ -148,8 +159,7 @@ class RecordReader {
   size_t position() const { return pos_; }
   RowId removed_id(const Record& r, uint32_t i) const { return get_u64(body_.data() + r.ids_pos + 8 * i); }
   ReturnedRow returned_row(const Record& r, uint32_t i) const {
-    const char* p = body_.data() + r.ids_pos + kReturnEntrySize * i;
-    return ReturnedRow{get_u64(p), get_u32(p + 8), get_u64(p + 12)};
+    return get_returned_row(body_.data() + r.ids_pos + kReturnEntrySize * i);
   }
 
  private:

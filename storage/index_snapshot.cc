@@ -14,7 +14,6 @@ constexpr char kMagic[8] = {'Q', '4', 'M', 'I', 'N', 'D', 'E', 'X'};
 constexpr uint32_t kVersion = 2;  // 1 (no delivery counts or retry delays) is still read
 constexpr uint64_t kTailBytes = 64 * 1024;
 constexpr size_t kRowBytes = 8 + 8 + 4 + 8;
-constexpr size_t kReturnedBytes = 8 + 4 + 8;
 
 struct FileIdentity {
   uint64_t size = 0, inode = 0;
@@ -84,11 +83,7 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
     fmt::put_u64(&b, e.time_ms);
   }
   fmt::put_u64(&b, src.returned->size());
-  for (const fmt::ReturnedRow& r : *src.returned) {
-    fmt::put_u64(&b, r.id);
-    fmt::put_u32(&b, r.deliveries);
-    fmt::put_u64(&b, r.due_ms);
-  }
+  for (const fmt::ReturnedRow& r : *src.returned) fmt::put_returned_row(&b, r);
   fmt::put_u32(&b, crc32c(b));
   return write_file_atomically(index_snapshot_path(file.path()), b, false);
 }
@@ -137,12 +132,9 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   }
   if (version >= 2) {
     uint64_t n_returned = r.u64();
-    if (!r.ok || n_returned > (b.size() - r.pos) / kReturnedBytes) return false;
-    for (uint64_t i = 0; i < n_returned; i++) {
-      fmt::ReturnedRow ret;
-      ret.id = r.u64();
-      ret.deliveries = r.u32();
-      ret.due_ms = r.u64();
+    if (!r.ok || n_returned > (b.size() - r.pos) / fmt::kReturnEntrySize) return false;
+    for (uint64_t i = 0; i < n_returned; i++, r.pos += fmt::kReturnEntrySize) {
+      const fmt::ReturnedRow ret = fmt::get_returned_row(b.data() + r.pos);  // in bounds: checked above
       if (!t.index.find(ret.id)) return false;  // describes no row of the snapshot
       apply_returned_row(ret, &t);
     }

@@ -279,7 +279,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   }
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
-  void delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);  // kDelayed until then
+  // kDelayed until `delay` from now; returns that time (wall-clock ms, as kept in delay_tokens).
+  uint64_t delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);
   // A Free row (new, or queued when set_visible_at() came): delayed if its column says so,
   // else offered to the waiters. `now` is the wall clock in ms.
   void queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now);

@@ -69,7 +69,7 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   offer_row(st, e, std::string_view());
 }
 
-void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
+uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
   set_state(e, RowState::kDelayed);
   e.owner = nullptr;
   // Deadlines of delayed rows that were deleted meanwhile stay until due: prune them once
@@ -78,9 +78,11 @@ void QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::millise
     st.delays.drop_stale([&](const LeaseDeadline& d) { return st.delay_is_live(d); });
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + delay;
-  st.delay_tokens[e.id] = TableState::DelayToken{token, now_ms() + static_cast<uint64_t>(delay.count())};
+  const uint64_t due_ms = now_ms() + static_cast<uint64_t>(delay.count());
+  st.delay_tokens[e.id] = TableState::DelayToken{token, due_ms};
   st.delays.push(LeaseDeadline{at, e.id, token});
   watch_deadline(at);
+  return due_ms;
 }
 
 void QueueTableImpl::queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now) {
@@ -395,12 +397,10 @@ bool QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::millise
   if (!e || e->owner != c || e->state != RowState::kOwned) return false;
   c->impl().lease_token.store(0);
   *returned = fmt::ReturnedRow{id, e->deliveries, 0};
-  if (delay.count() > 0) {
-    delay_row(*st, *e, delay);
-    returned->due_ms = st->delay_tokens[id].due_ms;
-  } else {
+  if (delay.count() > 0)
+    returned->due_ms = delay_row(*st, *e, delay);
+  else
     row_became_free(*st, *e);  // may hand it out at once: *returned was taken before
-  }
   return true;
 }
 
