@@ -12,14 +12,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// A new table in `dir` holding `rows` in order; null if that failed.
-std::shared_ptr<QueueTable> table_with(TempDir& dir, std::initializer_list<const char*> rows) {
-  auto t = create_and_open(dir.file("t"));
-  for (const char* r : rows)
-    if (!t || !insert1(*t, r).ok()) return nullptr;
-  return t;
-}
-
 // Takes the next row with `a` and gives it back for `delay`; its id, or 0 if that failed.
 RowId take_and_delay(Consumer& a, const std::shared_ptr<QueueTable>& t, milliseconds delay) {
   if (!take(a, t)) return 0;
@@ -31,7 +23,7 @@ RowId take_and_delay(Consumer& a, const std::shared_ptr<QueueTable>& t, millisec
 
 TEST(a_delayed_row_stays_queued_and_comes_back_only_after_its_delay) {
   TempDir dir;
-  auto t = table_with(dir, {"first", "second"});
+  auto t = table_with(dir.file("t"), {"first", "second"});
   REQUIRE(t);
   Consumer a, b, c;
   REQUIRE(take(a, t));
@@ -60,7 +52,7 @@ TEST(a_delayed_row_stays_queued_and_comes_back_only_after_its_delay) {
 
 TEST(abort_without_a_delay_returns_the_row_at_once) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a, b;
   REQUIRE(take(a, t));
@@ -71,7 +63,7 @@ TEST(abort_without_a_delay_returns_the_row_at_once) {
 
 TEST(a_delayed_batch_comes_back_whole_and_in_order) {
   TempDir dir;
-  auto t = table_with(dir, {"a", "b", "c"});
+  auto t = table_with(dir.file("t"), {"a", "b", "c"});
   REQUIRE(t);
   Consumer a, b;
   size_t taken = 0;
@@ -96,7 +88,7 @@ TEST(a_delayed_batch_comes_back_whole_and_in_order) {
 
 TEST(a_deleted_delayed_row_never_comes_back) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a, d, b;
   const RowId id = take_and_delay(a, t, milliseconds(100));
@@ -111,7 +103,7 @@ TEST(a_deleted_delayed_row_never_comes_back) {
 
 TEST(a_delete_claim_given_up_keeps_the_delay) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a, b;
   const RowId id = take_and_delay(a, t, milliseconds(400));
@@ -131,7 +123,7 @@ TEST(a_delete_claim_given_up_keeps_the_delay) {
 
 TEST(a_delay_that_ends_under_a_delete_claim_leaves_the_claim_alone) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a, b;
   const RowId id = take_and_delay(a, t, milliseconds(50));
@@ -151,7 +143,7 @@ TEST(a_delay_that_ends_under_a_delete_claim_leaves_the_claim_alone) {
 
 TEST(compaction_keeps_a_delayed_row_delayed_and_truncate_drops_it) {
   TempDir dir;
-  auto t = table_with(dir, {"gone", "job"});
+  auto t = table_with(dir.file("t"), {"gone", "job"});
   REQUIRE(t);
   Consumer a, b;
   REQUIRE(take(a, t));
@@ -179,7 +171,7 @@ TEST(compaction_keeps_a_delayed_row_delayed_and_truncate_drops_it) {
 // storage_returns_test.cc covers crashes and compaction.
 TEST(a_reopened_table_keeps_a_delayed_row_delayed) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a;
   REQUIRE(take(a, t));

@@ -23,19 +23,11 @@ bool wait_for_expiries(QueueTable& t, uint64_t n) {
   return t.counters().lease_expiries.get() >= n;
 }
 
-// A new table in `dir` holding `rows` in order; null if that failed.
-std::shared_ptr<QueueTable> table_with(TempDir& dir, std::initializer_list<const char*> rows) {
-  auto t = create_and_open(dir.file("t"));
-  for (const char* r : rows)
-    if (!t || !insert1(*t, r).ok()) return nullptr;
-  return t;
-}
-
 }  // namespace
 
 TEST(an_expired_lease_hands_the_row_to_a_waiter_and_its_owner_cannot_end_it) {
   TempDir dir;
-  auto t = table_with(dir, {});
+  auto t = table_with(dir.file("t"), {});
   REQUIRE(t);
   RowId id;
   REQUIRE(insert1(*t, "job", &id).ok());
@@ -62,7 +54,7 @@ TEST(an_expired_lease_hands_the_row_to_a_waiter_and_its_owner_cannot_end_it) {
 
 TEST(a_row_ended_in_time_never_expires) {
   TempDir dir;
-  auto t = table_with(dir, {"one", "two"});
+  auto t = table_with(dir.file("t"), {"one", "two"});
   REQUIRE(t);
   Consumer a;
   a.set_lease(milliseconds(300));
@@ -79,7 +71,7 @@ TEST(a_row_ended_in_time_never_expires) {
 
 TEST(queue_wait_after_an_expired_lease_reports_it_once_then_waits_again) {
   TempDir dir;
-  auto t = table_with(dir, {});
+  auto t = table_with(dir.file("t"), {});
   REQUIRE(t);
   RowId id;
   REQUIRE(insert1(*t, "job", &id).ok());
@@ -101,7 +93,7 @@ TEST(queue_wait_after_an_expired_lease_reports_it_once_then_waits_again) {
 
 TEST(abort_after_an_expired_lease_succeeds_and_the_row_is_queued_once) {
   TempDir dir;
-  auto t = table_with(dir, {"job"});
+  auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a, b, c;
   a.set_lease(milliseconds(20));
@@ -116,7 +108,7 @@ TEST(abort_after_an_expired_lease_succeeds_and_the_row_is_queued_once) {
 
 TEST(a_row_handed_to_a_waiting_consumer_is_leased_too) {
   TempDir dir;
-  auto t = table_with(dir, {});
+  auto t = table_with(dir.file("t"), {});
   REQUIRE(t);
   Consumer a;
   a.set_lease(milliseconds(30));
@@ -134,7 +126,7 @@ TEST(a_row_handed_to_a_waiting_consumer_is_leased_too) {
 
 TEST(disconnect_and_truncate_with_a_leased_row) {
   TempDir dir;
-  auto t = table_with(dir, {"one", "two"});
+  auto t = table_with(dir.file("t"), {"one", "two"});
   REQUIRE(t);
   {
     Consumer gone;
@@ -154,7 +146,7 @@ TEST(disconnect_and_truncate_with_a_leased_row) {
 
 TEST(the_reaper_restarts_after_stop_and_expires_what_was_due_meanwhile) {
   TempDir dir;
-  auto t = table_with(dir, {"one", "two"});
+  auto t = table_with(dir.file("t"), {"one", "two"});
   REQUIRE(t);
   Consumer a, b;
   a.set_lease(milliseconds(200));
@@ -172,7 +164,7 @@ TEST(the_reaper_restarts_after_stop_and_expires_what_was_due_meanwhile) {
 TEST(many_leases_ended_in_time_never_expire) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
-  auto t = table_with(dir, {});
+  auto t = table_with(dir.file("t"), {});
   REQUIRE(t);
   Consumer a;
   a.set_lease(milliseconds(60000));
@@ -191,7 +183,7 @@ TEST(many_leases_ended_in_time_never_expire) {
 TEST(short_leases_under_concurrency_end_every_row_exactly_once) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
-  auto t = table_with(dir, {});
+  auto t = table_with(dir.file("t"), {});
   REQUIRE(t);
   const int kRows = 600, kConsumers = 6;
   for (int i = 0; i < kRows; i++) REQUIRE(insert1(*t, std::to_string(i)).ok());
@@ -239,7 +231,7 @@ TEST(short_leases_under_concurrency_end_every_row_exactly_once) {
 
 TEST(renew_lease_moves_the_deadline_and_can_start_a_lease) {
   TempDir dir;
-  auto t = table_with(dir, {"one", "two"});
+  auto t = table_with(dir.file("t"), {"one", "two"});
   REQUIRE(t);
   Consumer a;
   a.set_lease(milliseconds(500));

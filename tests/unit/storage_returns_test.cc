@@ -47,14 +47,14 @@ void check_next_delivery(Consumer& c, const std::shared_ptr<QueueTable>& r, RowI
   CHECK_EQ(c.owned_delivery_count(), count);
 }
 
-// A new table at `path` holding "job" (id in *job) and then `others`; "job" has been
-// handed out once and given back for `delay`. Null if any of that failed.
+// A new table at `path` holding `rows`; the first (the job, its id in *job) has been handed
+// out once and given back for `delay`. Null if any of that failed.
 std::shared_ptr<QueueTable> table_with_delayed_job(const std::string& path, milliseconds delay, RowId* job,
-                                                   std::initializer_list<const char*> others = {}) {
-  auto t = create_and_open(path);
-  if (!t || !insert1(*t, "job", job).ok()) return nullptr;
-  for (const char* r : others)
-    if (!insert1(*t, r).ok()) return nullptr;
+                                                   std::initializer_list<const char*> rows = {"job"}) {
+  std::vector<RowId> ids;
+  auto t = table_with(path, rows, &ids);
+  if (!t) return nullptr;
+  *job = ids[0];
   Consumer a;
   if (!take(a, t) || a.owned_rowid() != *job || !a.abort(delay).ok()) return nullptr;
   return t;
@@ -65,11 +65,10 @@ std::shared_ptr<QueueTable> table_with_delayed_job(const std::string& path, mill
 TEST(delivery_counts_survive_a_crash_a_compaction_and_a_clean_reopen) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
+  std::vector<RowId> ids;
+  auto t = table_with(path, {"poison", "fine"}, &ids);
   REQUIRE(t);
-  RowId first, second;
-  REQUIRE(insert1(*t, "poison", &first).ok());
-  REQUIRE(insert1(*t, "fine", &second).ok());
+  const RowId first = ids[0], second = ids[1];
   REQUIRE(deliver_and_abort(t, 3) == first);
   {
     Consumer gone;  // a consumer that disconnects while owning the row counts too
@@ -99,10 +98,10 @@ TEST(delivery_counts_survive_a_crash_a_compaction_and_a_clean_reopen) {
 TEST(a_delivery_in_progress_is_not_counted_after_a_crash) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
+  std::vector<RowId> ids;
+  auto t = table_with(path, {"job"}, &ids);
   REQUIRE(t);
-  RowId id;
-  REQUIRE(insert1(*t, "job", &id).ok());
+  const RowId id = ids[0];
   REQUIRE(deliver_and_abort(t, 1) == id);
   Consumer owner;
   REQUIRE(take(owner, t));
@@ -120,7 +119,7 @@ TEST(a_retry_delay_survives_a_crash_a_clean_reopen_and_a_compaction) {
   TempDir dir;
   const std::string path = dir.file("t");
   RowId job;
-  auto t = table_with_delayed_job(path, milliseconds(600000), &job, {"other"});
+  auto t = table_with_delayed_job(path, milliseconds(600000), &job, {"job", "other"});
   REQUIRE(t);
   auto check_delayed = [&](const std::shared_ptr<QueueTable>& r, const char* how) {
     CHECK_EQ(r->info().delayed_rows, 1u);
@@ -181,10 +180,8 @@ TEST(a_delay_still_running_at_reopen_ends_on_time) {
 TEST(an_expired_lease_is_recorded) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
+  auto t = table_with(path, {"slow job"});
   REQUIRE(t);
-  RowId id;
-  REQUIRE(insert1(*t, "slow job", &id).ok());
   Consumer a;
   a.set_lease(milliseconds(50));
   REQUIRE(take(a, t));
@@ -232,10 +229,8 @@ TEST(the_return_with_the_most_deliveries_wins) {
 TEST(a_version_1_index_snapshot_is_still_used) {
   TempDir dir;
   const std::string path = dir.file("t");
-  auto t = create_and_open(path);
+  auto t = table_with(path, {"a", "b"});
   REQUIRE(t);
-  REQUIRE(insert1(*t, "a").ok());
-  REQUIRE(insert1(*t, "b").ok());
   t.reset();
   TableRegistry::instance().close_all();
   std::string snap = read_file_bytes(index_snapshot_path(path));

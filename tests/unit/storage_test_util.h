@@ -57,6 +57,18 @@ inline q4m::Status insert1(q4m::QueueTable& t, const std::string& row, q4m::RowI
   return s;
 }
 
+// A new table at `path` holding `rows` in order (their ids in *ids); null if that failed.
+inline std::shared_ptr<q4m::QueueTable> table_with(const std::string& path, std::initializer_list<const char*> rows,
+                                                   std::vector<q4m::RowId>* ids = nullptr) {
+  auto t = create_and_open(path);
+  for (const char* r : rows) {
+    q4m::RowId id = 0;
+    if (!t || !insert1(*t, r, &id).ok()) return nullptr;
+    if (ids) ids->push_back(id);
+  }
+  return t;
+}
+
 // One relayed row (queue_set_srcid with one row id); *accepted = it was not dropped.
 inline q4m::Status relay1(q4m::QueueTable& t, const std::string& row, uint32_t source_id, q4m::RowId source_rowid,
                           bool reset, bool* accepted) {
