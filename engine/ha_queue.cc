@@ -113,9 +113,8 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
                     MYF(0), user_table_label(thd, s).c_str(), what.c_str());
     return HA_ERR_UNSUPPORTED;
   }
-  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
   std::string why;
-  if (!visible_at_column_of(s, &visible_at, &why)) {
+  if (!check_options(s, &why)) {
     my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), user_table_label(thd, s).c_str(),
                     why.c_str());
     return HA_ERR_UNSUPPORTED;
@@ -131,8 +130,32 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
-  if (auto visible_at = visible_at_column_of(table_share)) queue_->set_visible_at(std::move(visible_at));
+  apply_options(options_of(table_share), queue_.get());
   return 0;
+}
+
+enum_alter_inplace_result ha_queue::check_if_supported_inplace_alter(TABLE* altered_table,
+                                                                     Alter_inplace_info* ha_alter_info) {
+  const HA_CREATE_INFO* to = ha_alter_info->create_info;
+  std::string why;
+  if (!check_options(altered_table->s, &why)) {  // a copying ALTER would be refused by create()
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), table_label().c_str(), why.c_str());
+    return HA_ALTER_ERROR;
+  }
+  const bool options_only = (ha_alter_info->handler_flags & ~ALTER_CHANGE_CREATE_OPTION) == 0 &&
+                            !(to->used_fields & (HA_CREATE_USED_CHARSET | HA_CREATE_USED_DEFAULT_CHARSET |
+                                                 HA_CREATE_USED_PACK_KEYS | HA_CREATE_USED_CHECKSUM |
+                                                 HA_CREATE_USED_MAX_ROWS)) &&
+                            table_share->row_type == to->row_type;
+  if (!options_only || !options_change_in_place(table_share->option_struct, to->option_struct))
+    return HA_ALTER_INPLACE_NOT_SUPPORTED;
+  return HA_ALTER_INPLACE_NO_LOCK;
+}
+
+bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_info*, bool commit) {
+  // Statements that open the table later hand the queue the same options (apply_options).
+  if (commit && queue_) apply_options(options_of(altered_table->s), queue_.get());
+  return false;
 }
 
 int ha_queue::close() {

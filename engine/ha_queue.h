@@ -37,6 +37,12 @@ class ha_queue final : public handler {
   int rename_table(const char* from, const char* to) override;
   int truncate() override;
   int delete_all_rows() override;
+  // ALTER TABLE that changes only MESSAGE_TTL (or COMMENT) keeps the data file: the rows keep
+  // their insert times, ids and delivery counts. Anything else copies the rows.
+  enum_alter_inplace_result check_if_supported_inplace_alter(TABLE* altered_table,
+                                                             Alter_inplace_info* ha_alter_info) override;
+  // The new MESSAGE_TTL applies from the ALTER on (rows past it are removed by it).
+  bool commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_info* ha_alter_info, bool commit) override;
 
   int write_row(const uchar* buf) override;
   int update_row(const uchar* old_data, const uchar* new_data) override;

@@ -6,11 +6,14 @@
 #include <table.h>
 
 #include "schema.h"
+#include <create_options.h>
 
 namespace q4m_engine {
 
 ha_create_table_option queue_table_options[] = {
     HA_TOPTION_STRING("VISIBLE_AT_COLUMN", visible_at_column),
+    // Up to 100 years, so that the milliseconds fit with room to spare.
+    HA_TOPTION_NUMBER("MESSAGE_TTL", message_ttl, 0, 0, 3153600000ULL, 1),
     HA_TOPTION_END,
 };
 
@@ -44,6 +47,39 @@ std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHA
   std::shared_ptr<const q4m::VisibleAtColumn> column;
   std::string error;
   return visible_at_column_of(share, &column, &error) ? column : nullptr;
+}
+
+bool check_options(const TABLE_SHARE* share, std::string* error) {
+  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
+  if (!visible_at_column_of(share, &visible_at, error)) return false;
+  for (const engine_option_value* o = share->option_list; o; o = o->next) {
+    if (!o->value.str || my_strcasecmp(system_charset_info, o->name.str, "MESSAGE_TTL") != 0) continue;
+    const std::string text(o->value.str, o->value.length);
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+      *error = "MESSAGE_TTL: '" + text + "' is not a whole number of seconds (0 to 3153600000; 0 = never expire)";
+      return false;
+    }
+  }
+  return true;
+}
+
+QueueTableOptions options_of(const TABLE_SHARE* share) {
+  QueueTableOptions o;
+  o.visible_at = visible_at_column_of(share);
+  if (share->option_struct) o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
+  return o;
+}
+
+void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
+  if (options.visible_at) queue->set_visible_at(options.visible_at);
+  queue->set_message_ttl(options.message_ttl);
+}
+
+bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {
+  auto column = [](const ha_table_option_struct* o) {
+    return std::string(o && o->visible_at_column ? o->visible_at_column : "");
+  };
+  return my_strcasecmp(system_charset_info, column(from).c_str(), column(to).c_str()) == 0;
 }
 
 }  // namespace q4m_engine

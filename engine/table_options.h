@@ -1,17 +1,21 @@
 // The QUEUE engine's own table options (CREATE TABLE ... ENGINE=QUEUE OPTION=value):
 //   VISIBLE_AT_COLUMN='col'  a TIMESTAMP column: its row is not handed out before that time.
+//   MESSAGE_TTL=seconds      a queued row older than this is removed (0, the default: never).
 #pragma once
 #include <my_global.h>
 #include <handler.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
+#include "../storage/queue_table.h"
 #include "../storage/visible_at.h"
 
 // The server parses the options into this struct (share->option_struct); the name is fixed.
 struct ha_table_option_struct {
   const char* visible_at_column;
+  ulonglong message_ttl;  // seconds
 };
 
 namespace q4m_engine {
@@ -24,5 +28,25 @@ bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::V
                           std::string* error);
 // The same for a table that exists (create() refused a wrong column): null if not set.
 std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share);
+
+// Checks every QUEUE option of a table being created or altered: false, with *error saying
+// which option and what is wrong, if one would be misread (the server itself takes
+// MESSAGE_TTL='abc' for 0).
+bool check_options(const TABLE_SHARE* share, std::string* error);
+
+// What a table's options ask of its queue, as its share says now.
+struct QueueTableOptions {
+  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // null if not set
+  std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
+};
+QueueTableOptions options_of(const TABLE_SHARE* share);
+// Hands them to the queue. Called whenever a statement opens the table (the queue may have
+// been opened before any statement did, or under an older definition: ALTER TABLE).
+void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
+
+// Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
+// options that the queue reads at open changed (MESSAGE_TTL). VISIBLE_AT_COLUMN decides which
+// queued rows start delayed, so changing it copies the rows.
+bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 
 }  // namespace q4m_engine

@@ -47,6 +47,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"aborts", c.aborts.get()},
       {"handoffs", c.handoffs.get()},
       {"lease_expiries", c.lease_expiries.get()},
+      {"rows_expired", c.rows_expired.get()},
       {"compactions", c.compactions.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);

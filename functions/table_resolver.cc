@@ -26,7 +26,7 @@ struct Definition {
   std::string path;     // data file
   std::string version;  // tabledef_version, for the condition cache
   std::shared_ptr<const q4m::RowFilter> filter;
-  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // VISIBLE_AT_COLUMN, if set
+  q4m_engine::QueueTableOptions options;  // VISIBLE_AT_COLUMN, MESSAGE_TTL
 };
 
 struct Names {
@@ -96,7 +96,7 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
               q4m::kDataFileExtension;
   def->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str),
                       share->tabledef_version.length);
-  def->visible_at = q4m_engine::visible_at_column_of(share);
+  def->options = q4m_engine::options_of(share);
   if (!n.has_condition) return true;
   q4m::Status st = ConditionCache::instance().get(
       def->path, def->version, n.condition,
@@ -219,7 +219,7 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
     return false;
   }
   // The table may not have been opened by a statement since the server started.
-  if (def.visible_at) table->set_visible_at(def.visible_at);
+  q4m_engine::apply_options(def.options, table.get());
   out->label = label(n);
   out->subscription.table = std::move(table);
   out->subscription.filter = std::move(def.filter);

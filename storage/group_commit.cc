@@ -257,6 +257,10 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
     }
   }
+  if (inserted != 0 && st->ttl_ms != 0 && !st->ttl_watched) {  // the oldest queued row is one of these
+    st->ttl_watched = true;
+    watch_deadline(LeaseClock::now() + std::chrono::milliseconds(st->ttl_ms));
+  }
   note_index_change(*st, inserted, removed);
 }
 
@@ -345,6 +349,12 @@ Status QueueTableImpl::end_rows(const Consumer* c, const RowId* ids, size_t coun
 }
 
 Status QueueTableImpl::remove_claimed(Consumer* viewer) {
+  size_t removed = 0;
+  return remove_claimed_rows(viewer, &removed);
+}
+
+Status QueueTableImpl::remove_claimed_rows(Consumer* viewer, size_t* removed) {
+  *removed = 0;
   std::vector<RowId> ids;
   {
     auto st = state_.lock();
@@ -364,6 +374,7 @@ Status QueueTableImpl::remove_claimed(Consumer* viewer) {
   req.remover = viewer;
   req.sync = viewer->sync_removals();
   commit(&req);
+  if (req.status.ok()) *removed = ids.size();
   if (!req.status.ok()) {
     // The DELETE failed: its rows go back to the queue instead of staying stuck.
     auto st = state_.lock();

@@ -7,6 +7,7 @@
 //  - a Consumer in owner mode sees only its owned row (and nothing in other tables);
 //  - other rows are visible to everybody.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@ struct TableCounters {  // per-table, persisted across reopen where noted
   Counter rows_inserted;  // persisted
   Counter rows_removed;   // persisted
   Counter waits, ends, aborts, handoffs, compactions, lease_expiries;
+  Counter rows_expired;  // removed by MESSAGE_TTL (set_message_ttl)
 };
 
 struct TableInfo {
@@ -84,6 +86,13 @@ class QueueTable {
   // visible and deletable meanwhile): the rows queued now (each read once) and every row
   // inserted from now on. The first call wins; later ones change nothing.
   virtual void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) = 0;
+  // The engine's MESSAGE_TTL (0 = none): a queued row (free or delayed, not held by a
+  // connection) inserted more than `ttl` ago is removed and never handed out again. A row a
+  // connection holds is left to it; if it comes back to the queue after its TTL, it is
+  // removed then. Rows already too old when this is called are taken out of reach before it
+  // returns. The removal asks for no sync of its own: after a crash that loses it, the row
+  // is expired again. The latest call wins (an ALTER TABLE may change the TTL).
+  virtual void set_message_ttl(std::chrono::milliseconds ttl) = 0;
 
   virtual TableInfo info() = 0;
   virtual TableCounters& counters() = 0;

@@ -97,7 +97,9 @@ Status QueueTableImpl::open(const std::string& path, std::shared_ptr<QueueTableI
   return Status::Ok();
 }
 
-QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec) {
+QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable&& rec)
+    : expirer_(std::make_unique<Consumer>()) {
+  expirer_->set_sync_removals(false);
   set_path(path);
   file_bytes_ = file->size();
   {

@@ -72,6 +72,8 @@ struct TableState {
   LeaseHeap delays;
   std::unordered_map<RowId, DelayToken> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
+  uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
+  bool ttl_watched = false;  // the reaper knows when the oldest queued row expires (expiry.cc)
   bool delay_is_live(const LeaseDeadline& d) const {
     auto it = delay_tokens.find(d.id);
     return it != delay_tokens.end() && it->second.token == d.token;
@@ -180,9 +182,12 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   uint64_t visible_count(const Consumer* viewer) override;
   bool claim_for_delete(Consumer* viewer, RowId id) override;
   Status remove_claimed(Consumer* viewer) override;
+  // remove_claimed(), also saying how many rows it removed.
+  Status remove_claimed_rows(Consumer* viewer, size_t* removed);
   Status truncate() override;
   Status compact() override;
   void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
+  void set_message_ttl(std::chrono::milliseconds ttl) override;
   TableInfo info() override;
   TableCounters& counters() override { return counters_; }
   const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
@@ -218,6 +223,16 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // Under the state lock: returns rows whose lease ran out, frees rows whose delay is over;
   // the next deadline. *returned: the rows that went back, for record_returns().
   LeaseClock::time_point expire_due(LeaseClock::time_point now, std::vector<fmt::ReturnedRow>* returned);
+
+  // expiry.cc (MESSAGE_TTL). Rows past their TTL are claimed for removal by expirer_, as a
+  // DELETE claims rows, under the state lock; remove_expired() then commits their removal.
+  // If `e` (queued or coming back to the queue) is past its TTL: claimed, true.
+  bool claim_if_expired(TableState& st, RowEntry& e, uint64_t wall_ms);
+  // Claims every queued row past its TTL, oldest first (at most kMaxExpiredPerPass); returns
+  // when the next one expires (time_point::max() if no row is queued).
+  LeaseClock::time_point claim_expired(TableState& st, LeaseClock::time_point now);
+  void remove_expired();  // outside the state lock
+  static constexpr size_t kMaxExpiredPerPass = 100000;
 
   // ---- used by TableRegistry ----
   void mark_dropped();  // waiters get kDropped, rows vanish, file closed
@@ -324,6 +339,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t dropped_tail_bytes_ = 0;
   TableCounters counters_;
+  // Who claims rows past their MESSAGE_TTL; its removals ask for no sync.
+  const std::unique_ptr<Consumer> expirer_;
 };
 
 uint64_t now_ms();  // wall clock, for insert times

@@ -28,6 +28,7 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"aborts", aborts.get()},
       {"disconnect_returns", disconnect_returns.get()},
       {"lease_expiries", lease_expiries.get()},
+      {"rows_expired", rows_expired.get()},
       {"returns_recorded", returns_recorded.get()},
       {"cond_evals", cond_evals.get()},
       {"cond_compiles", cond_compiles.get()},

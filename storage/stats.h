@@ -23,6 +23,7 @@ struct GlobalStats {
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;
   Counter ends, aborts, disconnect_returns, lease_expiries;
+  Counter rows_expired;  // removed because their table's MESSAGE_TTL ran out
   Counter returns_recorded;  // rows given back whose delivery count and delay went into a RETURN record
   Counter cond_evals, cond_compiles, cond_cache_hits;
   Counter compactions, recoveries;

@@ -60,6 +60,10 @@ void QueueTableImpl::count_state_change(RowState from, RowState to) {
 }
 
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
+  if (st.ttl_ms != 0 && claim_if_expired(st, e, now_ms())) {
+    watch_deadline(LeaseClock::now());  // the reaper's next pass removes it (remove_expired)
+    return;
+  }
   st.free_epoch++;  // filtered scans in progress must not move their cursor past it
   set_state(e, RowState::kFree);
   e.owner = nullptr;
@@ -244,6 +248,7 @@ LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now)
   std::vector<fmt::ReturnedRow> returned;
   const LeaseClock::time_point next = expire_due(now, &returned);
   record_returns(returned);  // after the state lock: a commit takes the writer's first
+  remove_expired();
   return next;
 }
 
@@ -269,7 +274,8 @@ LeaseClock::time_point QueueTableImpl::expire_due(LeaseClock::time_point now, st
     RowEntry* e = st->index.find(d.id);
     if (e && e->state == RowState::kDelayed) row_became_free(*st, *e);  // else deleted, or claimed for a DELETE
   }
-  return std::min(st->leases.earliest(), st->delays.earliest());
+  const LeaseClock::time_point ttl = st->ttl_ms != 0 ? claim_expired(*st, now) : LeaseClock::time_point::max();
+  return std::min(std::min(st->leases.earliest(), st->delays.earliest()), ttl);
 }
 
 QueueTableImpl::Take QueueTableImpl::register_locked(TableState& st, Consumer::Impl& c, int sub_index,

@@ -18,15 +18,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// "Crash": the data file's bytes as they are now (no clean close, no index snapshot),
-// opened as a new table `name` in `dir`. Null if that failed.
-std::shared_ptr<QueueTable> crash_copy(const TempDir& dir, const std::string& path, const std::string& name) {
-  write_file_bytes(dir.file(name), read_file_bytes(path));
-  std::shared_ptr<QueueTable> t;
-  if (!TableRegistry::instance().acquire(dir.file(name), &t).ok()) return nullptr;
-  return t;
-}
-
 // Hands the next row to a new consumer and aborts it, `times` times; the row's id.
 RowId deliver_and_abort(const std::shared_ptr<QueueTable>& t, int times) {
   RowId id = 0;

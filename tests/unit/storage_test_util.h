@@ -131,6 +131,16 @@ inline void write_file_bytes(const std::string& path, const std::string& bytes) 
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+// "Crash": the data file's bytes as they are now (no clean close, no index snapshot),
+// opened as a new table `name` in `dir`. Null if that failed.
+inline std::shared_ptr<q4m::QueueTable> crash_copy(const TempDir& dir, const std::string& path,
+                                                   const std::string& name) {
+  write_file_bytes(dir.file(name), read_file_bytes(path));
+  std::shared_ptr<q4m::QueueTable> t;
+  if (!q4m::TableRegistry::instance().acquire(dir.file(name), &t).ok()) return nullptr;
+  return t;
+}
+
 }  // namespace q4m_test
 
 #include <sys/stat.h>
