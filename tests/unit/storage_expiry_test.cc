@@ -1,8 +1,11 @@
 // MESSAGE_TTL (QueueTable::set_message_ttl): queued rows older than the TTL are removed and
 // never handed out; a row a connection holds is left to it until it comes back.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "check.h"
 #include "storage_test_util.h"
@@ -151,4 +154,51 @@ TEST(expiry_asks_for_no_sync_in_a_durable_mode) {
   auto crashed = crash_copy(dir, dir.file("t"), "crashed");  // a server crash keeps the written removal
   REQUIRE(crashed);
   CHECK_EQ(crashed->info().rows, 0u);
+}
+
+TEST(under_load_every_row_is_either_consumed_once_or_expired) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  t->set_message_ttl(milliseconds(20));  // about as long as a row waits here: many expire
+  constexpr int kRows = 6000, kConsumers = 3;
+  std::atomic<bool> producing{true};
+  std::atomic<uint64_t> consumed{0};
+  std::vector<std::vector<RowId>> taken(kConsumers);
+  std::vector<std::thread> consumers;
+  for (int k = 0; k < kConsumers; k++) {
+    consumers.emplace_back([&, k] {
+      Consumer c;
+      while (producing.load() || t->info().rows > 0) {
+        if (!take(c, t, milliseconds(10))) continue;
+        taken[k].push_back(c.owned_rowid());
+        if (k == 0 && taken[k].size() % 7 == 0) {  // now and then a retry, past the TTL or not
+          CHECK(c.abort().ok());
+          continue;
+        }
+        std::this_thread::sleep_for(milliseconds(1));  // slower than the producer: a backlog builds up
+        CHECK(c.end().ok());
+        consumed++;
+      }
+    });
+  }
+  for (int i = 0; i < kRows; i++) {
+    REQUIRE(insert1(*t, "row " + std::to_string(i)).ok());
+    if (i % 100 == 0) std::this_thread::sleep_for(milliseconds(2));
+  }
+  producing = false;
+  for (auto& th : consumers) th.join();
+  const uint64_t expired = t->counters().rows_expired.get();
+  CHECK_EQ(consumed.load() + expired, static_cast<uint64_t>(kRows));
+  CHECK(expired > 0);
+  CHECK(consumed.load() > 0);
+  CHECK_EQ(t->info().rows, 0u);
+  // A row is taken again only after consumer 0 gave it back: never after an end.
+  std::vector<RowId> all;
+  for (const auto& v : taken) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  for (size_t i = 1; i < all.size(); i++) {
+    if (all[i] != all[i - 1]) continue;
+    CHECK(std::find(taken[0].begin(), taken[0].end(), all[i]) != taken[0].end());
+  }
 }
