@@ -10,17 +10,6 @@ using namespace q4m;
 using namespace q4m_test;
 using std::chrono::milliseconds;
 
-namespace {
-
-// Takes the next row with `a` and gives it back for `delay`; its id, or 0 if that failed.
-RowId take_and_delay(Consumer& a, const std::shared_ptr<QueueTable>& t, milliseconds delay) {
-  if (!take(a, t)) return 0;
-  const RowId id = a.owned_rowid();
-  return a.abort(delay).ok() ? id : 0;
-}
-
-}  // namespace
-
 TEST(a_delayed_row_stays_queued_and_comes_back_only_after_its_delay) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"first", "second"});
@@ -174,8 +163,7 @@ TEST(a_reopened_table_keeps_a_delayed_row_delayed) {
   auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a;
-  REQUIRE(take(a, t));
-  REQUIRE(a.abort(milliseconds(600000)).ok());
+  REQUIRE(take_and_delay(a, t, milliseconds(600000)));
   t.reset();
   t = reopen(dir.file("t"));
   REQUIRE(t);

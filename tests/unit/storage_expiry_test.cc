@@ -99,8 +99,7 @@ TEST(delayed_rows_expire_too) {
   auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
   Consumer a;
-  REQUIRE(take(a, t));
-  REQUIRE(a.abort(milliseconds(60000)).ok());
+  REQUIRE(take_and_delay(a, t, milliseconds(60000)));
   CHECK_EQ(t->info().delayed_rows, 1u);
   t->set_message_ttl(milliseconds(100));
   REQUIRE(eventually([&] { return t->info().rows == 0; }));

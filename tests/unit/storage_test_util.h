@@ -100,6 +100,14 @@ inline bool take(q4m::Consumer& c, const std::shared_ptr<q4m::QueueTable>& t,
   return c.wait({{t, nullptr}}, timeout, &idx).ok() && idx == 1;
 }
 
+// Takes the next row with `a` and gives it back for `delay`; its id, or 0 if that failed.
+inline q4m::RowId take_and_delay(q4m::Consumer& a, const std::shared_ptr<q4m::QueueTable>& t,
+                                 std::chrono::milliseconds delay) {
+  if (!take(a, t)) return 0;
+  const q4m::RowId id = a.owned_rowid();
+  return a.abort(delay).ok() ? id : 0;
+}
+
 // The wall clock in ms since 1970 (insert times, VISIBLE_AT times, retry delays' due times).
 inline int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
