@@ -15,6 +15,7 @@
 #include "../engine/sysvars.h"
 #include "function_plugins.h"
 #include "queue_item.h"
+#include "statement_yield.h"
 #include "table_resolver.h"
 #include "wait_arguments.h"
 
@@ -96,7 +97,8 @@ class Item_func_queue_wait final : public Item_queue_action {
     q4m::Consumer* consumer = consumer_for_wait(thd, cs);
     if (!consumer) return 0;
     int index = 0;
-    q4m::Status st = consumer->wait(subs, wa.timeout, &index);
+    const q4m::WaitYield yield = statement_yield(thd);
+    q4m::Status st = consumer->wait(subs, wa.timeout, &index, &yield);
     if (!st.ok()) {
       raise_wait_error("queue_wait", cs, st, subs, labels);
       return 0;
@@ -146,7 +148,8 @@ class Item_func_queue_wait_batch final : public Item_queue_action {
     q4m::Consumer* consumer = consumer_for_wait(thd, cs);
     if (!consumer) return 0;
     size_t taken = 0;
-    q4m::Status st = consumer->wait_batch(t.subscription, wa.max_rows, wa.timeout, &taken);
+    const q4m::WaitYield yield = statement_yield(thd);
+    q4m::Status st = consumer->wait_batch(t.subscription, wa.max_rows, wa.timeout, &taken, &yield);
     if (!st.ok()) {
       raise_wait_error("queue_wait_batch", cs, st, {t.subscription}, {t.label});
       return 0;

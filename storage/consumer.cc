@@ -172,7 +172,8 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
 
 }  // namespace
 
-Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index) {
+Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
+                      const WaitYield* yield) {
   Impl& c = *impl_;
   *index = 0;
   if (subs.empty()) return Status(ErrorCode::kInvalid, "queue_wait(): at least one table is required");
@@ -233,9 +234,19 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     }
     while (must_sleep()) {
       // Spurious wake-ups loop; only the deadline itself is a timeout.
-      if (c.wake.wait_until(mb.unique_lock(), deadline) == std::cv_status::timeout &&
-          std::chrono::steady_clock::now() >= deadline)
-        break;
+      const auto until = yield ? std::min(deadline, std::chrono::steady_clock::now() + yield->every) : deadline;
+      if (c.wake.wait_until(mb.unique_lock(), until) != std::cv_status::timeout) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      if (yield && now >= until) {
+        mb.unique_lock().unlock();  // the check takes the server's locks
+        const bool give_up = yield->should_yield();
+        mb.unique_lock().lock();
+        if (give_up) {  // a row handed meanwhile is still taken below
+          global_stats().wait_yields.add();
+          break;
+        }
+      }
     }
     mb->waiting = false;  // no hand-off after this point
     result = *mb;
@@ -264,12 +275,12 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
 }
 
 Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout,
-                            size_t* taken) {
+                            size_t* taken, const WaitYield* yield) {
   Impl& c = *impl_;
   *taken = 0;
   if (max_rows == 0) return Status(ErrorCode::kInvalid, "queue_wait_batch(): max_rows must be at least 1");
   int index = 0;
-  Status s = wait({sub}, timeout, &index);
+  Status s = wait({sub}, timeout, &index, yield);
   if (!s.ok() || index == 0) return s;
   std::vector<std::pair<RowId, uint32_t>> rows{{c.owned_rowid.load(), c.owned_deliveries}};
   QueueTableImpl* t = c.owned.get();

@@ -2,6 +2,7 @@
 // Used by its own connection thread, except interrupt() (any thread).
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,14 @@ namespace q4m {
 struct Subscription {
   std::shared_ptr<QueueTable> table;
   std::shared_ptr<const RowFilter> filter;  // null = any row
+};
+
+// Asked every `every` while a wait sleeps, on the waiting thread with no q4m lock held:
+// true ends the wait as a timeout (no row), so that the caller's statement can end. The
+// engine uses it for DDL that waits for the statement's metadata locks.
+struct WaitYield {
+  std::chrono::milliseconds every{250};
+  std::function<bool()> should_yield;
 };
 
 class Consumer {
@@ -29,14 +38,17 @@ class Consumer {
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
   // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).
-  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index);
+  // With `yield`, a sleeping wait also ends (as a timeout) once yield->should_yield() says so.
+  Status wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
+              const WaitYield* yield = nullptr);
 
   // queue_wait_batch(): wait() on one subscription, then up to max_rows - 1 more rows of
   // that table that match and are free right now (it does not wait for them). The
   // connection owns them all: end() removes them in one durable commit, abort() and
   // release() return them, and one lease covers them (its expiry returns them all).
   // *taken = rows now owned (0 on timeout). max_rows must be >= 1.
-  Status wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout, size_t* taken);
+  Status wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout, size_t* taken,
+                    const WaitYield* yield = nullptr);
 
   // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already

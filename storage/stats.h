@@ -22,6 +22,7 @@ struct GlobalStats {
   Counter commit_spin_hits, commit_spin_timeouts;  // followers done while spinning / gone to sleep after
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;
+  Counter wait_yields;  // sleeping waits ended early by their WaitYield (DDL needed the tables)
   Counter ends, aborts, disconnect_returns, lease_expiries;
   Counter rows_expired;  // removed because their table's MESSAGE_TTL ran out
   Counter returns_recorded;  // rows given back whose delivery count and delay went into a RETURN record

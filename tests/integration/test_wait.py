@@ -7,7 +7,8 @@ import pymysql
 import pytest
 from pymysql.constants import COMMAND
 
-from sqlcheck import ER_QUERY_INTERRUPTED, WAITING_FOR_ROW, query, start_waiter, value, wait_for_waiter, wait_until
+from sqlcheck import (ER_QUERY_INTERRUPTED, WAITING_FOR_ROW, Background, query, start_waiter, value, wait_for_waiter,
+                      wait_until)
 
 LONG = 60  # a waiter that is woken must return well before this
 
@@ -204,3 +205,49 @@ def test_alter_with_sparse_ids_keeps_an_owned_row_between_visible_ones(server):
     b.close()
     wait_until(lambda: server.value("SELECT COUNT(*) FROM test.q") == 4, what="all rows visible")
     assert sorted(server.sql("SELECT v FROM test.q")) == [(1,), (2,), (299,), (300,)]
+
+
+DDL_WHILE_A_STATEMENT_WAITS = [
+    "ALTER TABLE test.q MESSAGE_TTL=60",      # in place
+    "ALTER TABLE test.q ADD COLUMN w INT",    # copies the rows
+    "TRUNCATE TABLE test.q",
+    "RENAME TABLE test.q TO test.q_renamed",
+    "DROP TABLE test.q",
+    "FLUSH TABLES test.q",
+]
+
+
+@pytest.mark.parametrize("consume", ["SELECT * FROM q WHERE queue_wait('q', {t})",
+                                     "SELECT * FROM q WHERE queue_wait_batch('q', 10, {t})"],
+                         ids=["queue_wait", "queue_wait_batch"])
+@pytest.mark.parametrize("ddl", DDL_WHILE_A_STATEMENT_WAITS)
+def test_ddl_does_not_wait_for_a_consumer_statement_that_waits(server, ddl, consume):
+    """The consume statement opens `q` and holds its metadata lock while it waits. DDL that
+    needs the table makes the wait end early with no row (about 250 ms), instead of waiting
+    for the consumer's timeout with every later statement on the table queued behind it."""
+    _queue(server, n=0)
+    yields_before = int(dict((r[1], r[2]) for r in server.sql("SHOW ENGINE QUEUE STATUS"))["wait_yields"])
+    c = server.connect()
+    bg = Background(lambda: query(c, consume.format(t=LONG)))
+    wait_until(lambda: server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s",
+                                    (c.thread_id(),)) == WAITING_FOR_ROW, what="the consumer to sleep")
+    started = time.monotonic()
+    server.sql(ddl)
+    assert time.monotonic() - started < LONG / 2
+    assert bg.join() == []  # no row: like a timeout
+    assert bg.elapsed < LONG / 2
+    yields = int(dict((r[1], r[2]) for r in server.sql("SHOW ENGINE QUEUE STATUS"))["wait_yields"])
+    assert yields == yields_before + 1
+    assert value(c, "SELECT queue_rowid()") is None  # not in owner mode
+
+
+def test_a_waiting_function_call_holds_no_metadata_lock_and_does_not_yield(server):
+    """`SELECT queue_wait('q', t)` does not open `q` as a table: DDL never waits for it, and
+    the wait goes on (or ends with the table, for DROP)."""
+    _queue(server)
+    c, bg = start_waiter(server, f"SELECT queue_wait('q', {LONG})")
+    server.sql("ALTER TABLE test.q MESSAGE_TTL=60")
+    time.sleep(0.6)  # over two yield checks
+    assert not bg.done()
+    server.sql("INSERT INTO test.q VALUES (1)")
+    assert bg.join() == 1

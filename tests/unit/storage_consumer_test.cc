@@ -638,3 +638,41 @@ TEST(delivery_count_counts_every_handing_out_of_a_row) {
   REQUIRE(a.end().ok());
   CHECK_EQ(t->info().rows, 0u);
 }
+
+TEST(a_sleeping_wait_ends_as_a_timeout_when_its_yield_check_says_so) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  std::atomic<int> checks{0};
+  WaitYield yield{milliseconds(20), [&] { return ++checks >= 3; }};
+  Consumer c;
+  int index = -1;
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(60000), &index, &yield).ok());
+  CHECK_EQ(index, 0);
+  CHECK_EQ(checks.load(), 3);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  CHECK(!c.owner_mode());
+  // The waiter is gone: the next row is there for anyone.
+  REQUIRE(insert1(*t, "row").ok());
+  Consumer d;
+  CHECK(take(d, t));
+}
+
+TEST(a_wait_whose_yield_check_says_no_still_gets_its_row) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  std::atomic<int> checks{0};
+  WaitYield yield{milliseconds(10), [&] { return ++checks < 0; }};
+  std::thread producer([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    CHECK(insert1(*t, "row").ok());
+  });
+  Consumer c;
+  size_t taken = 0;
+  CHECK(c.wait_batch({t, nullptr}, 5, milliseconds(60000), &taken, &yield).ok());
+  producer.join();
+  CHECK_EQ(taken, 1u);
+  CHECK(checks.load() >= 1);
+}
