@@ -98,7 +98,7 @@ class Item_func_queue_wait final : public Item_queue_action {
     if (!consumer) return 0;
     int index = 0;
     const q4m::WaitYield yield = statement_yield(thd);
-    q4m::Status st = consumer->wait(subs, wa.timeout, &index, &yield);
+    q4m::Status st = consumer->wait(subs, wa.timeout, &index, yield_or_null(yield));
     if (!st.ok()) {
       raise_wait_error("queue_wait", cs, st, subs, labels);
       return 0;
@@ -149,7 +149,7 @@ class Item_func_queue_wait_batch final : public Item_queue_action {
     if (!consumer) return 0;
     size_t taken = 0;
     const q4m::WaitYield yield = statement_yield(thd);
-    q4m::Status st = consumer->wait_batch(t.subscription, wa.max_rows, wa.timeout, &taken, &yield);
+    q4m::Status st = consumer->wait_batch(t.subscription, wa.max_rows, wa.timeout, &taken, yield_or_null(yield));
     if (!st.ok()) {
       raise_wait_error("queue_wait_batch", cs, st, {t.subscription}, {t.label});
       return 0;

@@ -23,7 +23,10 @@ bool others_wait_for_tables_of(THD* thd) {
 }  // namespace
 
 q4m::WaitYield statement_yield(THD* thd) {
-  return q4m::WaitYield{std::chrono::milliseconds(250), [thd] { return others_wait_for_tables_of(thd); }};
+  q4m::WaitYield yield;
+  yield.every = std::chrono::milliseconds(250);
+  if (thd->open_tables) yield.should_yield = [thd] { return others_wait_for_tables_of(thd); };
+  return yield;
 }
 
 }  // namespace q4m_functions
