@@ -44,18 +44,24 @@ size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payloa
   return pos;
 }
 
-void ChunkBuilder::add_remove(const RowId* ids, size_t count) {
-  // Split huge removal lists so one record stays well inside a chunk.
+static_assert(kRemoveHeaderSize == kReturnHeaderSize, "counted records share one header layout: type, u32 count");
+
+template <typename Item, typename Put>
+void ChunkBuilder::add_counted(RecordType type, size_t entry_size, const Item* items, size_t count, Put put) {
   constexpr size_t kMaxPerRecord = 1u << 20;
   while (count > 0) {
     size_t n = count < kMaxPerRecord ? count : kMaxPerRecord;
-    reserve_record(kRemoveHeaderSize + 8 * n);
-    out_->push_back(static_cast<char>(kRemove));
+    reserve_record(kRemoveHeaderSize + entry_size * n);
+    out_->push_back(static_cast<char>(type));
     put_u32(out_, static_cast<uint32_t>(n));
-    for (size_t i = 0; i < n; i++) put_u64(out_, ids[i]);
-    ids += n;
+    for (size_t i = 0; i < n; i++) put(out_, items[i]);
+    items += n;
     count -= n;
   }
+}
+
+void ChunkBuilder::add_remove(const RowId* ids, size_t count) {
+  add_counted(kRemove, 8, ids, count, [](std::string* o, RowId id) { put_u64(o, id); });
 }
 
 void ChunkBuilder::add_srcid(uint32_t source_id, RowId last_rowid) {
@@ -74,16 +80,7 @@ void ChunkBuilder::add_meta(const Meta& m) {
 }
 
 void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
-  constexpr size_t kMaxPerRecord = 1u << 20;  // as add_remove: a record stays well inside a chunk
-  while (count > 0) {
-    size_t n = count < kMaxPerRecord ? count : kMaxPerRecord;
-    reserve_record(kReturnHeaderSize + kReturnEntrySize * n);
-    out_->push_back(static_cast<char>(kReturn));
-    put_u32(out_, static_cast<uint32_t>(n));
-    for (size_t i = 0; i < n; i++) put_returned_row(out_, rows[i]);
-    rows += n;
-    count -= n;
-  }
+  add_counted(kReturn, kReturnEntrySize, rows, count, put_returned_row);
 }
 
 void ChunkBuilder::finish() {
@@ -118,6 +115,15 @@ bool RecordReader::next(Record* r) {
     error_ = "record at body offset " + std::to_string(pos_) + " is truncated";
     return false;
   };
+  // REMOVE and RETURN: `count` entries of entry_size bytes after the shared header.
+  auto counted = [&](size_t entry_size) {
+    if (!need(kRemoveHeaderSize)) return false;
+    r->count = get_u32(p + 1);
+    if (!need(kRemoveHeaderSize + entry_size * size_t(r->count))) return false;
+    r->ids_pos = pos_ + kRemoveHeaderSize;
+    pos_ += kRemoveHeaderSize + entry_size * size_t(r->count);
+    return true;
+  };
   r->type = static_cast<RecordType>(static_cast<unsigned char>(p[0]));
   switch (r->type) {
     case kRow:
@@ -130,12 +136,7 @@ bool RecordReader::next(Record* r) {
       pos_ += kRowHeaderSize + r->length;
       return true;
     case kRemove:
-      if (!need(kRemoveHeaderSize)) return false;
-      r->count = get_u32(p + 1);
-      if (!need(kRemoveHeaderSize + 8 * size_t(r->count))) return false;
-      r->ids_pos = pos_ + kRemoveHeaderSize;
-      pos_ += kRemoveHeaderSize + 8 * size_t(r->count);
-      return true;
+      return counted(8);
     case kSrcId:
       if (!need(kSrcIdSize)) return false;
       r->source_id = get_u32(p + 1);
@@ -150,12 +151,7 @@ bool RecordReader::next(Record* r) {
       pos_ += kMetaSize;
       return true;
     case kReturn:
-      if (!need(kReturnHeaderSize)) return false;
-      r->count = get_u32(p + 1);
-      if (!need(kReturnHeaderSize + kReturnEntrySize * size_t(r->count))) return false;
-      r->ids_pos = pos_ + kReturnHeaderSize;
-      pos_ += kReturnHeaderSize + kReturnEntrySize * size_t(r->count);
-      return true;
+      return counted(kReturnEntrySize);
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +
            std::to_string(pos_);

@@ -118,6 +118,10 @@ class ChunkBuilder {
 
  private:
   void reserve_record(size_t size);  // opens a chunk or splits a full one
+  // A record `type | u32 n | entry[n]` (REMOVE, RETURN), split so that one record stays well
+  // inside a chunk; put(out, item) writes one entry of entry_size bytes.
+  template <typename Item, typename Put>
+  void add_counted(RecordType type, size_t entry_size, const Item* items, size_t count, Put put);
   std::string* out_;
   size_t chunk_start_ = 0;
   bool open_ = false;
