@@ -10,12 +10,6 @@
 
 namespace q4m {
 
-namespace {
-
-bool queued(RowState s) { return s == RowState::kFree || s == RowState::kDelayed; }
-
-}  // namespace
-
 void QueueTableImpl::set_message_ttl(std::chrono::milliseconds ttl) {
   const uint64_t ms = ttl.count() > 0 ? static_cast<uint64_t>(ttl.count()) : 0;
   {
@@ -32,10 +26,7 @@ void QueueTableImpl::set_message_ttl(std::chrono::milliseconds ttl) {
 
 bool QueueTableImpl::claim_if_expired(TableState& st, RowEntry& e, uint64_t wall_ms) {
   if (st.ttl_ms == 0 || e.time_ms + st.ttl_ms > wall_ms) return false;
-  Consumer* expirer = expirer_.get();
-  set_state(e, RowState::kClaimedForDelete);
-  e.owner = expirer;
-  st.claims[expirer].push_back(e.id);
+  claim_row(st, e, expirer_.get());
   return true;
 }
 
@@ -53,7 +44,7 @@ LeaseClock::time_point QueueTableImpl::claim_expired(TableState& st, LeaseClock:
     }
     // Held rows are left to their connection; they are claimed if they come back.
     if (!queued(e.state)) continue;
-    claim_if_expired(st, e, wall);
+    claim_row(st, e, expirer_.get());
     if (++claimed == kMaxExpiredPerPass) {  // the rest in the next pass, so the lock is not held long
       st.ttl_watched = true;
       return now;

@@ -374,8 +374,9 @@ Status QueueTableImpl::remove_claimed_rows(Consumer* viewer, size_t* removed) {
   req.remover = viewer;
   req.sync = viewer->sync_removals();
   commit(&req);
-  if (req.status.ok()) *removed = ids.size();
-  if (!req.status.ok()) {
+  if (req.status.ok()) {
+    *removed = ids.size();
+  } else {
     // The DELETE failed: its rows go back to the queue instead of staying stuck.
     auto st = state_.lock();
     for (RowId id : ids) {

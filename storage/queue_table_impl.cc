@@ -41,7 +41,7 @@ RowId next_owned(const ViewerMode& m, RowId after) {
 }
 
 bool visible_in_scan(const RowEntry& e, const Consumer* viewer) {
-  return e.state == RowState::kFree || e.state == RowState::kDelayed ||
+  return queued(e.state) ||
          (e.state == RowState::kClaimedForDelete && e.owner == viewer && viewer);
 }
 

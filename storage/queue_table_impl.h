@@ -300,6 +300,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // else offered to the waiters. `now` is the wall clock in ms.
   void queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now);
   void watch_deadline(LeaseClock::time_point at);  // the reaper calls expire_leases() by then
+  // `e` is held by `claimer` for removal (a DELETE, or expiry): hidden from takes and scans
+  // until remove_claimed_rows(claimer) removes it or unclaim() gives it back.
+  void claim_row(TableState& st, RowEntry& e, const Consumer* claimer);
   // A claim that was not carried out: the row returns to Free, or to kDelayed if its delay
   // is still pending.
   void unclaim(TableState& st, RowEntry& e);

@@ -20,6 +20,8 @@ enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDel
 
 // Held by a connection: counted in the table's owned rows and hidden from other connections.
 inline bool held_by_connection(RowState s) { return s == RowState::kOwned || s == RowState::kClaimedForDelete; }
+// In the queue, held by no one: taken when free, or when its delay is over.
+inline bool queued(RowState s) { return s == RowState::kFree || s == RowState::kDelayed; }
 
 struct RowEntry {
   RowId id = 0;

@@ -119,6 +119,12 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
   }
 }
 
+void QueueTableImpl::claim_row(TableState& st, RowEntry& e, const Consumer* claimer) {
+  set_state(e, RowState::kClaimedForDelete);
+  e.owner = claimer;
+  st.claims[claimer].push_back(e.id);
+}
+
 void QueueTableImpl::unclaim(TableState& st, RowEntry& e) {
   if (st.delay_tokens.count(e.id)) {  // its deadline is still ahead: it returns then
     set_state(e, RowState::kDelayed);
@@ -431,11 +437,8 @@ bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
     if (e->owner == viewer && e->state == RowState::kClaimedForDelete) return true;
     bool owned_by_viewer = viewer && e->state == RowState::kOwned && e->owner == viewer;
     if (owned_table && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
-    const bool queued = e->state == RowState::kFree || e->state == RowState::kDelayed;
-    if (!queued && !owned_by_viewer) return false;
-    set_state(*e, RowState::kClaimedForDelete);
-    e->owner = viewer;
-    st->claims[viewer].push_back(id);
+    if (!queued(e->state) && !owned_by_viewer) return false;
+    claim_row(*st, *e, viewer);
   }
   if (viewer) {
     auto tables = viewer->impl().claim_tables.lock();
