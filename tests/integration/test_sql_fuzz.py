@@ -202,10 +202,14 @@ class Fuzzer:
                 try:
                     with k.cursor() as cur:
                         cur.execute(f"KILL QUERY {rng.choice(ids)}")
-                except pymysql.err.MySQLError:
+                except (pymysql.err.MySQLError, AttributeError) as e:
+                    # kill9() closes this connection from another thread: pymysql then fails
+                    # with AttributeError (its socket became None mid-call) or a MySQLError.
                     if self.server_killed:
                         return
-                    # else the connection has just gone (ER_NO_SUCH_THREAD)
+                    if not isinstance(e, pymysql.err.MySQLError):
+                        raise
+                    # else the worker's connection has just gone (ER_NO_SUCH_THREAD)
 
     def report(self):
         assert not self.failures, "\n".join(self.failures[:5]) + f"\n(seed {SEED})"
