@@ -14,7 +14,7 @@ ConnectionState* find_connection_state(THD* thd) {
 ConnectionState& connection_state(THD* thd) {
   ConnectionState* s = find_connection_state(thd);
   if (!s) {
-    s = new ConnectionState();
+    s = new ConnectionState(thd_get_thread_id(thd));
     // Setting ha_data also makes the server call kill_query/close_connection for this THD.
     thd_set_ha_data(thd, queue_hton, s);
   }

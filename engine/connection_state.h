@@ -24,6 +24,8 @@ struct PendingRelay {
 
 class ConnectionState {
  public:
+  // connection_id: the THD's, as CONNECTION_ID() and SHOW PROCESSLIST give it.
+  explicit ConnectionState(uint64_t connection_id) : consumer_(connection_id) {}
   q4m::Consumer& consumer() { return consumer_; }
 
   // "db.table" of the owned row's table as queue_wait() was given it, for messages about

@@ -50,10 +50,11 @@ bool may_see(THD* thd, const std::string& db, const std::string& name) {
   return !check_table_access(thd, SELECT_ACL, &tl, true, 1, true);
 }
 
-// Data files live at ./<db>/<table>.Q4M relative to the datadir (the server's cwd),
-// the same paths the handler gives the registry.
-int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
-  TABLE* t = tables->table;
+// Calls fn(db, name, table) for each QUEUE table in the data directory that the user may
+// SELECT from. Data files live at ./<db>/<table>.Q4M relative to the datadir (the server's
+// cwd), the same paths the handler gives the registry. Returns fn's first nonzero result.
+template <typename Fn>
+int for_each_queue_table(THD* thd, Fn fn) {
   const std::string ext = q4m::kDataFileExtension;
   std::error_code ec;
   for (const fs::directory_entry& db_dir : fs::directory_iterator(".", ec)) {
@@ -78,32 +79,86 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
                             st.message().c_str());
         continue;
       }
-      q4m::TableInfo info = queue->info();
-
-      t->field[kSchema]->store(db.c_str(), db.size(), system_charset_info);
-      t->field[kName]->store(name.c_str(), name.size(), system_charset_info);
-      t->field[kRows]->store(info.rows, true);
-      t->field[kOwnedRows]->store(info.owned_rows, true);
-      t->field[kWaiters]->store(info.waiters, true);
-      t->field[kFileBytes]->store(info.file_bytes, true);
-      t->field[kRemovedBytes]->store(info.removed_bytes, true);
-      t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
-      t->field[kNextRowid]->store(info.next_rowid, true);
-      t->field[kDelayedRows]->store(info.delayed_rows, true);
-      if (schema_table_store_record(thd, t)) return 1;
+      if (int rc = fn(db, name, *queue)) return rc;
     }
   }
   return 0;
 }
 
+void store_name(TABLE* t, int schema_field, const std::string& db, const std::string& name) {
+  t->field[schema_field]->store(db.c_str(), db.size(), system_charset_info);
+  t->field[schema_field + 1]->store(name.c_str(), name.size(), system_charset_info);
+}
+
+int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
+  TABLE* t = tables->table;
+  return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
+    q4m::TableInfo info = queue.info();
+    store_name(t, kSchema, db, name);
+    t->field[kRows]->store(info.rows, true);
+    t->field[kOwnedRows]->store(info.owned_rows, true);
+    t->field[kWaiters]->store(info.waiters, true);
+    t->field[kFileBytes]->store(info.file_bytes, true);
+    t->field[kRemovedBytes]->store(info.removed_bytes, true);
+    t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
+    t->field[kNextRowid]->store(info.next_rowid, true);
+    t->field[kDelayedRows]->store(info.delayed_rows, true);
+    return schema_table_store_record(thd, t) ? 1 : 0;
+  });
+}
+
+enum OwnedColumn { kOwnedSchema, kOwnedName, kRowId, kConnectionId, kDeliveryCount, kOwnedMs, kRowAgeMs,
+                   kLeaseLeftMs };
+
+ST_FIELD_INFO queue_owned_rows_fields[] = {
+    Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
+    Show::Column("TABLE_NAME", Show::Name(), NOT_NULL),
+    Show::Column("ROW_ID", Show::ULonglong(), NOT_NULL),
+    Show::Column("CONNECTION_ID", Show::ULonglong(), NOT_NULL),
+    Show::Column("DELIVERY_COUNT", Show::ULonglong(), NOT_NULL),
+    Show::Column("OWNED_MS", Show::ULonglong(), NOT_NULL),
+    Show::Column("ROW_AGE_MS", Show::ULonglong(), NOT_NULL),
+    Show::Column("LEASE_LEFT_MS", Show::ULonglong(), NULLABLE),
+    Show::CEnd()};
+
+int fill_queue_owned_rows(THD* thd, TABLE_LIST* tables, Item*) {
+  TABLE* t = tables->table;
+  return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
+    for (const q4m::OwnedRowInfo& r : queue.owned_rows()) {
+      store_name(t, kOwnedSchema, db, name);
+      t->field[kRowId]->store(r.id, true);
+      t->field[kConnectionId]->store(r.connection_id, true);
+      t->field[kDeliveryCount]->store(r.deliveries, true);
+      t->field[kOwnedMs]->store(r.owned_ms, true);
+      t->field[kRowAgeMs]->store(r.row_age_ms, true);
+      if (r.lease_left_ms < 0) {
+        t->field[kLeaseLeftMs]->set_null();
+      } else {
+        t->field[kLeaseLeftMs]->set_notnull();
+        t->field[kLeaseLeftMs]->store(r.lease_left_ms, true);
+      }
+      if (schema_table_store_record(thd, t)) return 1;
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 st_mysql_information_schema queue_tables_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
+st_mysql_information_schema queue_owned_rows_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
 
 int queue_tables_init(void* p) {
   ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
   schema->fields_info = queue_tables_fields;
   schema->fill_table = fill_queue_tables;
+  return 0;
+}
+
+int queue_owned_rows_init(void* p) {
+  ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
+  schema->fields_info = queue_owned_rows_fields;
+  schema->fill_table = fill_queue_owned_rows;
   return 0;
 }
 

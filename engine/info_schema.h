@@ -1,9 +1,12 @@
 // INFORMATION_SCHEMA.QUEUE_TABLES: one row per QUEUE table in the data directory.
+// INFORMATION_SCHEMA.QUEUE_OWNED_ROWS: one row per row a connection owns (queue_wait).
 #pragma once
 
 namespace q4m_engine {
 
 extern struct st_mysql_information_schema queue_tables_descriptor;
 int queue_tables_init(void* p);
+extern struct st_mysql_information_schema queue_owned_rows_descriptor;
+int queue_owned_rows_init(void* p);
 
 }  // namespace q4m_engine

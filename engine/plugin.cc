@@ -1,5 +1,5 @@
 // The library's plugins: the QUEUE storage engine, INFORMATION_SCHEMA.QUEUE_TABLES and
-// the queue_* SQL functions, in one maria_declare_plugin list (one .so, one INSTALL SONAME).
+// QUEUE_OWNED_ROWS, and the queue_* SQL functions, in one maria_declare_plugin list (one .so, one INSTALL SONAME).
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -145,6 +145,10 @@ maria_declare_plugin(queue){
 {
     MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_tables_descriptor, "QUEUE_TABLES", kAuthor,
     "Per-table state of QUEUE tables", PLUGIN_LICENSE_GPL, queue_tables_init, nullptr,
+    kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
+{
+    MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_owned_rows_descriptor, "QUEUE_OWNED_ROWS", kAuthor,
+    "Rows of QUEUE tables that connections own", PLUGIN_LICENSE_GPL, queue_owned_rows_init, nullptr,
     kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
     Q4M_FUNCTION(queue_wait_plugin, "queue_wait", "queue_wait(tbl [, tbl ...] [, timeout])"),
     Q4M_FUNCTION(queue_wait_batch_plugin, "queue_wait_batch", "queue_wait_batch(tbl, max_rows [, timeout])"),

@@ -31,10 +31,11 @@ void Consumer::Impl::table_dropped(const std::string& message) {
   wake.notify_one();
 }
 
-Consumer::Consumer() : impl_(new Impl(this)) {}
+Consumer::Consumer(uint64_t connection_id) : impl_(new Impl(this, connection_id)) {}
 
 Consumer::~Consumer() { release(); }
 
+uint64_t Consumer::connection_id() const { return impl_->connection_id; }
 bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }

@@ -26,7 +26,8 @@ struct WaitYield {
 
 class Consumer {
  public:
-  Consumer();
+  // connection_id: who this consumer is, as listed by QueueTable::owned_rows().
+  explicit Consumer(uint64_t connection_id = 0);
   ~Consumer();  // returns the owned row (and rows claimed for delete) to their queues
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -86,6 +87,7 @@ class Consumer {
   // statement does not abort a new one.
   void clear_interrupt();
 
+  uint64_t connection_id() const;
   bool owner_mode() const;
   QueueTable* owned_table() const;  // null if not in owner mode
   RowId owned_rowid() const;        // 0 if not in owner mode; the lowest of a batch

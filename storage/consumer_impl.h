@@ -16,7 +16,7 @@ namespace q4m {
 class QueueTableImpl;
 
 struct Consumer::Impl {
-  explicit Impl(Consumer* owner) : self(owner) {}
+  Impl(Consumer* owner, uint64_t connection) : self(owner), connection_id(connection) {}
 
   struct Mailbox {
     bool waiting = false;   // accepting a row: hand-off allowed
@@ -38,6 +38,7 @@ struct Consumer::Impl {
   void table_dropped(const std::string& message);
 
   Consumer* const self;
+  const uint64_t connection_id;
   Guarded<Mailbox> mailbox;
   std::condition_variable wake;
 
@@ -69,6 +70,9 @@ struct Consumer::Impl {
   // rows of a batch share one lease, and each row's deadline returns it once any has expired.
   mutable std::atomic<LeaseClock::rep> lease_at{0};
   mutable std::atomic<uint64_t> expired_token{0};
+  // When the owned row (a batch: its first row) was handed out, in LeaseClock ticks;
+  // written under the owned table's state lock (give_row), read by owned_rows().
+  mutable std::atomic<LeaseClock::rep> owned_since{0};
 
   // Tables in which this consumer holds delete claims (returned by release()).
   Guarded<std::vector<std::weak_ptr<QueueTableImpl>>> claim_tables;

@@ -43,6 +43,16 @@ struct TableInfo {
   uint64_t dropped_tail_bytes = 0;  // torn tail cut off by crash recovery at open
 };
 
+// A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
+struct OwnedRowInfo {
+  RowId id = 0;
+  uint64_t connection_id = 0;  // the owning Consumer's (Consumer(connection_id))
+  uint32_t deliveries = 0;     // this delivery included
+  uint64_t row_age_ms = 0;     // since its INSERT
+  uint64_t owned_ms = 0;       // since it was handed out (a batch: since its first row)
+  int64_t lease_left_ms = -1;  // until its lease runs out (0 = due now); -1 = no lease
+};
+
 class QueueTable {
  public:
   virtual ~QueueTable() = default;
@@ -95,6 +105,10 @@ class QueueTable {
   virtual void set_message_ttl(std::chrono::milliseconds ttl) = 0;
 
   virtual TableInfo info() = 0;
+  // The rows connections own now, in row-id order (rows claimed by a running DELETE are
+  // not listed). Not one atomic snapshot: the index is read in slices, the lock released
+  // between them, and the walk stops once it has met as many held rows as the table counts.
+  virtual std::vector<OwnedRowInfo> owned_rows() = 0;
   virtual TableCounters& counters() = 0;
   virtual const std::string& path() const = 0;
 };

@@ -241,4 +241,49 @@ TableInfo QueueTableImpl::info() {
   return i;
 }
 
+namespace {
+
+// Milliseconds from `from` to `to` (LeaseClock ticks); 0 if `to` is not later.
+uint64_t ms_between(LeaseClock::rep from, LeaseClock::rep to) {
+  if (to <= from) return 0;
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(LeaseClock::duration(to - from)).count());
+}
+
+}  // namespace
+
+std::vector<OwnedRowInfo> QueueTableImpl::owned_rows() {
+  // Slices keep the state lock short however long the index: consumers go on meanwhile.
+  constexpr size_t kSlice = 4096;
+  std::vector<OwnedRowInfo> out;
+  RowId after = 0;
+  uint64_t held_seen = 0;
+  for (bool more = true; more;) {
+    auto st = state_.lock();
+    const uint64_t wall = now_ms();
+    const LeaseClock::rep now = LeaseClock::now().time_since_epoch().count();
+    size_t pos = st->index.lower_bound(after + 1);
+    const size_t end = std::min(st->index.end_pos(), pos + kSlice);
+    for (; pos < end; pos++) {
+      const RowEntry& e = st->index.at(pos);
+      after = e.id;
+      if (!held_by_connection(e.state)) continue;
+      held_seen++;
+      if (e.state != RowState::kOwned || !e.owner) continue;
+      const Consumer::Impl& c = e.owner->impl();  // alive: it gives its rows back before it goes
+      OwnedRowInfo r;
+      r.id = e.id;
+      r.connection_id = c.connection_id;
+      r.deliveries = e.deliveries;
+      r.row_age_ms = wall > e.time_ms ? wall - e.time_ms : 0;
+      const LeaseClock::rep since = c.owned_since.load(std::memory_order_relaxed);
+      r.owned_ms = since > 0 ? ms_between(since, now) : 0;
+      if (c.lease_token.load() != 0) r.lease_left_ms = static_cast<int64_t>(ms_between(now, c.lease_at.load()));
+      out.push_back(r);
+    }
+    more = pos < st->index.end_pos() && held_seen < owned_.load();
+  }
+  return out;
+}
+
 }  // namespace q4m

@@ -189,6 +189,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
   void set_message_ttl(std::chrono::milliseconds ttl) override;
   TableInfo info() override;
+  std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
   const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
 

@@ -157,6 +157,7 @@ void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry&
   set_state(e, RowState::kOwned);
   e.owner = c.self;
   e.deliveries = static_cast<uint16_t>(deliveries);
+  if (!c.taking_more) c.owned_since.store(LeaseClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   // c is out of owner mode (its lease token and expired flag are clear, leave_owner_mode),
   // or adding to a batch, whose rows share the first one's lease.
   if (const int64_t ms = c.lease_ms.load(); ms > 0) {
