@@ -31,8 +31,8 @@ TOOL_LIBS := $(shell mariadb_config --libs 2>/dev/null) -pthread
 BENCH_SRC := $(wildcard tools/bench/*.cc)
 FORWARD_SRC := $(wildcard tools/forward/*.cc)
 TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/bin/q4m-forward)
-# Client programs the integration tests drive (binary-protocol consumer).
-TEST_CLIENTS := $(BUILD)/tests/ps_consumer
+# Client programs the integration tests drive (binary-protocol consumer, scripted session).
+TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client
 
 .PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean
 all: plugin tools unit-tests test-clients
@@ -78,6 +78,9 @@ $(BUILD)/bin/q4m-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h tools/common/*.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $(BENCH_SRC) -o $@ $(TOOL_LIBS)
 $(BUILD)/tests/ps_consumer: tests/integration/ps_consumer.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(TOOL_CXXFLAGS) $< -o $@ $(TOOL_LIBS)
+$(BUILD)/tests/session_client: tests/integration/session_client.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $< -o $@ $(TOOL_LIBS)
 $(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/common/*.h)

@@ -2,19 +2,36 @@
 #include <my_global.h>
 #include <sql_class.h>
 
+#include <atomic>
+
 #include "connection_state.h"
 #include "plugin.h"
+#include "sysvars.h"
 
 namespace q4m_engine {
 
-ConnectionState* find_connection_state(THD* thd) {
+namespace {
+std::atomic<uint64_t> last_mark{0};
+}  // namespace
+
+ConnectionState* peek_connection_state(THD* thd) {
   return static_cast<ConnectionState*>(thd_get_ha_data(thd, queue_hton));
+}
+
+ConnectionState* find_connection_state(THD* thd) {
+  ConnectionState* s = peek_connection_state(thd);
+  if (s && session_mark(thd) != s->mark()) {  // reset by a connection pool since
+    destroy_connection_state(thd);
+    return nullptr;
+  }
+  return s;
 }
 
 ConnectionState& connection_state(THD* thd) {
   ConnectionState* s = find_connection_state(thd);
   if (!s) {
-    s = new ConnectionState(thd_get_thread_id(thd));
+    s = new ConnectionState(thd_get_thread_id(thd), ++last_mark);
+    set_session_mark(thd, s->mark());
     // Setting ha_data also makes the server call kill_query/close_connection for this THD.
     thd_set_ha_data(thd, queue_hton, s);
   }
@@ -22,7 +39,7 @@ ConnectionState& connection_state(THD* thd) {
 }
 
 void destroy_connection_state(THD* thd) {
-  ConnectionState* s = find_connection_state(thd);
+  ConnectionState* s = peek_connection_state(thd);
   if (!s) return;
   // thd_set_ha_data takes LOCK_thd_data, which a concurrent KILL holds while it calls
   // kill_query: once this returns no killer can still be using `s`.

@@ -25,7 +25,9 @@ struct PendingRelay {
 class ConnectionState {
  public:
   // connection_id: the THD's, as CONNECTION_ID() and SHOW PROCESSLIST give it.
-  explicit ConnectionState(uint64_t connection_id) : consumer_(connection_id) {}
+  ConnectionState(uint64_t connection_id, uint64_t mark) : consumer_(connection_id), mark_(mark) {}
+  // Unique per state, kept in the session's hidden queue_session_mark variable.
+  uint64_t mark() const { return mark_; }
   q4m::Consumer& consumer() { return consumer_; }
 
   // "db.table" of the owned row's table as queue_wait() was given it, for messages about
@@ -55,16 +57,22 @@ class ConnectionState {
 
  private:
   q4m::Consumer consumer_;
+  const uint64_t mark_;
   std::optional<PendingRelay> pending_relay_;
   std::string owned_label_;
   int64_t read_query_id_ = -1;
   uint64_t read_rowid_ = 0;
 };
 
-// The connection's state, or null if it never needed one.
+// The connection's state, or null if it has none. Own thread only: a connection pool's
+// COM_RESET_CONNECTION or COM_CHANGE_USER since the state was made (the session's hidden
+// mark no longer matches) ends it first, as a disconnect would: the owned row goes back to
+// its queue, delete claims and a pending queue_set_srcid() are dropped.
 ConnectionState* find_connection_state(THD* thd);
-// The connection's state, created on first use.
+// The same, created on first use.
 ConnectionState& connection_state(THD* thd);
+// Any thread (KILL): the state as it is, without the reset check.
+ConnectionState* peek_connection_state(THD* thd);
 // Connection closing: returns the owned row and claims, frees the state.
 void destroy_connection_state(THD* thd);
 

@@ -41,7 +41,7 @@ int close_connection(handlerton*, THD* thd) {
 // Called by the killer's thread with the victim's LOCK_thd_data held, and only for
 // connections whose ha_data is set.
 void kill_query(handlerton*, THD* thd, enum thd_kill_levels) {
-  if (ConnectionState* s = find_connection_state(thd)) s->consumer().interrupt();
+  if (ConnectionState* s = peek_connection_state(thd)) s->consumer().interrupt();
 }
 
 // SHOW ENGINE QUEUE STATUS: one row per global counter (Name = counter, Status = value).

@@ -101,6 +101,12 @@ MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   "CPU (yielding to runnable threads) before it sleeps; at most as many "
                   "statements spin at once as the server may use CPUs. 0 = sleep at once",
                   nullptr, update_commit_spin_us, 300, 0, 100000, 0);
+// Not a server variable (no SHOW VARIABLES, no SET): the mark of the ConnectionState this
+// session belongs to. COM_RESET_CONNECTION and COM_CHANGE_USER put every session variable
+// back to its default (0), which is how the engine learns that a pooled connection was
+// reset (connection_state.cc).
+MYSQL_THDVAR_ULONGLONG(session_mark, PLUGIN_VAR_NOSYSVAR | PLUGIN_VAR_NOCMDOPT | PLUGIN_VAR_READONLY,
+                       "Internal: the engine's per-connection state mark", nullptr, nullptr, 0, 0, ULLONG_MAX, 0);
 
 }  // namespace
 
@@ -114,6 +120,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(lease_timeout),
     MYSQL_SYSVAR(sync_removals),
     MYSQL_SYSVAR(commit_spin_us),
+    MYSQL_SYSVAR(session_mark),
     nullptr};
 
 std::chrono::milliseconds session_lease(THD* thd) {
@@ -123,6 +130,9 @@ std::chrono::milliseconds session_lease(THD* thd) {
 }
 
 bool session_sync_removals(THD* thd) { return THDVAR(thd, sync_removals); }
+
+uint64_t session_mark(THD* thd) { return THDVAR(thd, session_mark); }
+void set_session_mark(THD* thd, uint64_t mark) { THDVAR(thd, session_mark) = mark; }
 
 void apply_system_variables() {
   q4m::StorageSettings& s = q4m::settings();

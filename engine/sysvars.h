@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 class THD;
 struct st_mysql_sys_var;
@@ -21,5 +22,10 @@ std::chrono::milliseconds session_lease(THD* thd);
 
 // queue_sync_removals of this session, for Consumer::set_sync_removals.
 bool session_sync_removals(THD* thd);
+
+// A hidden session variable that COM_RESET_CONNECTION / COM_CHANGE_USER set back to 0.
+// Own thread only (reading a session variable may set up the session's copy).
+uint64_t session_mark(THD* thd);
+void set_session_mark(THD* thd, uint64_t mark);
 
 }  // namespace q4m_engine
