@@ -4,6 +4,7 @@
 #include <sql_i_s.h>
 #include <sql_parse.h>
 #include <sql_table.h>
+#include <table_cache.h>
 #include <mysql/plugin.h>
 
 #include <filesystem>
@@ -11,6 +12,8 @@
 
 #include "../storage/table_registry.h"
 #include "info_schema.h"
+#include "plugin.h"
+#include "table_options.h"
 
 bool schema_table_store_record(THD* thd, TABLE* table);
 
@@ -21,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid, kDelayedRows };
+              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows };
 
 ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -34,6 +37,7 @@ ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("OLDEST_AGE_MS", Show::ULonglong(), NOT_NULL),
     Show::Column("NEXT_ROWID", Show::ULonglong(), NOT_NULL),
     Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
     Show::CEnd()};
 
 std::string decoded_name(const std::string& file_name) {
@@ -48,6 +52,26 @@ bool may_see(THD* thd, const std::string& db, const std::string& name) {
   TABLE_LIST tl;
   tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
   return !check_table_access(thd, SELECT_ACL, &tl, true, 1, true);
+}
+
+// A table no statement has opened since the server started has not been given its options
+// yet (MAX_DELIVERIES, MESSAGE_TTL, VISIBLE_AT_COLUMN), so its counts (DEAD_ROWS) would be
+// off: give them now. Skipped while DDL holds the table (the DDL applies them).
+void apply_current_options(THD* thd, const std::string& db, const std::string& name, q4m::QueueTable& queue) {
+  MDL_request mdl;
+  MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, db.c_str(), name.c_str(), MDL_SHARED_HIGH_PRIO, MDL_EXPLICIT);
+  if (thd->mdl_context.try_acquire_lock(&mdl) || !mdl.ticket) return;
+  LEX_CSTRING db_name = {db.c_str(), db.size()};
+  LEX_CSTRING table_name = {name.c_str(), name.size()};
+  TABLE_LIST tl;
+  tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
+  if (TABLE_SHARE* share = tdc_acquire_share(thd, &tl, GTS_TABLE)) {
+    if (share->db_type() == queue_hton) apply_options(options_of(share), &queue);
+    tdc_release_share(share);
+  } else {
+    thd->clear_error();  // dropped meanwhile: listed as it was
+  }
+  thd->mdl_context.release_lock(mdl.ticket);
 }
 
 // Calls fn(db, name, table) for each QUEUE table in the data directory that the user may
@@ -79,6 +103,7 @@ int for_each_queue_table(THD* thd, Fn fn) {
                             st.message().c_str());
         continue;
       }
+      apply_current_options(thd, db, name, *queue);
       if (int rc = fn(db, name, *queue)) return rc;
     }
   }
@@ -103,6 +128,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
     t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
     t->field[kNextRowid]->store(info.next_rowid, true);
     t->field[kDelayedRows]->store(info.delayed_rows, true);
+    t->field[kDeadRows]->store(info.dead_rows, true);
     return schema_table_store_record(thd, t) ? 1 : 0;
   });
 }

@@ -152,6 +152,7 @@ maria_declare_plugin(queue){
     kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
     Q4M_FUNCTION(queue_wait_plugin, "queue_wait", "queue_wait(tbl [, tbl ...] [, timeout])"),
     Q4M_FUNCTION(queue_wait_batch_plugin, "queue_wait_batch", "queue_wait_batch(tbl, max_rows [, timeout])"),
+    Q4M_FUNCTION(queue_take_dead_plugin, "queue_take_dead", "queue_take_dead(tbl): take a dead row (MAX_DELIVERIES)"),
     Q4M_FUNCTION(queue_end_plugin, "queue_end", "queue_end(): remove the owned row"),
     Q4M_FUNCTION(queue_abort_plugin, "queue_abort", "queue_abort(): return the owned row"),
     Q4M_FUNCTION(queue_rowid_plugin, "queue_rowid", "queue_rowid(): id of the owned row"),

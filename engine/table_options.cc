@@ -14,6 +14,8 @@ ha_create_table_option queue_table_options[] = {
     HA_TOPTION_STRING("VISIBLE_AT_COLUMN", visible_at_column),
     // Up to 100 years, so that the milliseconds fit with room to spare.
     HA_TOPTION_NUMBER("MESSAGE_TTL", message_ttl, 0, 0, 3153600000ULL, 1),
+    // Delivery counts saturate at 65535.
+    HA_TOPTION_NUMBER("MAX_DELIVERIES", max_deliveries, 0, 0, 65535, 1),
     HA_TOPTION_END,
 };
 
@@ -52,12 +54,24 @@ std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHA
 bool check_options(const TABLE_SHARE* share, std::string* error) {
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
   if (!visible_at_column_of(share, &visible_at, error)) return false;
+  // The server takes a number option it cannot read (MESSAGE_TTL='2 days') for 0.
+  struct NumberOption {
+    const char* name;
+    const char* expected;
+  };
+  static const NumberOption numbers[] = {
+      {"MESSAGE_TTL", "a whole number of seconds (0 to 3153600000; 0 = never expire)"},
+      {"MAX_DELIVERIES", "a whole number of deliveries (0 to 65535; 0 = no limit)"},
+  };
   for (const engine_option_value* o = share->option_list; o; o = o->next) {
-    if (!o->value.str || my_strcasecmp(system_charset_info, o->name.str, "MESSAGE_TTL") != 0) continue;
-    const std::string text(o->value.str, o->value.length);
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-      *error = "MESSAGE_TTL: '" + text + "' is not a whole number of seconds (0 to 3153600000; 0 = never expire)";
-      return false;
+    if (!o->value.str) continue;
+    for (const NumberOption& n : numbers) {
+      if (my_strcasecmp(system_charset_info, o->name.str, n.name) != 0) continue;
+      const std::string text(o->value.str, o->value.length);
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+        *error = std::string(n.name) + ": '" + text + "' is not " + n.expected;
+        return false;
+      }
     }
   }
   return true;
@@ -66,13 +80,17 @@ bool check_options(const TABLE_SHARE* share, std::string* error) {
 QueueTableOptions options_of(const TABLE_SHARE* share) {
   QueueTableOptions o;
   o.visible_at = visible_at_column_of(share);
-  if (share->option_struct) o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
+  if (share->option_struct) {
+    o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
+    o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
+  }
   return o;
 }
 
 void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
   if (options.visible_at) queue->set_visible_at(options.visible_at);
   queue->set_message_ttl(options.message_ttl);
+  queue->set_max_deliveries(options.max_deliveries);
 }
 
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {

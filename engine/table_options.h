@@ -1,6 +1,7 @@
 // The QUEUE engine's own table options (CREATE TABLE ... ENGINE=QUEUE OPTION=value):
 //   VISIBLE_AT_COLUMN='col'  a TIMESTAMP column: its row is not handed out before that time.
 //   MESSAGE_TTL=seconds      a queued row older than this is removed (0, the default: never).
+//   MAX_DELIVERIES=n         a row back from its n-th delivery is dead (0, the default: never).
 #pragma once
 #include <my_global.h>
 #include <handler.h>
@@ -16,6 +17,7 @@
 struct ha_table_option_struct {
   const char* visible_at_column;
   ulonglong message_ttl;  // seconds
+  ulonglong max_deliveries;
 };
 
 namespace q4m_engine {
@@ -38,6 +40,7 @@ bool check_options(const TABLE_SHARE* share, std::string* error);
 struct QueueTableOptions {
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // null if not set
   std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
+  uint32_t max_deliveries = 0;                             // 0: no limit
 };
 QueueTableOptions options_of(const TABLE_SHARE* share);
 // Hands them to the queue. Called whenever a statement opens the table (the queue may have
@@ -45,7 +48,7 @@ QueueTableOptions options_of(const TABLE_SHARE* share);
 void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
 
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
-// options that the queue reads at open changed (MESSAGE_TTL). VISIBLE_AT_COLUMN decides which
+// options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES). VISIBLE_AT_COLUMN decides which
 // queued rows start delayed, so changing it copies the rows.
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 

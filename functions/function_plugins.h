@@ -8,6 +8,7 @@ namespace q4m_functions {
 
 extern Plugin_function queue_wait_plugin;
 extern Plugin_function queue_wait_batch_plugin;
+extern Plugin_function queue_take_dead_plugin;
 extern Plugin_function queue_end_plugin;
 extern Plugin_function queue_abort_plugin;
 extern Plugin_function queue_rowid_plugin;

@@ -2,6 +2,7 @@
 // and take ownership of the next row of the first listed table that has one.
 // queue_wait_batch(tbl, max_rows [, timeout]): the same on one table, taking up to
 // max_rows rows at once.
+// queue_take_dead(tbl): the same, without waiting, for the table's dead rows (MAX_DELIVERIES).
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -174,9 +175,68 @@ class Create_func_queue_wait_batch : public Create_native_func {
 
 Create_func_queue_wait_batch Create_func_queue_wait_batch::s_singleton;
 
+// Returns 1 if the connection now owns a dead row of the table, 0 if it has none.
+class Item_func_queue_take_dead final : public Item_queue_action {
+ public:
+  Item_func_queue_take_dead(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+
+  LEX_CSTRING func_name_cstring() const override {
+    static LEX_CSTRING name = {STRING_WITH_LEN("queue_take_dead")};
+    return name;
+  }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 1;
+    return false;
+  }
+  Item* shallow_copy(THD* thd) const override {
+    return get_item_copy<Item_func_queue_take_dead>(thd, this);
+  }
+
+ protected:
+  longlong run(THD* thd) override {
+    StringBuffer<256> buf;
+    String* s = args[0]->val_str(&buf);
+    if (!s || args[0]->null_value) {
+      my_printf_error(ER_WRONG_ARGUMENTS, "queue_take_dead(): argument 1: table name is NULL", MYF(0));
+      return 0;
+    }
+    const std::string text(s->ptr(), s->length());
+    ResolvedTable t;
+    TableArgument a{"queue_take_dead", 1, text, false, SELECT_ACL | DELETE_ACL};
+    if (!resolve_table(thd, a, &t)) return 0;
+    q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
+    q4m::Consumer* consumer = consumer_for_wait(thd, cs);
+    if (!consumer) return 0;
+    bool taken = false;
+    q4m::Status st = consumer->take_dead(t.subscription.table, &taken);
+    if (!st.ok()) {
+      raise_wait_error("queue_take_dead", cs, st, {t.subscription}, {t.label});
+      return 0;
+    }
+    if (taken) cs.set_owned_label(std::move(t.label));
+    return taken ? 1 : 0;
+  }
+};
+
+class Create_func_queue_take_dead : public Create_native_func {
+ public:
+  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
+    if (!args || args->elements != 1) {
+      raise_argument_count_error("queue_take_dead() takes 1 argument (table)");
+      return nullptr;
+    }
+    mark_statement_side_effects(thd);
+    return new (thd->mem_root) Item_func_queue_take_dead(thd, *args);
+  }
+  static Create_func_queue_take_dead s_singleton;
+};
+
+Create_func_queue_take_dead Create_func_queue_take_dead::s_singleton;
+
 }  // namespace
 
 Plugin_function queue_wait_plugin(&Create_func_queue_wait::s_singleton);
+Plugin_function queue_take_dead_plugin(&Create_func_queue_take_dead::s_singleton);
 Plugin_function queue_wait_batch_plugin(&Create_func_queue_wait_batch::s_singleton);
 
 }  // namespace q4m_functions

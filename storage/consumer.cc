@@ -63,6 +63,14 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.expired_token.store(0);
 }
 
+// After a row of `table` was handed to c's wait (mailbox `handed`).
+void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& table, const Consumer::Impl::Mailbox& handed) {
+  c.owned = std::static_pointer_cast<QueueTableImpl>(table);
+  c.owned_rowid.store(handed.handed_rowid);
+  c.owned_deliveries = handed.handed_deliveries;
+  c.owned_table.store(c.owned.get());
+}
+
 // Gives every owned row still held back to the queue (those a lease expiry returned
 // already, or a DELETE removed, are skipped by abort_row).
 void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
@@ -259,11 +267,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   for (QueueTableImpl* t : registered) t->unregister(c);
 
   if (result.handed) {
-    const Subscription& sub = subs[static_cast<size_t>(result.handed_sub)];
-    c.owned = std::static_pointer_cast<QueueTableImpl>(sub.table);
-    c.owned_rowid.store(result.handed_rowid);
-    c.owned_deliveries = result.handed_deliveries;
-    c.owned_table.store(c.owned.get());
+    enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
     *index = result.handed_sub + 1;
     return Status::Ok();
   }
@@ -309,6 +313,35 @@ Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chron
       c.batch_deliveries.push_back(r.second);
     }
     c.owned_rowid.store(rows.front().first);
+  }
+  return Status::Ok();
+}
+
+Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken) {
+  Impl& c = *impl_;
+  *taken = false;
+  if (!table) return Status(ErrorCode::kInvalid, "queue_take_dead(): null table");
+  {
+    auto mb = c.mailbox.lock();
+    if (mb->interrupt_pending) return take_interrupt(*mb);
+    *mb = Impl::Mailbox();
+  }
+  if (c.owned) {
+    Status s = end();
+    if (!s.ok()) return s;
+  }
+  c.mailbox.lock()->waiting = true;
+  const QueueTableImpl::Take r = impl_of(table.get())->take_dead(c);
+  Impl::Mailbox result;
+  {
+    auto mb = c.mailbox.lock();
+    mb->waiting = false;
+    result = *mb;
+  }
+  if (r == QueueTableImpl::Take::kDropped) return Status(ErrorCode::kDropped, "file " + table->path() + ": table was dropped");
+  if (result.handed) {
+    enter_owner_mode(c, table, result);
+    *taken = true;
   }
   return Status::Ok();
 }

@@ -51,6 +51,12 @@ class Consumer {
   Status wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout, size_t* taken,
                     const WaitYield* yield = nullptr);
 
+  // queue_take_dead(): like wait() with no wait, on the dead rows of `table` (see
+  // QueueTable::set_max_deliveries): first removes the owned row, then takes the oldest dead
+  // row, if any (*taken). The row is owned as any other: end() removes it, abort() returns
+  // it to the dead rows, its lease applies.
+  Status take_dead(const std::shared_ptr<QueueTable>& table, bool* taken);
+
   // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
   // with another consumer): kLeaseExpired, and owner mode is left all the same.

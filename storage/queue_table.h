@@ -35,6 +35,7 @@ struct TableInfo {
   uint64_t rows = 0;           // live rows (owned included)
   uint64_t owned_rows = 0;
   uint64_t delayed_rows = 0;   // not handed out before a time (queue_abort delay, VISIBLE_AT_COLUMN)
+  uint64_t dead_rows = 0;      // back after MAX_DELIVERIES deliveries (set_max_deliveries)
   uint64_t waiters = 0;
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction
@@ -103,6 +104,14 @@ class QueueTable {
   // returns. The removal asks for no sync of its own: after a crash that loses it, the row
   // is expired again. The latest call wins (an ALTER TABLE may change the TTL).
   virtual void set_message_ttl(std::chrono::milliseconds ttl) = 0;
+  // The engine's MAX_DELIVERIES (0 = no limit): a row handed out `max` times that comes back
+  // to the queue (an abort, with or without a delay, a disconnect, an expired lease) is dead:
+  // it stays in the table, visible and deletable, but only Consumer::take_dead() hands it
+  // out. Its state follows from its delivery count, which the file keeps (RETURN records),
+  // so it is dead again after a restart. Queued rows are sorted out again at each call: a
+  // higher limit (or 0) brings dead rows below it back to the queue, a lower one kills the
+  // queued rows at or above it. The latest call wins.
+  virtual void set_max_deliveries(uint32_t max) = 0;
 
   virtual TableInfo info() = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are

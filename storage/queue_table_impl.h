@@ -73,6 +73,9 @@ struct TableState {
   std::unordered_map<RowId, DelayToken> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
   uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
+  uint32_t max_deliveries = 0;  // set_max_deliveries(); 0 = no limit
+  // A row back from its max_deliveries-th delivery is dead, not queued again.
+  bool dies(const RowEntry& e) const { return max_deliveries != 0 && e.deliveries >= max_deliveries; }
   bool ttl_watched = false;  // the reaper knows when the oldest queued row expires (expiry.cc)
   bool delay_is_live(const LeaseDeadline& d) const {
     auto it = delay_tokens.find(d.id);
@@ -188,6 +191,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Status compact() override;
   void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
   void set_message_ttl(std::chrono::milliseconds ttl) override;
+  void set_max_deliveries(uint32_t max) override;
   TableInfo info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
@@ -197,6 +201,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped };
   // Gives the first Free row matching `filter` to `c` (if c is still waiting), else
   // registers `c` as a waiter when `register_waiter`.
+  // The oldest dead row (dead_letters.cc): kTaken, kNone or kDropped; never registers.
+  Take take_dead(Consumer::Impl& c);
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
@@ -286,7 +292,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // table_handoff.cc (state_ held)
   // Every change of a live row's state goes through count_state_change(), which keeps the
-  // owned_ and delayed_ mirrors in step (a removal from the index counts as `to` kRemoved);
+  // owned_, delayed_ and dead_ mirrors in step (a removal from the index counts as `to` kRemoved);
   // set_state() also makes the change.
   void count_state_change(RowState from, RowState to);
   void set_state(RowEntry& e, RowState to) {
@@ -337,6 +343,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
+  std::atomic<uint64_t> dead_{0};     // rows in kDead
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
   std::atomic<bool> lease_watched_{false};  // handed to the LeaseReaper (once)

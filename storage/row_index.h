@@ -16,12 +16,15 @@ class Consumer;
 
 // kDelayed: queued and visible, but not handed out before a time (queue_abort with a delay,
 // or a VISIBLE_AT_COLUMN time in the future); no connection holds it.
-enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDelayed };
+// kDead: came back to the queue after MAX_DELIVERIES deliveries; visible and deletable, but
+// handed out only by queue_take_dead() (a dead letter).
+enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDelayed, kDead };
 
 // Held by a connection: counted in the table's owned rows and hidden from other connections.
 inline bool held_by_connection(RowState s) { return s == RowState::kOwned || s == RowState::kClaimedForDelete; }
-// In the queue, held by no one: taken when free, or when its delay is over.
-inline bool queued(RowState s) { return s == RowState::kFree || s == RowState::kDelayed; }
+// In the queue, held by no one: taken when free, or when its delay is over; a dead one only
+// by queue_take_dead().
+inline bool queued(RowState s) { return s == RowState::kFree || s == RowState::kDelayed || s == RowState::kDead; }
 
 struct RowEntry {
   RowId id = 0;

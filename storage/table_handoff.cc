@@ -53,15 +53,23 @@ void QueueTableImpl::count_state_change(RowState from, RowState to) {
   // One net change per mirror, so a lock-free reader never sees a transient count.
   const int owned = int{held_by_connection(to)} - int{held_by_connection(from)};
   const int delayed = int{to == RowState::kDelayed} - int{from == RowState::kDelayed};
+  const int dead = int{to == RowState::kDead} - int{from == RowState::kDead};
   if (owned > 0) owned_.fetch_add(1);
   if (owned < 0) owned_.fetch_sub(1);
   if (delayed > 0) delayed_.fetch_add(1);
   if (delayed < 0) delayed_.fetch_sub(1);
+  if (dead > 0) dead_.fetch_add(1);
+  if (dead < 0) dead_.fetch_sub(1);
 }
 
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   if (st.ttl_ms != 0 && claim_if_expired(st, e, now_ms())) {
     watch_deadline(LeaseClock::now());  // the reaper's next pass removes it (remove_expired)
+    return;
+  }
+  if (st.dies(e)) {
+    set_state(e, RowState::kDead);
+    e.owner = nullptr;
     return;
   }
   st.free_epoch++;  // filtered scans in progress must not move their cursor past it
@@ -410,7 +418,7 @@ bool QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::millise
   if (!e || e->owner != c || e->state != RowState::kOwned) return false;
   c->impl().lease_token.store(0);
   *returned = fmt::ReturnedRow{id, e->deliveries, 0};
-  if (delay.count() > 0)
+  if (delay.count() > 0 && !st->dies(*e))  // a dead row waits for no retry
     returned->due_ms = delay_row(*st, *e, delay);
   else
     row_became_free(*st, *e);  // may hand it out at once: *returned was taken before

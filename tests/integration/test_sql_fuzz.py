@@ -28,7 +28,7 @@ ODD_VALUES = ["0", "1", "-1", "NULL", "'1'", "'abc'", "18446744073709551615", "1
               "(SELECT 1)", "id", "@unset", "CAST(1 AS DATETIME)", "X'00ff'", "REPEAT('q', 70000)"]
 # queue_wait()'s last argument: never one that blocks for long (the test must not hang itself).
 LAST_WAIT_ARGS = ["0", "0.05", "0.01", "-1", "NULL", "'abc'", "-0", "1e-300", "(SELECT 0)", "@unset", "''"]
-FUNCTIONS = ["queue_end", "queue_abort", "queue_rowid", "queue_delivery_count", "queue_renew_lease",
+FUNCTIONS = ["queue_end", "queue_abort", "queue_take_dead", "queue_rowid", "queue_delivery_count", "queue_renew_lease",
              "queue_set_srcid", "queue_compact", "queue_stats"]
 OTHER_STATEMENTS = [
     "DELETE FROM q1 LIMIT 1", "UPDATE q1 SET id = 1", "SELECT COUNT(*) FROM q1",
@@ -44,6 +44,7 @@ OTHER_STATEMENTS = [
     "CREATE TEMPORARY TABLE tq (v INT) ENGINE=QUEUE", "DROP TEMPORARY TABLE IF EXISTS tq",
     "SET SESSION queue_lease_timeout = 0.01", "SET SESSION queue_lease_timeout = 0",
     "SET SESSION queue_lease_timeout = -3", "SET SESSION queue_lease_timeout = 'x'",
+    "ALTER TABLE q2 MAX_DELIVERIES=1", "ALTER TABLE q2 MAX_DELIVERIES=0", "ALTER TABLE q2 MAX_DELIVERIES=3",
 ]
 LOST = (2006, 2013, 2003)
 CRASHED = (1194, 1195)  # ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR
@@ -98,7 +99,7 @@ def processlist(server):
 def create_tables(server):
     server.sql("CREATE DATABASE fz")
     server.sql("CREATE TABLE fz.q1 (id INT, s VARCHAR(20), d DOUBLE, t DATETIME, b BLOB) ENGINE=QUEUE")
-    server.sql("CREATE TABLE fz.q2 (v BIGINT UNSIGNED NOT NULL, j TEXT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE fz.q2 (v BIGINT UNSIGNED NOT NULL, j TEXT) ENGINE=QUEUE MAX_DELIVERIES=2")
     server.sql("CREATE TABLE fz.inn (v INT) ENGINE=InnoDB")
     server.sql("CREATE VIEW fz.vq AS SELECT * FROM fz.q1")
 

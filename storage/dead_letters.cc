@@ -1,0 +1,39 @@
+// MAX_DELIVERIES: a row handed out that many times that comes back to the queue is dead (SQS's
+// redrive to a dead-letter queue, kept inside the table so that the move is atomic): it stays
+// visible and deletable, and only queue_take_dead() hands it out. Dying happens where every
+// returning row passes (row_became_free, and abort_row for a delayed abort); the delivery
+// count it follows from is in the file (RETURN records), so set_max_deliveries() at open
+// finds the dead rows again after a restart.
+#include "consumer_impl.h"
+#include "queue_table_impl.h"
+
+namespace q4m {
+
+void QueueTableImpl::set_max_deliveries(uint32_t max) {
+  auto st = state_.lock();
+  if (st->max_deliveries == max || st->dropped) return;
+  st->max_deliveries = max;
+  // Sorts every queued row again (O(rows), at open and at an ALTER that changes the limit).
+  for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
+    RowEntry& e = st->index.at(pos);
+    if (e.state == RowState::kDead) {
+      if (!st->dies(e)) row_became_free(*st, e);  // back in the queue, perhaps to a waiter
+    } else if ((e.state == RowState::kFree || e.state == RowState::kDelayed) && st->dies(e)) {
+      if (e.state == RowState::kDelayed) st->delay_tokens.erase(e.id);  // its deadline goes stale
+      set_state(e, RowState::kDead);
+    }
+  }
+}
+
+QueueTableImpl::Take QueueTableImpl::take_dead(Consumer::Impl& c) {
+  auto st = state_.lock();
+  if (st->dropped) return Take::kDropped;
+  if (dead_.load() == 0) return Take::kNone;
+  for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
+    RowEntry& e = st->index.at(pos);
+    if (e.state == RowState::kDead) return take_locked(*st, c, 0, e);
+  }
+  return Take::kNone;
+}
+
+}  // namespace q4m

@@ -1,0 +1,192 @@
+// MAX_DELIVERIES (QueueTable::set_max_deliveries, Consumer::take_dead): a row back from its
+// last allowed delivery is dead: kept, visible, deletable, handed out by take_dead() only.
+#include <thread>
+
+#include "check.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Takes the first row with a new consumer and gives it back `times` times.
+void deliver_and_abort(const std::shared_ptr<QueueTable>& t, int times) {
+  for (int i = 0; i < times; i++) {
+    Consumer c;
+    if (!take(c, t)) return;
+    (void)c.abort();
+  }
+}
+
+bool take_dead(Consumer& c, const std::shared_ptr<QueueTable>& t) {
+  bool taken = false;
+  return c.take_dead(t, &taken).ok() && taken;
+}
+
+}  // namespace
+
+TEST(a_row_back_from_its_last_delivery_is_dead_and_only_take_dead_hands_it_out) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"poison"}, &ids);
+  REQUIRE(t);
+  t->set_max_deliveries(2);
+  deliver_and_abort(t, 1);
+  CHECK_EQ(t->info().dead_rows, 0u);  // one delivery: still queued
+  deliver_and_abort(t, 1);
+  CHECK_EQ(t->info().dead_rows, 1u);
+  CHECK_EQ(t->info().rows, 1u);
+
+  Consumer a;
+  CHECK(!take(a, t));               // a dead row is not handed out
+  CHECK_EQ(scan(*t).size(), 1u);    // but seen by scans (SELECT, DELETE)
+  REQUIRE(take_dead(a, t));
+  CHECK_EQ(a.owned_rowid(), ids[0]);
+  CHECK_EQ(a.owned_delivery_count(), 3u);
+  CHECK_EQ(t->info().dead_rows, 0u);
+  REQUIRE(a.abort().ok());          // back among the dead
+  CHECK_EQ(t->info().dead_rows, 1u);
+  REQUIRE(take_dead(a, t));
+  REQUIRE(a.end().ok());            // purged
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().dead_rows, 0u);
+  CHECK(!take_dead(a, t));
+}
+
+TEST(every_way_back_to_the_queue_kills_a_row_at_its_limit) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"delayed", "leased", "disconnected"});
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  {
+    Consumer c;
+    REQUIRE(take(c, t));
+    REQUIRE(c.abort(milliseconds(60000)).ok());  // a retry backoff: no retry is left
+  }
+  CHECK_EQ(t->info().dead_rows, 1u);
+  CHECK_EQ(t->info().delayed_rows, 0u);
+  {
+    Consumer c;
+    c.set_lease(milliseconds(20));
+    REQUIRE(take(c, t));
+    for (int i = 0; i < 5000 && t->info().dead_rows < 2; i++) std::this_thread::sleep_for(milliseconds(1));
+    CHECK_EQ(t->info().dead_rows, 2u);  // its lease ran out
+  }
+  {
+    Consumer c;
+    REQUIRE(take(c, t));
+  }  // the connection goes away with the row
+  CHECK_EQ(t->info().dead_rows, 3u);
+  Consumer d;
+  CHECK(!take(d, t));
+}
+
+TEST(a_higher_limit_brings_dead_rows_back_and_a_lower_one_kills_queued_rows) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b"});
+  REQUIRE(t);
+  deliver_and_abort(t, 2);  // row a: 2 deliveries, queued (no limit yet)
+  t->set_max_deliveries(2);
+  CHECK_EQ(t->info().dead_rows, 1u);  // queued at its limit: dead at once
+
+  Consumer waiter;
+  bool got = false;
+  std::thread w([&] { got = take(waiter, t, milliseconds(10000)); });
+  // Row b is free: the waiter takes it at once. Wait for it, then raise the limit with
+  // the waiter asking again.
+  w.join();
+  REQUIRE(got);
+  CHECK_EQ(waiter.owned_delivery_count(), 1u);
+  std::thread w2([&] { got = take(waiter, t, milliseconds(10000)); });  // ends b, then waits
+  for (int i = 0; i < 5000 && t->info().waiters == 0; i++) std::this_thread::sleep_for(milliseconds(1));
+  t->set_max_deliveries(3);  // row a lives again and goes to the waiter
+  w2.join();
+  CHECK(got);
+  CHECK_EQ(waiter.owned_delivery_count(), 3u);
+  CHECK_EQ(t->info().dead_rows, 0u);
+  REQUIRE(waiter.abort().ok());  // its third delivery: dead again
+  CHECK_EQ(t->info().dead_rows, 1u);
+  t->set_max_deliveries(0);  // no limit: nothing is dead
+  CHECK_EQ(t->info().dead_rows, 0u);
+  Consumer c;
+  CHECK(take(c, t));
+}
+
+TEST(dead_rows_stay_dead_across_a_clean_restart_and_a_crash) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = table_with(path, {"poison", "fine"});
+  REQUIRE(t);
+  t->set_max_deliveries(2);
+  deliver_and_abort(t, 2);
+  REQUIRE(t->info().dead_rows == 1u);
+
+  auto crashed = crash_copy(dir, path, "crashed");  // RETURN records only, no index snapshot
+  REQUIRE(crashed);
+  crashed->set_max_deliveries(2);  // the engine applies the table's options at open
+  CHECK_EQ(crashed->info().dead_rows, 1u);
+
+  t.reset();
+  crashed.reset();
+  auto reopened = reopen(path);  // clean close: index snapshot
+  REQUIRE(reopened);
+  reopened->set_max_deliveries(2);
+  CHECK_EQ(reopened->info().dead_rows, 1u);
+  Consumer c;
+  REQUIRE(take(c, reopened));
+  std::string payload;
+  bool found = false;
+  REQUIRE(reopened->read_row(c.owned_rowid(), &payload, &found).ok());
+  CHECK_EQ(payload, std::string("fine"));
+  REQUIRE(c.end().ok());
+  CHECK(!take(c, reopened));
+}
+
+TEST(a_delete_that_gives_a_dead_row_back_leaves_it_dead) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"poison"}, &ids);
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  deliver_and_abort(t, 1);
+  {
+    Consumer deleter;
+    REQUIRE(t->claim_for_delete(&deleter, ids[0]));
+    CHECK_EQ(t->info().dead_rows, 0u);
+  }  // its connection went away before the removal
+  CHECK_EQ(t->info().dead_rows, 1u);
+  Consumer deleter;
+  REQUIRE(t->claim_for_delete(&deleter, ids[0]));
+  REQUIRE(t->remove_claimed(&deleter).ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().dead_rows, 0u);
+}
+
+TEST(take_dead_first_ends_the_owned_row_like_a_wait) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"poison", "fine"});
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  deliver_and_abort(t, 1);
+  Consumer c;
+  REQUIRE(take(c, t));  // "fine"
+  REQUIRE(take_dead(c, t));  // ends "fine", takes "poison"
+  CHECK_EQ(t->info().rows, 1u);
+  REQUIRE(c.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+}
+
+TEST(message_ttl_removes_dead_rows_too) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"poison"});
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  deliver_and_abort(t, 1);
+  REQUIRE(t->info().dead_rows == 1u);
+  std::this_thread::sleep_for(milliseconds(20));
+  t->set_message_ttl(milliseconds(10));
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().dead_rows, 0u);
+}
