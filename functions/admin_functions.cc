@@ -17,20 +17,6 @@ namespace q4m_functions {
 
 namespace {
 
-// Resolves the single table argument of `function`.
-bool table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges,
-                    ResolvedTable* out, bool hold_metadata_lock = false) {
-  StringBuffer<256> buf;
-  String* s = arg->val_str(&buf);
-  if (!s || arg->null_value) {
-    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument 1: table name is NULL", MYF(0), function);
-    return false;
-  }
-  std::string text(s->ptr(), s->length());
-  TableArgument a{function, 1, text, false, privileges, hold_metadata_lock};
-  return resolve_table(thd, a, out);
-}
-
 class Item_func_queue_compact final : public Item_queue_action {
  public:
   Item_func_queue_compact(THD* thd, Item* table) : Item_queue_action(thd, table) {}
@@ -51,7 +37,7 @@ class Item_func_queue_compact final : public Item_queue_action {
     ResolvedTable t;
     // Like OPTIMIZE TABLE: rewriting the file needs SELECT and INSERT, and DROP or ALTER
     // wait until it is done (the metadata lock is held until `t` goes away).
-    if (!table_argument(thd, args[0], "queue_compact", SELECT_ACL | INSERT_ACL, &t, true)) return 0;
+    if (!resolve_table_argument(thd, args[0], "queue_compact", SELECT_ACL | INSERT_ACL, &t, true)) return 0;
     q4m::Status st = t.subscription.table->compact();
     if (st.code() == q4m::ErrorCode::kDropped) {  // not expected with the lock held: still say what happened
       my_printf_error(ER_NO_SUCH_TABLE, "queue_compact(): argument 1: table '%s' was dropped during compaction (%s)",
@@ -86,7 +72,7 @@ class Item_func_queue_stats final : public Item_str_func {
   String* val_str(String* str) override {
     THD* thd = current_thd;
     ResolvedTable t;
-    if (!table_argument(thd, args[0], "queue_stats", SELECT_ACL, &t)) {
+    if (!resolve_table_argument(thd, args[0], "queue_stats", SELECT_ACL, &t)) {
       null_value = true;
       return nullptr;
     }

@@ -194,16 +194,8 @@ class Item_func_queue_take_dead final : public Item_queue_action {
 
  protected:
   longlong run(THD* thd) override {
-    StringBuffer<256> buf;
-    String* s = args[0]->val_str(&buf);
-    if (!s || args[0]->null_value) {
-      my_printf_error(ER_WRONG_ARGUMENTS, "queue_take_dead(): argument 1: table name is NULL", MYF(0));
-      return 0;
-    }
-    const std::string text(s->ptr(), s->length());
     ResolvedTable t;
-    TableArgument a{"queue_take_dead", 1, text, false, SELECT_ACL | DELETE_ACL};
-    if (!resolve_table(thd, a, &t)) return 0;
+    if (!resolve_table_argument(thd, args[0], "queue_take_dead", SELECT_ACL | DELETE_ACL, &t)) return 0;
     q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
     q4m::Consumer* consumer = consumer_for_wait(thd, cs);
     if (!consumer) return 0;

@@ -226,4 +226,17 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   return true;
 }
 
+bool resolve_table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges, ResolvedTable* out,
+                            bool hold_metadata_lock) {
+  StringBuffer<256> buf;
+  String* s = arg->val_str(&buf);
+  if (!s || arg->null_value) {
+    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument 1: table name is NULL", MYF(0), function);
+    return false;
+  }
+  const std::string text(s->ptr(), s->length());
+  TableArgument a{function, 1, text, false, privileges, hold_metadata_lock};
+  return resolve_table(thd, a, out);
+}
+
 }  // namespace q4m_functions

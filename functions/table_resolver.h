@@ -12,6 +12,7 @@
 #include "../storage/consumer.h"
 
 class THD;
+class Item;
 class MDL_ticket;
 
 namespace q4m_functions {
@@ -51,5 +52,10 @@ struct ResolvedTable {
 
 // False if an SQL error was raised; the message names the function, argument and table.
 bool resolve_table(THD* thd, const TableArgument& arg, ResolvedTable* out);
+
+// The same for a function whose one argument is a table with no condition (queue_compact,
+// queue_stats, queue_take_dead): evaluates `arg`, refusing NULL.
+bool resolve_table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges, ResolvedTable* out,
+                            bool hold_metadata_lock = false);
 
 }  // namespace q4m_functions

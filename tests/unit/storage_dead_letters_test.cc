@@ -20,6 +20,16 @@ void deliver_and_abort(const std::shared_ptr<QueueTable>& t, int times) {
   }
 }
 
+// A new table at `path` holding `rows`, MAX_DELIVERIES=1, whose first row is dead already.
+std::shared_ptr<QueueTable> table_with_dead_first_row(const std::string& path, std::initializer_list<const char*> rows,
+                                                      std::vector<RowId>* ids = nullptr) {
+  auto t = table_with(path, rows, ids);
+  if (!t) return nullptr;
+  t->set_max_deliveries(1);
+  deliver_and_abort(t, 1);
+  return t->info().dead_rows == 1 ? t : nullptr;
+}
+
 bool take_dead(Consumer& c, const std::shared_ptr<QueueTable>& t) {
   bool taken = false;
   return c.take_dead(t, &taken).ok() && taken;
@@ -147,10 +157,8 @@ TEST(dead_rows_stay_dead_across_a_clean_restart_and_a_crash) {
 TEST(a_delete_that_gives_a_dead_row_back_leaves_it_dead) {
   TempDir dir;
   std::vector<RowId> ids;
-  auto t = table_with(dir.file("t"), {"poison"}, &ids);
+  auto t = table_with_dead_first_row(dir.file("t"), {"poison"}, &ids);
   REQUIRE(t);
-  t->set_max_deliveries(1);
-  deliver_and_abort(t, 1);
   {
     Consumer deleter;
     REQUIRE(t->claim_for_delete(&deleter, ids[0]));
@@ -166,10 +174,8 @@ TEST(a_delete_that_gives_a_dead_row_back_leaves_it_dead) {
 
 TEST(take_dead_first_ends_the_owned_row_like_a_wait) {
   TempDir dir;
-  auto t = table_with(dir.file("t"), {"poison", "fine"});
+  auto t = table_with_dead_first_row(dir.file("t"), {"poison", "fine"});
   REQUIRE(t);
-  t->set_max_deliveries(1);
-  deliver_and_abort(t, 1);
   Consumer c;
   REQUIRE(take(c, t));  // "fine"
   REQUIRE(take_dead(c, t));  // ends "fine", takes "poison"
@@ -180,11 +186,8 @@ TEST(take_dead_first_ends_the_owned_row_like_a_wait) {
 
 TEST(message_ttl_removes_dead_rows_too) {
   TempDir dir;
-  auto t = table_with(dir.file("t"), {"poison"});
+  auto t = table_with_dead_first_row(dir.file("t"), {"poison"});
   REQUIRE(t);
-  t->set_max_deliveries(1);
-  deliver_and_abort(t, 1);
-  REQUIRE(t->info().dead_rows == 1u);
   std::this_thread::sleep_for(milliseconds(20));
   t->set_message_ttl(milliseconds(10));
   CHECK_EQ(t->info().rows, 0u);
