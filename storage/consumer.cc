@@ -64,7 +64,8 @@ void leave_owner_mode(Consumer::Impl& c) {
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
-void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& table, const Consumer::Impl::Mailbox& handed) {
+void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& table,
+                      const Consumer::Impl::Mailbox& handed) {
   c.owned = std::static_pointer_cast<QueueTableImpl>(table);
   c.owned_rowid.store(handed.handed_rowid);
   c.owned_deliveries = handed.handed_deliveries;
@@ -338,7 +339,8 @@ Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken
     mb->waiting = false;
     result = *mb;
   }
-  if (r == QueueTableImpl::Take::kDropped) return Status(ErrorCode::kDropped, "file " + table->path() + ": table was dropped");
+  if (r == QueueTableImpl::Take::kDropped)
+    return Status(ErrorCode::kDropped, "file " + table->path() + ": table was dropped");
   if (result.handed) {
     enter_owner_mode(c, table, result);
     *taken = true;
