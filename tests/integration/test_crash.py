@@ -94,12 +94,13 @@ class AcksInFlight:
 class Ledger:
     """What the clients observed during one cycle (thread-safe)."""
 
-    def __init__(self, leases=False, batches=False):
+    def __init__(self, leases=False, batches=False, max_deliveries=0):
         # With leases a row may be handed out again while its first owner still believes it
         # holds it (it learns of the expiry at its next queue_end/queue_wait): "owned by two
         # at once" is then expected, and "acked twice" is what must never happen.
         self.leases = leases
         self.batches = batches  # half the consumers take batches (queue_wait_batch)
+        self.max_deliveries = max_deliveries  # the table's MAX_DELIVERIES (0 = none)
         self.batched = 0  # rows seen in batches of two or more
         self.expired = 0  # queue_end/queue_wait calls told "lease expired"
         self.lock = threading.Lock()
@@ -134,6 +135,9 @@ class Ledger:
             if mid in self.acked and not self.leases:
                 self.violations.append(f"{mid} handed to consumer {who} after it was acked "
                                        f"(history: {self.history.get(mid, [])})")
+            if self.max_deliveries and self.returned[mid] >= self.max_deliveries:
+                self.violations.append(f"{mid} handed to consumer {who} after it died (MAX_DELIVERIES="
+                                       f"{self.max_deliveries}; history: {self.history.get(mid, [])})")
             if mid in self.held and not self.leases:
                 self.violations.append(f"{mid} owned by consumers {self.held[mid]} and {who} at once "
                                        f"(history: {self.history.get(mid, [])})")
@@ -367,8 +371,8 @@ def compactor(server, ledger):
         ledger.failed("compactor", e)
 
 
-def run_cycle(server, cycle, rng, leases=False, batches=False):
-    ledger = Ledger(leases, batches)
+def run_cycle(server, cycle, rng, leases=False, batches=False, max_deliveries=0):
+    ledger = Ledger(leases, batches, max_deliveries)
     threads = [threading.Thread(target=producer, args=(server, ledger, cycle * 100 + p)) for p in range(PRODUCERS)]
     threads += [threading.Thread(target=batch_consumer if batches and k >= CONSUMERS // 2 else consumer,
                                  args=(server, ledger, k, random.Random(rng.random())))
@@ -407,6 +411,8 @@ def check_after_restart(server, ledger, cycle):
     wait_until(lambda: json.loads(server.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 0,
                what="the delayed rows to become due")
     c = server.connect()
+    dead = take_dead_rows(server, ledger, c, remaining, cycle) if ledger.max_deliveries else []
+    remaining = [mid for mid in remaining if mid not in set(dead)]
     drained, undercounted, counts_checked = [], [], 0
     while len(drained) < DRAIN_BY_CONSUMING:
         got = server.sql("SELECT producer, seq, queue_delivery_count() FROM q WHERE queue_wait('q', 0)", conn=c)
@@ -430,7 +436,28 @@ def check_after_restart(server, ledger, cycle):
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
                    inserts_in_flight=len(ledger.attempted - ledger.inserted),
                    acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired,
-                   batched=ledger.batched, delivery_counts_checked=counts_checked)
+                   batched=ledger.batched, delivery_counts_checked=counts_checked, dead=len(dead))
+
+
+def take_dead_rows(server, ledger, c, remaining, cycle):
+    """With MAX_DELIVERIES=1, a row whose queue_abort() returned before the kill is dead after
+    the restart (its RETURN record was written before the abort returned), and a dead row is
+    one some consumer tried to abort. Takes them all with queue_take_dead(), each call removing
+    the one before."""
+    dead = []
+    while True:
+        got = server.sql("SELECT producer, seq FROM q WHERE queue_take_dead('q')", conn=c)
+        if not got:
+            break
+        dead.append((got[0][0], got[0][1]))
+    problems = [f"{mid} dead twice" for mid, n in Counter(dead).items() if n > 1]
+    problems += [f"{mid} dead but not remaining" for mid in dead if mid not in set(remaining)]
+    problems += [f"{mid} dead but never aborted (history: {ledger.history.get(mid, [])})"
+                 for mid in dead if "aborted" not in ledger.history.get(mid, [])]
+    problems += [f"{mid} was aborted before the kill but is not dead (history: {ledger.history.get(mid, [])})"
+                 for mid in ledger.returned if mid in set(remaining) and mid not in set(dead)]
+    assert not problems, f"cycle {cycle}: dead letters: {len(problems)} problems:\n" + "\n".join(problems[:40])
+    return dead
 
 
 def test_ledger_reports_what_it_must_and_nothing_else():
@@ -477,37 +504,44 @@ def test_an_expired_lease_withdraws_only_its_own_ack_in_flight():
     assert ledger.inserted - ledger.acked - ledger.ack_unknown == {(1, 1)}
 
 
-@pytest.mark.parametrize("mode,leases,batches,sync_removals",
-                         [("fdatasync", False, False, True), ("none", False, False, True),
-                          ("fdatasync", True, False, True), ("fdatasync", False, True, True),
-                          ("fdatasync", True, True, True), ("fdatasync", False, True, False)],
+@pytest.mark.parametrize("mode,leases,batches,sync_removals,max_deliveries",
+                         [("fdatasync", False, False, True, 0), ("none", False, False, True, 0),
+                          ("fdatasync", True, False, True, 0), ("fdatasync", False, True, True, 0),
+                          ("fdatasync", True, True, True, 0), ("fdatasync", False, True, False, 0),
+                          ("fdatasync", False, False, True, 1)],
                          ids=["fdatasync", "none", "fdatasync-leases", "fdatasync-batches",
-                              "fdatasync-leases-batches", "fdatasync-batches-unsynced-removals"])
-def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches, sync_removals):
+                              "fdatasync-leases-batches", "fdatasync-batches-unsynced-removals",
+                              "fdatasync-dead-letters"])
+def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches, sync_removals,
+                                                       max_deliveries):
     """With leases, consumers' jobs sometimes outlast a 30 ms lease: a row whose lease ran out
     must never also be acked by its first owner, and the kill must still lose nothing. With
     batches, half the consumers own up to 20 rows at once and end or abort them together.
     With queue_sync_removals=OFF, removals are written but not synced: a server crash must
-    still keep every one of them."""
+    still keep every one of them. With MAX_DELIVERIES=1, every aborted row dies: none may be
+    handed out again, and after the restart exactly the rows whose abort returned (and perhaps
+    those whose abort was in flight) are dead."""
     s = fresh_server
     s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL) "
-          "ENGINE=QUEUE VISIBLE_AT_COLUMN='due'")
+          f"ENGINE=QUEUE VISIBLE_AT_COLUMN='due' MAX_DELIVERIES={max_deliveries}")
     s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR)")  # the delay applies...
     assert json.loads(s.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 1
     s.sql("DELETE FROM test.q")  # ...so some rows are delayed (not yet due) when the kill comes
     variant = ("-leases" if leases else "") + ("-batches" if batches else "") + \
-        ("" if sync_removals else "-unsynced-removals")
+        ("" if sync_removals else "-unsynced-removals") + ("-dead-letters" if max_deliveries else "")
     rng = random.Random(f"q4m-crash-{mode}{variant}")
-    cycles = CYCLES // 2 if leases or batches else CYCLES
+    cycles = CYCLES // 2 if leases or batches or max_deliveries else CYCLES
     totals = Counter()
     for cycle in range(1, cycles + 1):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
         s.sql(f"SET GLOBAL queue_sync_removals = {'ON' if sync_removals else 'OFF'}")
-        ledger = run_cycle(s, cycle, rng, leases, batches)
+        ledger = run_cycle(s, cycle, rng, leases, batches, max_deliveries)
         totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
-    if not leases:
+    if max_deliveries:
+        assert totals["dead"] > 0, "no row died: the dead-letter cycles tested nothing new"
+    elif not leases:
         assert totals["delivery_counts_checked"] > 0, "no aborted row was drained: its delivery count went unchecked"
     if leases:
         assert totals["leases_expired"] > 0, "no lease ran out: the lease cycles tested nothing new"
