@@ -180,6 +180,25 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
   return interrupted_status();
 }
 
+// The start of every take (wait(), take_dead()): a KILL that came first wins and keeps the
+// owned row; else the mailbox is cleared, the owned row ended, and (unless a KILL came
+// meanwhile) the mailbox accepts a row. The caller resets `waiting` when it is done.
+Status begin_take(Consumer& self, Consumer::Impl& c) {
+  {
+    auto mb = c.mailbox.lock();
+    if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
+    *mb = Consumer::Impl::Mailbox();
+  }
+  if (c.owned) {
+    Status s = self.end();
+    if (!s.ok()) return s;
+  }
+  auto mb = c.mailbox.lock();
+  if (mb->interrupt_pending) return take_interrupt(*mb);
+  mb->waiting = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
@@ -190,25 +209,11 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   for (const Subscription& s : subs)
     if (!s.table) return Status(ErrorCode::kInvalid, "queue_wait(): null table");
   global_stats().waits.add();
-  {
-    auto mb = c.mailbox.lock();
-    if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
-    *mb = Impl::Mailbox();
-  }
   struct LeaveWait {  // no hand-off once wait() returns
     Impl& c;
     ~LeaveWait() { c.mailbox.lock()->waiting = false; }
   } leave{c};
-
-  if (c.owned) {
-    Status s = end();
-    if (!s.ok()) return s;
-  }
-  {
-    auto mb = c.mailbox.lock();
-    if (mb->interrupt_pending) return take_interrupt(*mb);
-    mb->waiting = true;
-  }
+  if (Status s = begin_take(*this, c); !s.ok()) return s;
 
   const bool block = timeout.count() > 0;
   const auto deadline = deadline_after(timeout);
@@ -223,7 +228,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       continue;
     }
     if (r == QueueTableImpl::Take::kDropped) {
-      dropped_message = "file " + t->path() + ": table was dropped";
+      dropped_message = t->dropped_status().message();
       break;
     }
     if (r != QueueTableImpl::Take::kNone) break;  // taken now, or handed by an earlier table
@@ -322,25 +327,16 @@ Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken
   Impl& c = *impl_;
   *taken = false;
   if (!table) return Status(ErrorCode::kInvalid, "queue_take_dead(): null table");
-  {
-    auto mb = c.mailbox.lock();
-    if (mb->interrupt_pending) return take_interrupt(*mb);
-    *mb = Impl::Mailbox();
-  }
-  if (c.owned) {
-    Status s = end();
-    if (!s.ok()) return s;
-  }
-  c.mailbox.lock()->waiting = true;
-  const QueueTableImpl::Take r = impl_of(table.get())->take_dead(c);
+  if (Status s = begin_take(*this, c); !s.ok()) return s;
+  QueueTableImpl* t = impl_of(table.get());
+  const QueueTableImpl::Take r = t->take_dead(c);
   Impl::Mailbox result;
   {
     auto mb = c.mailbox.lock();
     mb->waiting = false;
     result = *mb;
   }
-  if (r == QueueTableImpl::Take::kDropped)
-    return Status(ErrorCode::kDropped, "file " + table->path() + ": table was dropped");
+  if (r == QueueTableImpl::Take::kDropped) return t->dropped_status();
   if (result.handed) {
     enter_owner_mode(c, table, result);
     *taken = true;

@@ -203,6 +203,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // registers `c` as a waiter when `register_waiter`.
   // The oldest dead row (dead_letters.cc): kTaken, kNone or kDropped; never registers.
   Take take_dead(Consumer::Impl& c);
+  // What a take (or a write) on a dropped table answers (table_maintenance.cc).
+  Status dropped_status() const;
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
@@ -327,7 +329,6 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // compaction.cc
   Status compact_now();
   // table_maintenance.cc
-  Status dropped_status() const;
   Status invalidate_snapshot(WriterState& w);
 
   void set_path(const std::string& p);
