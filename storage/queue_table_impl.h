@@ -326,6 +326,10 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take register_locked(TableState& st, Consumer::Impl& c, int sub_index,
                        const std::shared_ptr<const RowFilter>& filter);
 
+  // table_maintenance.cc (state_ held): every row vanishes (TRUNCATE, DROP), owned ones
+  // too; the lock-free mirrors of the index drop to zero with them.
+  void forget_rows(TableState& st);
+
   // compaction.cc
   Status compact_now();
   // table_maintenance.cc

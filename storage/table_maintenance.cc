@@ -30,23 +30,30 @@ Status QueueTableImpl::truncate() {
   if (!s.ok()) w->broken = s;  // renamed, but not durably: stop appending
   {
     auto st = state_.lock();  // every row vanishes, owned ones too; waiters keep waiting
-    st->index.clear();
-    st->claims.clear();
-    st->cursors.clear();
-    st->leases.clear();  // the owners' end() finds their rows gone, as without a lease
-    st->clear_delays();
-    st->first_free_hint = 0;
+    forget_rows(*st);  // the owners' end() finds their rows gone, as without a lease
     st->install_file(fresh);
-    rows_.store(0);
-    owned_.store(0);
-    delayed_.store(0);
-    live_bytes_.store(0);
   }
   counters_.rows_removed.add(live);
   w->file = fresh;
   w->generation++;  // a concurrent compaction's copy is void
   file_bytes_.store(fresh->size());
   return s;
+}
+
+void QueueTableImpl::forget_rows(TableState& st) {
+  st.index.clear();
+  st.claims.clear();
+  st.cursors.clear();
+  st.leases.clear();
+  st.clear_delays();
+  st.first_free_hint = 0;
+  // Every mirror of the index, in one place: TRUNCATE once left DEAD_ROWS counting rows
+  // that were gone.
+  rows_.store(0);
+  owned_.store(0);
+  delayed_.store(0);
+  dead_.store(0);
+  live_bytes_.store(0);
 }
 
 void QueueTableImpl::mark_dropped() {
@@ -58,16 +65,9 @@ void QueueTableImpl::mark_dropped() {
   st->dropped = true;
   for (Waiter& wt : st->waiters) wt.consumer->table_dropped(message);
   st->waiters.clear();
-  st->index.clear();  // owned rows vanish: their owners' end()/abort() just leave owner mode
-  st->claims.clear();
-  st->cursors.clear();
-  st->leases.clear();
-  st->clear_delays();
+  forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
   st->file.reset();
   w->file.reset();
-  rows_.store(0);
-  owned_.store(0);
-  delayed_.store(0);
   waiters_.store(0);
 }
 

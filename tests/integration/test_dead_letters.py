@@ -127,3 +127,12 @@ def test_bad_options_and_arguments_are_refused(server):
     expect_error(c, "SELECT queue_take_dead('jobs:id=1')", "queue_take_dead()", "condition")
     expect_error(c, "SELECT queue_take_dead()", "queue_take_dead() takes 1 argument")
     expect_error(c, "SELECT queue_take_dead('jobs', 1)", "queue_take_dead() takes 1 argument")
+
+
+def test_truncate_empties_the_dead_letters_too(server):
+    _jobs(server, max_deliveries=1)
+    _fail_once(server)
+    assert _dead(server) == 1
+    server.sql("TRUNCATE TABLE test.jobs")
+    assert _dead(server) == 0  # the count once outlived the rows TRUNCATE removed
+    assert value(server.connect(), "SELECT queue_take_dead('test.jobs')") == 0

@@ -193,3 +193,17 @@ TEST(message_ttl_removes_dead_rows_too) {
   CHECK_EQ(t->info().rows, 0u);
   CHECK_EQ(t->info().dead_rows, 0u);
 }
+
+TEST(truncate_leaves_no_dead_row_counted) {
+  TempDir dir;
+  auto t = table_with_dead_first_row(dir.file("t"), {"poison", "fine"});
+  REQUIRE(t);
+  REQUIRE(t->truncate().ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().dead_rows, 0u);  // the counter once outlived its rows
+  Consumer c;
+  CHECK(!take_dead(c, t));
+  REQUIRE(t->insert({"new"}, nullptr).ok());
+  deliver_and_abort(t, 1);
+  CHECK_EQ(t->info().dead_rows, 1u);
+}
