@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows };
+              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups };
 
 ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -38,6 +38,7 @@ ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("NEXT_ROWID", Show::ULonglong(), NOT_NULL),
     Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
     Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("MESSAGE_GROUPS", Show::ULonglong(), NOT_NULL),
     Show::CEnd()};
 
 std::string decoded_name(const std::string& file_name) {
@@ -55,8 +56,9 @@ bool may_see(THD* thd, const std::string& db, const std::string& name) {
 }
 
 // A table no statement has opened since the server started has not been given its options
-// yet (MAX_DELIVERIES, MESSAGE_TTL, VISIBLE_AT_COLUMN), so its counts (DEAD_ROWS) would be
-// off: give them now. Skipped while DDL holds the table (the DDL applies them).
+// yet (MAX_DELIVERIES, MESSAGE_TTL, VISIBLE_AT_COLUMN, MESSAGE_GROUP_COLUMN), so its counts
+// (DEAD_ROWS, MESSAGE_GROUPS) would be off: give them now. Skipped while DDL holds the table
+// (the DDL applies them).
 void apply_current_options(THD* thd, const std::string& db, const std::string& name, q4m::QueueTable& queue) {
   MDL_request mdl;
   MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, db.c_str(), name.c_str(), MDL_SHARED_HIGH_PRIO, MDL_EXPLICIT);
@@ -129,6 +131,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
     t->field[kNextRowid]->store(info.next_rowid, true);
     t->field[kDelayedRows]->store(info.delayed_rows, true);
     t->field[kDeadRows]->store(info.dead_rows, true);
+    t->field[kMessageGroups]->store(info.message_groups, true);
     return schema_table_store_record(thd, t) ? 1 : 0;
   });
 }

@@ -16,33 +16,72 @@ ha_create_table_option queue_table_options[] = {
     HA_TOPTION_NUMBER("MESSAGE_TTL", message_ttl, 0, 0, 3153600000ULL, 1),
     // Delivery counts saturate at 65535.
     HA_TOPTION_NUMBER("MAX_DELIVERIES", max_deliveries, 0, 0, 65535, 1),
+    HA_TOPTION_STRING("MESSAGE_GROUP_COLUMN", message_group_column),
     HA_TOPTION_END,
 };
+
+namespace {
+
+// The position of the column an option names, or -1 with *error (the option has no
+// column, or none of that name).
+int column_named(const TABLE_SHARE* share, const char* option, const char* name, std::string* error) {
+  for (uint i = 0; i < share->fields; i++)
+    if (my_strcasecmp(system_charset_info, share->field[i]->field_name.str, name) == 0) return static_cast<int>(i);
+  *error = std::string(option) + ": the table has no column `" + name + "`";
+  return -1;
+}
+
+std::string sql_type_of(const Field* f) {
+  char type_buf[MAX_FIELD_WIDTH];
+  String type(type_buf, sizeof(type_buf), system_charset_info);
+  f->sql_type(type);
+  return std::string(type.ptr(), type.length());
+}
+
+}  // namespace
 
 bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::VisibleAtColumn>* out,
                           std::string* error) {
   out->reset();
   const char* name = share->option_struct ? share->option_struct->visible_at_column : nullptr;
   if (!name || !*name) return true;
-  for (uint i = 0; i < share->fields; i++) {
-    const Field* f = share->field[i];
-    if (my_strcasecmp(system_charset_info, f->field_name.str, name) != 0) continue;
-    if (f->real_type() != MYSQL_TYPE_TIMESTAMP2) {
-      char type_buf[MAX_FIELD_WIDTH];
-      String type(type_buf, sizeof(type_buf), system_charset_info);
-      f->sql_type(type);
-      *error = std::string("VISIBLE_AT_COLUMN: column `") + f->field_name.str + "` is " +
-               std::string(type.ptr(), type.length()) + ", not a TIMESTAMP";
-      return false;
-    }
-    auto column = std::make_shared<q4m::VisibleAtColumn>();
-    column->schema = schema_of(share);
-    column->column = i;
-    *out = std::move(column);
-    return true;
+  const int i = column_named(share, "VISIBLE_AT_COLUMN", name, error);
+  if (i < 0) return false;
+  const Field* f = share->field[i];
+  if (f->real_type() != MYSQL_TYPE_TIMESTAMP2) {
+    *error = std::string("VISIBLE_AT_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(f) +
+             ", not a TIMESTAMP";
+    return false;
   }
-  *error = std::string("VISIBLE_AT_COLUMN: the table has no column `") + name + "`";
-  return false;
+  auto column = std::make_shared<q4m::VisibleAtColumn>();
+  column->schema = schema_of(share);
+  column->column = static_cast<size_t>(i);
+  *out = std::move(column);
+  return true;
+}
+
+bool message_group_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::MessageGroupColumn>* out,
+                             std::string* error) {
+  out->reset();
+  const char* name = share->option_struct ? share->option_struct->message_group_column : nullptr;
+  if (!name || !*name) return true;
+  const int i = column_named(share, "MESSAGE_GROUP_COLUMN", name, error);
+  if (i < 0) return false;
+  auto column = std::make_shared<q4m::MessageGroupColumn>();
+  column->schema = schema_of(share);
+  column->column = static_cast<size_t>(i);
+  // Keys are compared byte for byte and kept in memory per group: no unbounded values,
+  // and no floating point (where 0 and -0 are equal but stored differently).
+  const q4m::ColumnKind kind = column->schema.columns[i].kind;
+  if (kind == q4m::ColumnKind::kBlob || kind == q4m::ColumnKind::kFloat || kind == q4m::ColumnKind::kDouble) {
+    const Field* f = share->field[i];
+    *error = std::string("MESSAGE_GROUP_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(f) +
+             "; a group key must be an integer, CHAR, VARCHAR, BINARY, VARBINARY, DECIMAL, ENUM or "
+             "temporal column";
+    return false;
+  }
+  *out = std::move(column);
+  return true;
 }
 
 std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share) {
@@ -54,6 +93,8 @@ std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHA
 bool check_options(const TABLE_SHARE* share, std::string* error) {
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
   if (!visible_at_column_of(share, &visible_at, error)) return false;
+  std::shared_ptr<const q4m::MessageGroupColumn> message_group;
+  if (!message_group_column_of(share, &message_group, error)) return false;
   // The server takes a number option it cannot read (MESSAGE_TTL='2 days') for 0.
   struct NumberOption {
     const char* name;
@@ -80,6 +121,8 @@ bool check_options(const TABLE_SHARE* share, std::string* error) {
 QueueTableOptions options_of(const TABLE_SHARE* share) {
   QueueTableOptions o;
   o.visible_at = visible_at_column_of(share);
+  std::string error;  // create() refused a wrong column
+  if (!message_group_column_of(share, &o.message_group, &error)) o.message_group.reset();
   if (share->option_struct) {
     o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
@@ -89,15 +132,20 @@ QueueTableOptions options_of(const TABLE_SHARE* share) {
 
 void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
   if (options.visible_at) queue->set_visible_at(options.visible_at);
+  if (options.message_group) queue->set_message_group(options.message_group);
   queue->set_message_ttl(options.message_ttl);
   queue->set_max_deliveries(options.max_deliveries);
 }
 
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {
-  auto column = [](const ha_table_option_struct* o) {
+  auto visible_at = [](const ha_table_option_struct* o) {
     return std::string(o && o->visible_at_column ? o->visible_at_column : "");
   };
-  return my_strcasecmp(system_charset_info, column(from).c_str(), column(to).c_str()) == 0;
+  auto group = [](const ha_table_option_struct* o) {
+    return std::string(o && o->message_group_column ? o->message_group_column : "");
+  };
+  return my_strcasecmp(system_charset_info, visible_at(from).c_str(), visible_at(to).c_str()) == 0 &&
+         my_strcasecmp(system_charset_info, group(from).c_str(), group(to).c_str()) == 0;
 }
 
 }  // namespace q4m_engine

@@ -2,6 +2,7 @@
 //   VISIBLE_AT_COLUMN='col'  a TIMESTAMP column: its row is not handed out before that time.
 //   MESSAGE_TTL=seconds      a queued row older than this is removed (0, the default: never).
 //   MAX_DELIVERIES=n         a row back from its n-th delivery is dead (0, the default: never).
+//   MESSAGE_GROUP_COLUMN='col'  rows with the same value in it go out one at a time, in order.
 #pragma once
 #include <my_global.h>
 #include <handler.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "../storage/queue_table.h"
+#include "../storage/message_groups.h"
 #include "../storage/visible_at.h"
 
 // The server parses the options into this struct (share->option_struct); the name is fixed.
@@ -18,6 +20,7 @@ struct ha_table_option_struct {
   const char* visible_at_column;
   ulonglong message_ttl;  // seconds
   ulonglong max_deliveries;
+  const char* message_group_column;
 };
 
 namespace q4m_engine {
@@ -31,6 +34,11 @@ bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::V
 // The same for a table that exists (create() refused a wrong column): null if not set.
 std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share);
 
+// The MESSAGE_GROUP_COLUMN of `share`, the same way: false if it names no column, or a
+// column whose values cannot be a group key (BLOB/TEXT/JSON, FLOAT/DOUBLE).
+bool message_group_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::MessageGroupColumn>* out,
+                             std::string* error);
+
 // Checks every QUEUE option of a table being created or altered: false, with *error saying
 // which option and what is wrong, if one would be misread (the server itself takes
 // MESSAGE_TTL='abc' for 0).
@@ -41,6 +49,7 @@ struct QueueTableOptions {
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // null if not set
   std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
   uint32_t max_deliveries = 0;                             // 0: no limit
+  std::shared_ptr<const q4m::MessageGroupColumn> message_group;  // null if not set
 };
 QueueTableOptions options_of(const TABLE_SHARE* share);
 // Hands them to the queue. Called whenever a statement opens the table (the queue may have
@@ -49,7 +58,8 @@ void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
 
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
 // options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES). VISIBLE_AT_COLUMN decides which
-// queued rows start delayed, so changing it copies the rows.
+// queued rows start delayed, and MESSAGE_GROUP_COLUMN which rows wait for which, so
+// changing either copies the rows.
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 
 }  // namespace q4m_engine

@@ -35,6 +35,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"owned_rows", info.owned_rows},
       {"delayed_rows", info.delayed_rows},
       {"dead_rows", info.dead_rows},
+      {"message_groups", info.message_groups},
       {"waiters", info.waiters},
       {"file_bytes", info.file_bytes},
       {"removed_bytes", info.removed_bytes},

@@ -20,9 +20,10 @@ void QueueTableImpl::set_max_deliveries(uint32_t max) {
       if (!st->dies(e)) row_became_free(*st, e);  // back in the queue, perhaps to a waiter
     } else if ((e.state == RowState::kFree || e.state == RowState::kDelayed) && st->dies(e)) {
       if (e.state == RowState::kDelayed) st->delay_tokens.erase(e.id);  // its deadline goes stale
-      set_state(e, RowState::kDead);
+      set_state(*st, e, RowState::kDead);
     }
   }
+  release_ready(*st);  // rows behind a row that died may go now
 }
 
 QueueTableImpl::Take QueueTableImpl::take_dead(Consumer::Impl& c) {

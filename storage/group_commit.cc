@@ -222,15 +222,22 @@ void QueueTableImpl::answer_unsynced(const CommitRequest* leader, std::vector<Co
 
 uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r) {
   uint64_t removed = 0;
+  bool grouped = false;
   for (size_t i = 0; i < r.remove_count; i++) {
     const RowId id = r.remove_ids[i];
     RowEntry* e = st.index.find(id);
     if (!e || e->owner != r.remover) continue;  // vanished (truncate) meanwhile
     count_state_change(e->state, RowState::kRemoved);
     if (!st.delay_tokens.empty()) st.delay_tokens.erase(id);  // its deadline is stale now
+    const bool in_group = e->grouped;
     st.index.remove(id);
+    if (in_group) {
+      st.groups.remove(id, group_lookup(st));
+      grouped = true;
+    }
     removed++;
   }
+  if (grouped) release_ready(st);  // the next row of each group may go now
   return removed;
 }
 
@@ -252,11 +259,15 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       e.time_ms = now;
       std::string_view payload = (*r->rows)[r->dropped + i];  // kInsert: dropped = 0
       e.length = static_cast<uint32_t>(payload.size());
+      std::string key;
+      e.grouped = st->message_group && message_group_key(*st->message_group, payload, &key);
       st->index.append(e);
       inserted++;
+      if (e.grouped) st->groups.add(e.id, key, group_lookup(*st));
       queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
     }
   }
+  release_ready(*st);  // (a new row is offered by queue_row if it may go; this only clears the list)
   if (inserted != 0 && st->ttl_ms != 0 && !st->ttl_watched) {  // the oldest queued row is one of these
     st->ttl_watched = true;
     watch_deadline(LeaseClock::now() + std::chrono::milliseconds(st->ttl_ms));

@@ -16,6 +16,7 @@
 
 #include "stats.h"
 #include "status.h"
+#include "message_groups.h"
 #include "visible_at.h"
 
 namespace q4m {
@@ -36,6 +37,7 @@ struct TableInfo {
   uint64_t owned_rows = 0;
   uint64_t delayed_rows = 0;   // not handed out before a time (queue_abort delay, VISIBLE_AT_COLUMN)
   uint64_t dead_rows = 0;      // back after MAX_DELIVERIES deliveries (set_max_deliveries)
+  uint64_t message_groups = 0; // groups with rows in the table (set_message_group)
   uint64_t waiters = 0;
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction
@@ -112,6 +114,10 @@ class QueueTable {
   // higher limit (or 0) brings dead rows below it back to the queue, a lower one kills the
   // queued rows at or above it. The latest call wins.
   virtual void set_max_deliveries(uint32_t max) = 0;
+  // The engine's MESSAGE_GROUP_COLUMN (message_groups.h): rows with the same non-NULL value
+  // in `column` are handed out one at a time, in row-id order. The rows in the table now
+  // (each read once) and every row inserted from now on. The first call wins.
+  virtual void set_message_group(std::shared_ptr<const MessageGroupColumn> column) = 0;
 
   virtual TableInfo info() = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are

@@ -229,6 +229,7 @@ TableInfo QueueTableImpl::info() {
   i.owned_rows = owned_.load();
   i.delayed_rows = delayed_.load();
   i.dead_rows = dead_.load();
+  i.message_groups = st->groups.group_count();
   i.waiters = st->waiters.size();
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;

@@ -26,6 +26,7 @@
 #include "data_file.h"
 #include "guarded.h"
 #include "lease.h"
+#include "message_groups.h"
 #include "queue_table.h"
 #include "recovery.h"
 #include "row_filter.h"
@@ -72,10 +73,22 @@ struct TableState {
   LeaseHeap delays;
   std::unordered_map<RowId, DelayToken> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
+  std::shared_ptr<const MessageGroupColumn> message_group;  // set_message_group()
+  MessageGroups groups;  // of the grouped rows (RowEntry::grouped), when message_group is set
   uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
   uint32_t max_deliveries = 0;  // set_max_deliveries(); 0 = no limit
   // A row back from its max_deliveries-th delivery is dead, not queued again.
   bool dies(const RowEntry& e) const { return max_deliveries != 0 && e.deliveries >= max_deliveries; }
+  // May `e` be handed out now: free, and if grouped, its group's ready row.
+  bool takeable(const RowEntry& e) const {
+    return e.state == RowState::kFree && (!e.grouped || groups.is_ready(e.id));
+  }
+  // Does `e` hold up the rest of its message group? Not once dead, nor while queue_take_dead()
+  // lends it out (delivered past the limit).
+  bool in_line(const RowEntry& e) const {
+    return e.state != RowState::kDead &&
+           !(e.state == RowState::kOwned && max_deliveries != 0 && e.deliveries > max_deliveries);
+  }
   bool ttl_watched = false;  // the reaper knows when the oldest queued row expires (expiry.cc)
   bool delay_is_live(const LeaseDeadline& d) const {
     auto it = delay_tokens.find(d.id);
@@ -192,6 +205,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
   void set_message_ttl(std::chrono::milliseconds ttl) override;
   void set_max_deliveries(uint32_t max) override;
+  void set_message_group(std::shared_ptr<const MessageGroupColumn> column) override;
   TableInfo info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
@@ -297,10 +311,17 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // owned_, delayed_ and dead_ mirrors in step (a removal from the index counts as `to` kRemoved);
   // set_state() also makes the change.
   void count_state_change(RowState from, RowState to);
-  void set_state(RowEntry& e, RowState to) {
+  void set_state(TableState& st, RowEntry& e, RowState to) {
     count_state_change(e.state, to);
     e.state = to;
+    if (e.grouped) st.groups.refresh(e.id, group_lookup(st));
   }
+  // table_groups.cc: how MessageGroups sees the rows of `st`.
+  static MessageGroups::RowLookup group_lookup(TableState& st);
+  // Offers the rows whose message group let them go since the last call (a row ahead of
+  // them ended, died or was removed; or they came back to the queue) to the waiters, and
+  // moves scan cursors back to them.
+  void release_ready(TableState& st);
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
   // kDelayed until `delay` from now; returns that time (wall-clock ms, as kept in delay_tokens).

@@ -32,10 +32,11 @@ struct RowEntry {
   uint64_t time_ms = 0;  // insert time (wall clock)
   uint32_t length = 0;
   RowState state = RowState::kFree;
+  bool grouped = false;     // in a message group (MESSAGE_GROUP_COLUMN not NULL): message_groups.h
   uint16_t deliveries = 0;  // times handed out since the table was opened (saturates)
   const Consumer* owner = nullptr;  // kOwned / kClaimedForDelete
 };
-static_assert(sizeof(RowEntry) <= 40, "deliveries lives in padding: a row's index entry stays 40 bytes");
+static_assert(sizeof(RowEntry) <= 40, "grouped and deliveries live in padding: a row's index entry stays 40 bytes");
 
 class RowIndex {
  public:

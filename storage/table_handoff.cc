@@ -17,7 +17,7 @@ uint32_t next_delivery(const RowEntry& e) {
 
 // Hands a Free row to the first waiter (FIFO) that still waits and whose filter matches.
 void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view payload) {
-  if (st.waiters.empty() || e.state != RowState::kFree) return;
+  if (st.waiters.empty() || !st.takeable(e)) return;
   std::string scratch;
   bool have_payload = payload.data() != nullptr || e.length == 0;
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
@@ -67,23 +67,25 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
     watch_deadline(LeaseClock::now());  // the reaper's next pass removes it (remove_expired)
     return;
   }
+  e.owner = nullptr;
   if (st.dies(e)) {
-    set_state(e, RowState::kDead);
-    e.owner = nullptr;
+    set_state(st, e, RowState::kDead);
+    release_ready(st);  // the next row of its message group may go
     return;
   }
   st.free_epoch++;  // filtered scans in progress must not move their cursor past it
-  set_state(e, RowState::kFree);
-  e.owner = nullptr;
-  // Scans skipped this row while it was taken: move their cursors back.
-  if (st.first_free_hint > e.id) st.first_free_hint = e.id;
+  set_state(st, e, RowState::kFree);
+  // Scans skipped this row while it was taken: move their cursors back. (The unfiltered
+  // scan skips grouped rows: it finds them among the groups' ready rows.)
+  if (!e.grouped && st.first_free_hint > e.id) st.first_free_hint = e.id;
   st.cursors.row_returned(e.id);
   offer_row(st, e, std::string_view());
+  release_ready(st);
 }
 
 uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
-  set_state(e, RowState::kDelayed);
   e.owner = nullptr;
+  set_state(st, e, RowState::kDelayed);
   // Deadlines of delayed rows that were deleted meanwhile stay until due: prune them once
   // they outnumber the delayed rows by far.
   if (st.delays.size() >= 2 * delayed_.load() + 1024)
@@ -128,15 +130,15 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
 }
 
 void QueueTableImpl::claim_row(TableState& st, RowEntry& e, const Consumer* claimer) {
-  set_state(e, RowState::kClaimedForDelete);
   e.owner = claimer;
+  set_state(st, e, RowState::kClaimedForDelete);
   st.claims[claimer].push_back(e.id);
 }
 
 void QueueTableImpl::unclaim(TableState& st, RowEntry& e) {
   if (st.delay_tokens.count(e.id)) {  // its deadline is still ahead: it returns then
-    set_state(e, RowState::kDelayed);
     e.owner = nullptr;
+    set_state(st, e, RowState::kDelayed);
     return;
   }
   row_became_free(st, e);
@@ -162,9 +164,9 @@ QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl&
 }
 
 void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries) {
-  set_state(e, RowState::kOwned);
   e.owner = c.self;
-  e.deliveries = static_cast<uint16_t>(deliveries);
+  e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: its group looks at both
+  set_state(st, e, RowState::kOwned);
   if (!c.taking_more) c.owned_since.store(LeaseClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   // c is out of owner mode (its lease token and expired flag are clear, leave_owner_mode),
   // or adding to a batch, whose rows share the first one's lease.
@@ -315,13 +317,18 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     if (st->dropped) return Take::kDropped;
     RowId* cursor = cursor_for(*st, filter);
     size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
-    while (pos < end && st->index.at(pos).state != RowState::kFree) pos++;
+    // Grouped rows are not this scan's: the oldest one that may go is the groups' first ready row.
+    while (pos < end && (st->index.at(pos).state != RowState::kFree || st->index.at(pos).grouped)) pos++;
     // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
-    if (pos < end) {
+    if (pos < end)
       *cursor = st->index.at(pos).id;
-      return take_locked(*st, c, sub_index, st->index.at(pos));
+    else if (end > 0)
+      *cursor = st->index.at(end - 1).id + 1;
+    const RowId ready = st->groups.first_ready();
+    if (ready != 0 && (pos == end || ready < st->index.at(pos).id)) {
+      if (RowEntry* e = st->index.find(ready)) return take_locked(*st, c, sub_index, *e);
     }
-    if (end > 0) *cursor = st->index.at(end - 1).id + 1;
+    if (pos < end) return take_locked(*st, c, sub_index, st->index.at(pos));
     return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
   }
 
@@ -356,7 +363,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
-        if (e.state != RowState::kFree) continue;
+        if (!st->takeable(e)) continue;
         // Payloads still in the tail cache are copied now (up to kMaxCopiedUnderLock in
         // all), the rest pread outside the lock.
         size_t at = cached.size();
@@ -392,7 +399,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     const bool stable = st->free_epoch == epoch;
     if (match) {
       RowEntry* e = st->index.find(match);
-      if (e && e->state == RowState::kFree) {
+      if (e && st->takeable(*e)) {
         if (stable && match > *cursor) *cursor = match;
         return take_locked(*st, c, sub_index, *e);
       }

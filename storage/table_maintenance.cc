@@ -47,6 +47,7 @@ void QueueTableImpl::forget_rows(TableState& st) {
   st.leases.clear();
   st.clear_delays();
   st.first_free_hint = 0;
+  st.groups.clear();  // the column stays: new rows join groups again
   // Every mirror of the index, in one place: TRUNCATE once left DEAD_ROWS counting rows
   // that were gone.
   rows_.store(0);

@@ -1,0 +1,109 @@
+"""MESSAGE_GROUP_COLUMN: rows with the same value in that column (a customer, an order, an
+account) are handed out one at a time, in insert order, as SQS FIFO queues do per
+MessageGroupId. Other groups, and rows whose column is NULL, are not held up."""
+import json
+
+from sqlcheck import expect_error, query, start_waiter, value, wait_until
+
+
+def _jobs(server, rows):
+    server.sql("CREATE TABLE test.jobs (id INT, customer VARCHAR(20), msg TEXT) "
+               "ENGINE=QUEUE MESSAGE_GROUP_COLUMN='customer'")
+    _insert(server, rows)
+
+
+def _insert(server, rows):
+    server.sql("INSERT INTO test.jobs VALUES " + ", ".join(
+        f"({i}, {'NULL' if c is None else repr(c)}, 'job {i}')" for i, c in rows))
+
+
+def _take(c, timeout=0):
+    """The id of the row connection c takes now, None if none."""
+    rows = query(c, f"SELECT id FROM jobs WHERE queue_wait('jobs', {timeout})")
+    return rows[0][0] if rows else None
+
+
+def _groups(server):
+    return server.value("SELECT MESSAGE_GROUPS FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='jobs'")
+
+
+def test_one_row_per_customer_at_a_time_in_order(server):
+    _jobs(server, [(1, "alice"), (2, "alice"), (3, "bob"), (4, None), (5, "alice"), (6, "bob")])
+    assert _groups(server) == 2
+    w1, w2, w3, w4 = (server.connect() for _ in range(4))
+    assert _take(w1) == 1
+    assert _take(w2) == 3       # alice's 2 waits for 1
+    assert _take(w3) == 4       # no group: goes at once
+    assert value(w3, "SELECT queue_end()") == 1
+    assert _take(w4) is None    # alice's 2 and bob's 6 wait
+    assert value(w1, "SELECT queue_end()") == 1
+    assert _take(w4) == 2
+    assert value(w2, "SELECT queue_abort()") == 1  # bob's 3 failed: it goes again before 6
+    assert _take(w2) == 3
+    assert value(w2, "SELECT queue_end()") == 1
+    assert _take(w2) == 6
+    stats = json.loads(server.value("SELECT queue_stats('test.jobs')"))
+    assert stats["message_groups"] == 2
+
+
+def test_a_waiting_consumer_gets_the_next_row_when_the_one_ahead_ends(server):
+    _jobs(server, [(1, "alice"), (2, "alice")])
+    w1 = server.connect()
+    assert _take(w1) == 1
+    w2, bg = start_waiter(server, "SELECT queue_wait('test.jobs', 30)")
+    assert value(w1, "SELECT queue_end()") == 1
+    assert bg.join() == 1
+    assert query(w2, "SELECT id FROM jobs") == [(2,)]
+
+
+def test_a_disconnect_gives_the_row_back_at_the_head_of_its_group(server):
+    _jobs(server, [(1, "alice"), (2, "alice")])
+    w1 = server.connect()
+    assert _take(w1) == 1
+    w1.close()
+    w2 = server.connect()
+    wait_until(lambda: _take(w2) is not None, what="row 1 to come back")
+    assert query(w2, "SELECT id FROM jobs") == [(1,)]
+
+
+def test_order_holds_across_a_kill_9(server):
+    _jobs(server, [(1, "alice"), (2, "alice"), (3, "alice"), (4, "bob")])
+    w = server.connect()
+    assert _take(w) == 1
+    assert value(w, "SELECT queue_end()") == 1
+    assert _take(w) == 2   # owned when the server dies
+    server.restart(kill=True)
+    w1, w2, w3 = (server.connect() for _ in range(3))
+    assert _take(w1) == 2  # back, and still ahead of 3
+    assert _take(w2) == 4
+    assert _take(w3) is None
+    assert value(w1, "SELECT queue_end()") == 1
+    assert _take(w3) == 3
+
+
+def test_the_option_can_be_added_and_dropped_by_alter(server):
+    server.sql("CREATE TABLE test.jobs (id INT, customer INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.jobs VALUES (1, 7), (2, 7), (3, 8)")
+    server.sql("ALTER TABLE test.jobs MESSAGE_GROUP_COLUMN='customer'")
+    assert _groups(server) == 2
+    w1, w2, w3 = (server.connect() for _ in range(3))
+    assert _take(w1) == 1
+    assert _take(w2) == 3
+    assert _take(w3) is None
+    for c in (w1, w2):
+        assert value(c, "SELECT queue_abort()") == 1
+    server.sql("ALTER TABLE test.jobs MESSAGE_GROUP_COLUMN=''")
+    assert _groups(server) == 0
+    assert sorted(_take(c) for c in (w1, w2, w3)) == [1, 2, 3]
+
+
+def test_bad_group_columns_are_refused(server):
+    c = server.connect()
+    expect_error(c, "CREATE TABLE test.j (v INT) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='nope'",
+                 "QUEUE table 'test.j'", "MESSAGE_GROUP_COLUMN: the table has no column `nope`", code=1478)
+    expect_error(c, "CREATE TABLE test.j (v INT, k TEXT) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k'",
+                 "MESSAGE_GROUP_COLUMN: column `k` is text", "a group key must be")
+    expect_error(c, "CREATE TABLE test.j (v INT, k DOUBLE) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k'",
+                 "MESSAGE_GROUP_COLUMN: column `k` is double")
+    server.sql("CREATE TABLE test.j (v INT, k INT) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k'")
+    expect_error(c, "ALTER TABLE test.j DROP COLUMN k", "MESSAGE_GROUP_COLUMN: the table has no column `k`")

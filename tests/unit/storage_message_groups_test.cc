@@ -1,0 +1,291 @@
+// MESSAGE_GROUP_COLUMN (QueueTable::set_message_group): rows of one group go out one at a
+// time, in row-id order; other groups and ungrouped rows are not held up.
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "../../storage/message_groups.h"
+#include "check.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Rows of (grp VARCHAR NULL, label VARCHAR NOT NULL): one null-flag byte, grp's flag is bit 1.
+std::shared_ptr<const MessageGroupColumn> group_column() {
+  auto c = std::make_shared<MessageGroupColumn>();
+  c->schema.table_name = "test.jobs";
+  c->schema.null_bytes = 1;
+  ColumnInfo grp{"grp", ColumnKind::kVarchar, 0, false, 0, 0, 2};
+  ColumnInfo label{"label", ColumnKind::kVarchar, 0, false, 0, 0, 0};
+  c->schema.columns = {grp, label};
+  c->column = 0;
+  return c;
+}
+
+// The payload of a row labelled `label`, in group `group` ("" = NULL: no group).
+std::string row(const std::string& group, const std::string& label) {
+  std::string out;
+  RowPayloadWriter w(&out);
+  w.begin(std::string(1, group.empty() ? '\x02' : '\x00'));
+  if (!group.empty()) w.add(group);
+  w.add(label);
+  return out;
+}
+
+std::string label_of(const std::string& payload) {
+  std::vector<RowPayloadView::Column> cols;
+  return RowPayloadView::decode(group_column()->schema, payload, &cols) ? std::string(cols[1].bytes) : "?";
+}
+
+// A grouped table at `path` holding rows given as "group:label" ("" group = NULL).
+std::shared_ptr<QueueTable> grouped_table(const std::string& path, std::initializer_list<const char*> rows,
+                                          std::map<std::string, RowId>* ids = nullptr) {
+  auto t = create_and_open(path);
+  if (!t) return nullptr;
+  t->set_message_group(group_column());
+  for (const char* r : rows) {
+    const std::string spec = r;
+    const size_t colon = spec.find(':');
+    RowId id = 0;
+    if (!insert1(*t, row(spec.substr(0, colon), spec.substr(colon + 1)), &id).ok()) return nullptr;
+    if (ids) (*ids)[spec.substr(colon + 1)] = id;
+  }
+  return t;
+}
+
+// The label of the row `c` takes now (waiting up to `timeout`), "" if none.
+std::string take_label(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0),
+                       std::shared_ptr<const RowFilter> filter = nullptr) {
+  int idx = 0;
+  if (!c.wait({{t, filter}}, timeout, &idx).ok() || idx != 1) return "";
+  std::string payload;
+  bool found = false;
+  if (!t->read_row(c.owned_rowid(), &payload, &found).ok() || !found) return "?";
+  return label_of(payload);
+}
+
+// Until a consumer sleeps in a wait on `t` (at most 10 s: a wait that took a row at once
+// must fail the test, not hang it).
+void wait_for_a_waiter(QueueTable& t) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (t.info().waiters == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(milliseconds(1));
+}
+
+struct LabelFilter : RowFilter {
+  explicit LabelFilter(std::string l) : label(std::move(l)) {}
+  bool matches(std::string_view payload) const override { return label_of(std::string(payload)) == label; }
+  std::string label;
+};
+
+}  // namespace
+
+TEST(the_key_is_the_column_bytes_and_null_means_no_group) {
+  std::string key;
+  CHECK(message_group_key(*group_column(), row("cust-7", "x"), &key));
+  CHECK_EQ(key, std::string("cust-7"));
+  CHECK(!message_group_key(*group_column(), row("", "x"), &key));
+  CHECK(!message_group_key(*group_column(), "\x00\x05" "ab", &key));  // does not decode
+}
+
+TEST(a_group_hands_out_one_row_at_a_time_in_order_and_other_rows_go_on) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "B:b1", "A:a3", ":n1", "B:b2", ":n2"});
+  REQUIRE(t);
+  CHECK_EQ(t->info().message_groups, 2u);
+  Consumer c1, c2, c3, c4, c5;
+  CHECK_EQ(take_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_label(c2, t), std::string("b1"));  // a2 waits for a1
+  CHECK_EQ(take_label(c3, t), std::string("n1"));  // no group: not held up
+  CHECK_EQ(take_label(c4, t), std::string("n2"));
+  CHECK_EQ(take_label(c5, t), std::string(""));    // a2, b2 wait
+  REQUIRE(c1.end().ok());
+  CHECK_EQ(take_label(c5, t), std::string("a2"));
+  REQUIRE(c2.abort().ok());                         // b1 failed: it goes again, before b2
+  CHECK_EQ(take_label(c2, t), std::string("b1"));
+  REQUIRE(c2.end().ok());
+  CHECK_EQ(take_label(c2, t), std::string("b2"));
+  REQUIRE(c5.end().ok());
+  CHECK_EQ(take_label(c1, t), std::string("a3"));
+  REQUIRE(c1.end().ok());
+  REQUIRE(c2.end().ok());
+  CHECK_EQ(t->info().message_groups, 0u);  // a group with no row left is forgotten
+}
+
+TEST(a_waiter_gets_the_next_row_of_a_group_once_the_row_ahead_ends) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
+  REQUIRE(t);
+  Consumer c1, c2;
+  CHECK_EQ(take_label(c1, t), std::string("a1"));
+  std::string got;
+  std::thread waiter([&] { got = take_label(c2, t, milliseconds(10000)); });
+  wait_for_a_waiter(*t);
+  REQUIRE(c1.end().ok());
+  waiter.join();
+  CHECK_EQ(got, std::string("a2"));
+  // A new row of a busy group waits too; of an idle group, it goes to the waiter at once.
+  std::thread waiter2([&] { got = take_label(c1, t, milliseconds(10000)); });
+  wait_for_a_waiter(*t);
+  REQUIRE(insert1(*t, row("A", "a3")).ok());
+  REQUIRE(insert1(*t, row("C", "c1")).ok());
+  waiter2.join();
+  CHECK_EQ(got, std::string("c1"));
+}
+
+TEST(a_retry_delay_holds_the_group_and_a_dead_row_lets_it_go_on) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "A:a3"});
+  REQUIRE(t);
+  t->set_max_deliveries(2);
+  Consumer c;
+  CHECK_EQ(take_label(c, t), std::string("a1"));
+  REQUIRE(c.abort(milliseconds(150)).ok());
+  CHECK_EQ(take_label(c, t), std::string(""));  // a1 waits for its retry, and a2 for a1
+  CHECK_EQ(take_label(c, t, milliseconds(5000)), std::string("a1"));
+  REQUIRE(c.abort().ok());  // its second failure: dead
+  CHECK_EQ(t->info().dead_rows, 1u);
+  CHECK_EQ(take_label(c, t), std::string("a2"));
+  // Taking the dead row out for a look holds nobody up.
+  Consumer admin, other;
+  bool taken = false;
+  REQUIRE(admin.take_dead(t, &taken).ok());
+  REQUIRE(taken);
+  REQUIRE(c.end().ok());
+  CHECK_EQ(take_label(other, t), std::string("a3"));
+}
+
+TEST(a_delete_of_the_row_ahead_lets_the_group_go_on) {
+  TempDir dir;
+  std::map<std::string, RowId> ids;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"}, &ids);
+  REQUIRE(t);
+  Consumer deleter, c;
+  REQUIRE(t->claim_for_delete(&deleter, ids["a1"]));
+  CHECK_EQ(take_label(c, t), std::string(""));  // a1 is being deleted: the group waits
+  REQUIRE(t->remove_claimed(&deleter).ok());
+  CHECK_EQ(take_label(c, t), std::string("a2"));
+}
+
+TEST(a_filtered_wait_keeps_the_group_order) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "B:b1"});
+  REQUIRE(t);
+  auto wants_a2 = std::make_shared<LabelFilter>("a2");
+  Consumer c, other;
+  CHECK_EQ(take_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is first
+  CHECK_EQ(take_label(other, t), std::string("a1"));
+  CHECK_EQ(take_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is out
+  std::string got;
+  std::thread waiter([&] { got = take_label(c, t, milliseconds(10000), wants_a2); });
+  wait_for_a_waiter(*t);
+  REQUIRE(other.end().ok());
+  waiter.join();
+  CHECK_EQ(got, std::string("a2"));
+}
+
+TEST(groups_and_their_order_hold_across_a_crash_and_a_reopen) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = grouped_table(path, {"A:a1", "A:a2", "B:b1", "B:b2"});
+  REQUIRE(t);
+  Consumer c;
+  CHECK_EQ(take_label(c, t), std::string("a1"));
+  REQUIRE(c.end().ok());
+  CHECK_EQ(take_label(c, t), std::string("a2"));  // owned when the server dies: it comes back
+
+  auto crashed = crash_copy(dir, path, "crashed");
+  REQUIRE(crashed);
+  crashed->set_message_group(group_column());  // what the engine does when a statement opens it
+  CHECK_EQ(crashed->info().message_groups, 2u);
+  Consumer c1, c2, c3;
+  CHECK_EQ(take_label(c1, crashed), std::string("a2"));
+  CHECK_EQ(take_label(c2, crashed), std::string("b1"));
+  CHECK_EQ(take_label(c3, crashed), std::string(""));
+  REQUIRE(crashed->compact().ok());  // ids, and so groups, are unchanged by a compaction
+  REQUIRE(c2.end().ok());
+  CHECK_EQ(take_label(c3, crashed), std::string("b2"));
+
+  REQUIRE(c.abort().ok());
+  t.reset();
+  auto reopened = reopen(path);  // clean close: index snapshot
+  REQUIRE(reopened);
+  reopened->set_message_group(group_column());
+  Consumer d1, d2, d3;
+  CHECK_EQ(take_label(d1, reopened), std::string("a2"));
+  CHECK_EQ(take_label(d2, reopened), std::string("b1"));
+  CHECK_EQ(take_label(d3, reopened), std::string(""));
+}
+
+TEST(truncate_forgets_the_groups) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
+  REQUIRE(t);
+  Consumer c;
+  CHECK_EQ(take_label(c, t), std::string("a1"));
+  REQUIRE(t->truncate().ok());
+  CHECK_EQ(t->info().message_groups, 0u);
+  REQUIRE(insert1(*t, row("A", "a3")).ok());
+  Consumer c2;
+  CHECK_EQ(take_label(c2, t), std::string("a3"));  // a1 is gone with the rest
+}
+
+// Consumers ending and failing rows at random: never two rows of a group out at once, and
+// each group's rows end in insert order.
+TEST(concurrent_consumers_never_have_two_rows_of_a_group_out) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  t->set_message_group(group_column());
+  constexpr int kGroups = 8, kPerGroup = 150;
+  for (int i = 0; i < kPerGroup; i++)
+    for (int g = 0; g < kGroups; g++)
+      REQUIRE(insert1(*t, row("g" + std::to_string(g), std::to_string(g) + "/" + std::to_string(i))).ok());
+  std::mutex mu;
+  std::set<int> out;            // groups with a row out
+  std::map<int, int> next_end;  // each group's next row to end
+  std::atomic<int> violations{0}, ended{0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);  // a stuck group fails, not hangs
+  auto worker = [&](unsigned seed) {
+    std::mt19937 rng(seed);
+    Consumer c;
+    for (;;) {
+      const std::string label = take_label(c, t, milliseconds(200));
+      if (label.empty()) {
+        if (ended.load() == kGroups * kPerGroup) return;
+        if (std::chrono::steady_clock::now() > give_up) {
+          violations++;
+          return;
+        }
+        continue;
+      }
+      const int g = std::stoi(label), i = std::stoi(label.substr(label.find('/') + 1));
+      {
+        std::lock_guard<std::mutex> l(mu);
+        if (!out.insert(g).second) violations++;
+        if (next_end[g] != i) violations++;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+      const bool fail = rng() % 8 == 0;
+      {
+        std::lock_guard<std::mutex> l(mu);  // before the row goes: the group's next may go at once
+        out.erase(g);
+        if (!fail) next_end[g]++;
+      }
+      if (fail ? !c.abort().ok() : !c.end().ok()) violations++;
+      if (!fail) ended++;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned s = 1; s <= 6; s++) threads.emplace_back(worker, s);
+  for (auto& th : threads) th.join();
+  CHECK_EQ(violations.load(), 0);
+  CHECK_EQ(t->info().rows, 0u);
+  for (int g = 0; g < kGroups; g++) CHECK_EQ(next_end[g], kPerGroup);
+}
