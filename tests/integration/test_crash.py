@@ -17,7 +17,9 @@ Checks, after every restart:
                      no id is both acked and remaining;
   - nothing invented: remaining is contained in attempted, and every payload is intact;
 and while the server runs: a consumer that owns a row sees exactly that row, no id is handed to
-two owners at once, and no id is handed out after it was acked. Delivery counts survive the kill
+two owners at once, and no id is handed out after it was acked. With MESSAGE_GROUP_COLUMN (each
+producer's rows fall into 8 groups by seq), no row is handed out while another row of its group
+is out, nor before every earlier row of its group was acked (or its ack sent). Delivery counts survive the kill
 too: a row drained after the restart has queue_delivery_count() of at least 1 + the number of
 its queue_abort() calls that returned before the kill (checked without leases: with them, an
 abort may find the lease expired and give back nothing itself).
@@ -50,6 +52,14 @@ def payload_for(mid):
     p, seq = mid
     digest = hashlib.sha1(f"{p}:{seq}".encode()).hexdigest()
     return digest * (1 + (p * 131 + seq * 7) % 60)  # 40 B .. 2.4 KB
+
+
+GROUPS_PER_PRODUCER = 8
+
+
+def group_of(mid):  # the grp column: each producer's rows in 8 groups, in seq order within each
+    p, seq = mid
+    return p * GROUPS_PER_PRODUCER + seq % GROUPS_PER_PRODUCER
 
 
 class AcksInFlight:
@@ -94,13 +104,17 @@ class AcksInFlight:
 class Ledger:
     """What the clients observed during one cycle (thread-safe)."""
 
-    def __init__(self, leases=False, batches=False, max_deliveries=0):
+    def __init__(self, leases=False, batches=False, max_deliveries=0, groups=False):
         # With leases a row may be handed out again while its first owner still believes it
         # holds it (it learns of the expiry at its next queue_end/queue_wait): "owned by two
         # at once" is then expected, and "acked twice" is what must never happen.
         self.leases = leases
         self.batches = batches  # half the consumers take batches (queue_wait_batch)
         self.max_deliveries = max_deliveries  # the table's MAX_DELIVERIES (0 = none)
+        self.groups = groups  # the table has MESSAGE_GROUP_COLUMN='grp'
+        self.group_rows = {}  # group -> its ids in insert order
+        self.group_acked_upto = Counter()  # group -> how many of its first rows are acked
+        self.grouped_deliveries = 0
         self.batched = 0  # rows seen in batches of two or more
         self.expired = 0  # queue_end/queue_wait calls told "lease expired"
         self.lock = threading.Lock()
@@ -141,8 +155,34 @@ class Ledger:
             if mid in self.held and not self.leases:
                 self.violations.append(f"{mid} owned by consumers {self.held[mid]} and {who} at once "
                                        f"(history: {self.history.get(mid, [])})")
+            if self.groups:
+                self._check_group_order(mid, who)
             self.held[mid] = who
             self.history.setdefault(mid, []).append(f"to {who}")
+
+    def attempt(self, mids):
+        with self.lock:
+            self.attempted.update(mids)
+            for mid in mids:
+                self.group_rows.setdefault(group_of(mid), []).append(mid)
+
+    def _check_group_order(self, mid, who):  # self.lock held
+        g = group_of(mid)
+        self.grouped_deliveries += 1
+        for other, owner in self.held.items():
+            if other != mid and group_of(other) == g and other not in self.ack_unknown:
+                self.violations.append(f"{mid} handed to consumer {who} while {other} of group {g} is out "
+                                       f"(owned by {owner})")
+        rows, done = self.group_rows.get(g, []), self.group_acked_upto[g]
+        while done < len(rows) and rows[done] in self.acked:
+            done += 1
+        self.group_acked_upto[g] = done
+        for earlier in rows[done:]:
+            if earlier == mid:
+                break
+            if earlier not in self.acked and earlier not in self.ack_unknown:  # (another ack may still be unrecorded)
+                self.violations.append(f"{mid} handed to consumer {who} before {earlier} of group {g} was acked "
+                                       f"(history: {self.history.get(earlier, [])})")
 
     def release(self, mid):  # before queue_abort: the row becomes free once the abort runs
         with self.lock:
@@ -190,13 +230,12 @@ def producer(server, ledger, pid):
         seq = 0
         while not ledger.killing.is_set():
             ids = [(pid, seq + k) for k in range(3 if seq % 5 == 0 else 1)]
-            with ledger.lock:
-                ledger.attempted.update(ids)
+            ledger.attempt(ids)
             # Every fourth row is not handed out before 150 ms from now (VISIBLE_AT_COLUMN).
-            cur.execute("INSERT INTO q (producer, seq, payload, due) VALUES "
-                        + ", ".join(["(%s, %s, %s, NOW(3) + INTERVAL %s SECOND)"] * len(ids)),
+            cur.execute("INSERT INTO q (producer, seq, payload, due, grp) VALUES "
+                        + ", ".join(["(%s, %s, %s, NOW(3) + INTERVAL %s SECOND, %s)"] * len(ids)),
                         [x for mid in ids for x in (mid[0], mid[1], payload_for(mid),
-                                                    0.15 if mid[1] % 4 == 0 else None)])
+                                                    0.15 if mid[1] % 4 == 0 else None, group_of(mid))])
             with ledger.lock:
                 ledger.inserted.update(ids)
             seq += len(ids)
@@ -371,8 +410,8 @@ def compactor(server, ledger):
         ledger.failed("compactor", e)
 
 
-def run_cycle(server, cycle, rng, leases=False, batches=False, max_deliveries=0):
-    ledger = Ledger(leases, batches, max_deliveries)
+def run_cycle(server, cycle, rng, leases=False, batches=False, max_deliveries=0, groups=False):
+    ledger = Ledger(leases, batches, max_deliveries, groups)
     threads = [threading.Thread(target=producer, args=(server, ledger, cycle * 100 + p)) for p in range(PRODUCERS)]
     threads += [threading.Thread(target=batch_consumer if batches and k >= CONSUMERS // 2 else consumer,
                                  args=(server, ledger, k, random.Random(rng.random())))
@@ -436,7 +475,8 @@ def check_after_restart(server, ledger, cycle):
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
                    inserts_in_flight=len(ledger.attempted - ledger.inserted),
                    acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired,
-                   batched=ledger.batched, delivery_counts_checked=counts_checked, dead=len(dead))
+                   batched=ledger.batched, delivery_counts_checked=counts_checked, dead=len(dead),
+                   grouped_deliveries=ledger.grouped_deliveries)
 
 
 def take_dead_rows(server, ledger, c, remaining, cycle):
@@ -479,6 +519,23 @@ def test_ledger_reports_what_it_must_and_nothing_else():
         "(1, 2) acked twice (history: ['to 2', 'acked', 'to 0'])"]
 
 
+def test_ledger_reports_rows_of_a_group_out_together_or_out_of_order():
+    """Rows (1, 0), (1, 8) and (1, 16) are one group: each may go out only once the one
+    before was acked, or its ack sent."""
+    ledger = Ledger(groups=True)
+    ledger.attempt([(1, 0), (1, 1), (1, 8), (1, 16)])
+    ledger.deliver((1, 0), 0)
+    ledger.deliver((1, 1), 1)           # another group: fine
+    ledger.ack_unknown.add((1, 0))      # 0's queue_end is on its way...
+    ledger.deliver((1, 8), 2)           # ...so the next row may go
+    ledger.ack((1, 0))
+    assert ledger.violations == []
+    ledger.deliver((1, 16), 3)          # (1, 8) is still out, unacked
+    assert ledger.violations == [
+        "(1, 16) handed to consumer 3 while (1, 8) of group 8 is out (owned by 2)",
+        "(1, 16) handed to consumer 3 before (1, 8) of group 8 was acked (history: ['to 2'])"]
+
+
 def test_with_leases_a_late_record_of_a_delivery_is_no_violation_but_a_second_ack_is():
     ledger = Ledger(leases=True)
     ledger.deliver((1, 1), 0)
@@ -504,41 +561,46 @@ def test_an_expired_lease_withdraws_only_its_own_ack_in_flight():
     assert ledger.inserted - ledger.acked - ledger.ack_unknown == {(1, 1)}
 
 
-@pytest.mark.parametrize("mode,leases,batches,sync_removals,max_deliveries",
-                         [("fdatasync", False, False, True, 0), ("none", False, False, True, 0),
-                          ("fdatasync", True, False, True, 0), ("fdatasync", False, True, True, 0),
-                          ("fdatasync", True, True, True, 0), ("fdatasync", False, True, False, 0),
-                          ("fdatasync", False, False, True, 1)],
+@pytest.mark.parametrize("mode,leases,batches,sync_removals,max_deliveries,groups",
+                         [("fdatasync", False, False, True, 0, False), ("none", False, False, True, 0, False),
+                          ("fdatasync", True, False, True, 0, False), ("fdatasync", False, True, True, 0, False),
+                          ("fdatasync", True, True, True, 0, False), ("fdatasync", False, True, False, 0, False),
+                          ("fdatasync", False, False, True, 1, False), ("fdatasync", False, False, True, 0, True)],
                          ids=["fdatasync", "none", "fdatasync-leases", "fdatasync-batches",
                               "fdatasync-leases-batches", "fdatasync-batches-unsynced-removals",
-                              "fdatasync-dead-letters"])
+                              "fdatasync-dead-letters", "fdatasync-message-groups"])
 def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches, sync_removals,
-                                                       max_deliveries):
+                                                       max_deliveries, groups):
     """With leases, consumers' jobs sometimes outlast a 30 ms lease: a row whose lease ran out
     must never also be acked by its first owner, and the kill must still lose nothing. With
     batches, half the consumers own up to 20 rows at once and end or abort them together.
     With queue_sync_removals=OFF, removals are written but not synced: a server crash must
     still keep every one of them. With MAX_DELIVERIES=1, every aborted row dies: none may be
     handed out again, and after the restart exactly the rows whose abort returned (and perhaps
-    those whose abort was in flight) are dead."""
+    those whose abort was in flight) are dead. With MESSAGE_GROUP_COLUMN, rows of a group go out
+one at a time and in order, before and after each kill."""
     s = fresh_server
-    s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL) "
-          f"ENGINE=QUEUE VISIBLE_AT_COLUMN='due' MAX_DELIVERIES={max_deliveries}")
-    s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR)")  # the delay applies...
+    s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL, "
+          f"grp INT) ENGINE=QUEUE VISIBLE_AT_COLUMN='due' MAX_DELIVERIES={max_deliveries}"
+          + (" MESSAGE_GROUP_COLUMN='grp'" if groups else ""))
+    s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR, NULL)")  # the delay applies...
     assert json.loads(s.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 1
     s.sql("DELETE FROM test.q")  # ...so some rows are delayed (not yet due) when the kill comes
     variant = ("-leases" if leases else "") + ("-batches" if batches else "") + \
-        ("" if sync_removals else "-unsynced-removals") + ("-dead-letters" if max_deliveries else "")
+        ("" if sync_removals else "-unsynced-removals") + ("-dead-letters" if max_deliveries else "") + \
+        ("-message-groups" if groups else "")
     rng = random.Random(f"q4m-crash-{mode}{variant}")
-    cycles = CYCLES // 2 if leases or batches or max_deliveries else CYCLES
+    cycles = CYCLES // 2 if leases or batches or max_deliveries or groups else CYCLES
     totals = Counter()
     for cycle in range(1, cycles + 1):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
         s.sql(f"SET GLOBAL queue_sync_removals = {'ON' if sync_removals else 'OFF'}")
-        ledger = run_cycle(s, cycle, rng, leases, batches, max_deliveries)
+        ledger = run_cycle(s, cycle, rng, leases, batches, max_deliveries, groups)
         totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
+    if groups:
+        assert totals["grouped_deliveries"] > 0, "no grouped row was handed out: the cycles tested nothing new"
     if max_deliveries:
         assert totals["dead"] > 0, "no row died: the dead-letter cycles tested nothing new"
     elif not leases:
