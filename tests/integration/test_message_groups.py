@@ -107,3 +107,20 @@ def test_bad_group_columns_are_refused(server):
                  "MESSAGE_GROUP_COLUMN: column `k` is double")
     server.sql("CREATE TABLE test.j (v INT, k INT) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k'")
     expect_error(c, "ALTER TABLE test.j DROP COLUMN k", "MESSAGE_GROUP_COLUMN: the table has no column `k`")
+
+
+def test_a_batch_takes_one_row_per_group_and_a_condition_never_jumps_ahead(server):
+    _jobs(server, [(1, "alice"), (2, "alice"), (3, "bob"), (4, "bob"), (5, None), (6, "carol")])
+    w = server.connect()
+    assert value(w, "SELECT queue_wait_batch('jobs', 10, 0)") == 4
+    assert sorted(r[0] for r in query(w, "SELECT id FROM jobs")) == [1, 3, 5, 6]
+    picky = server.connect()
+    assert _take_where(picky, "id = 2") is None  # alice's next row, but 1 is out
+    assert value(w, "SELECT queue_end()") == 1
+    assert _take_where(picky, "id = 4") == 4
+    assert _take_where(server.connect(), "id = 2") == 2
+
+
+def _take_where(c, condition):
+    rows = query(c, f"SELECT id FROM jobs WHERE queue_wait('jobs:{condition}', 0)")
+    return rows[0][0] if rows else None

@@ -45,6 +45,8 @@ OTHER_STATEMENTS = [
     "SET SESSION queue_lease_timeout = 0.01", "SET SESSION queue_lease_timeout = 0",
     "SET SESSION queue_lease_timeout = -3", "SET SESSION queue_lease_timeout = 'x'",
     "ALTER TABLE q2 MAX_DELIVERIES=1", "ALTER TABLE q2 MAX_DELIVERIES=0", "ALTER TABLE q2 MAX_DELIVERIES=3",
+    "ALTER TABLE q2 MESSAGE_GROUP_COLUMN='v'", "ALTER TABLE q2 MESSAGE_GROUP_COLUMN=''",
+    "ALTER TABLE q2 MESSAGE_GROUP_COLUMN='j'", "ALTER TABLE q1 DROP COLUMN s",
 ]
 LOST = (2006, 2013, 2003)
 CRASHED = (1194, 1195)  # ER_CRASHED_ON_USAGE, ER_CRASHED_ON_REPAIR
@@ -98,7 +100,8 @@ def processlist(server):
 
 def create_tables(server):
     server.sql("CREATE DATABASE fz")
-    server.sql("CREATE TABLE fz.q1 (id INT, s VARCHAR(20), d DOUBLE, t DATETIME, b BLOB) ENGINE=QUEUE")
+    server.sql("CREATE TABLE fz.q1 (id INT, s VARCHAR(20), d DOUBLE, t DATETIME, b BLOB) ENGINE=QUEUE "
+               "MESSAGE_GROUP_COLUMN='s'")
     server.sql("CREATE TABLE fz.q2 (v BIGINT UNSIGNED NOT NULL, j TEXT) ENGINE=QUEUE MAX_DELIVERIES=2")
     server.sql("CREATE TABLE fz.inn (v INT) ENGINE=InnoDB")
     server.sql("CREATE VIEW fz.vq AS SELECT * FROM fz.q1")
