@@ -29,12 +29,10 @@ void QueueTableImpl::set_max_deliveries(uint32_t max) {
 QueueTableImpl::Take QueueTableImpl::take_dead(Consumer::Impl& c) {
   auto st = state_.lock();
   if (st->dropped) return Take::kDropped;
-  if (dead_.load() == 0) return Take::kNone;
-  for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
-    RowEntry& e = st->index.at(pos);
-    if (e.state == RowState::kDead) return take_locked(*st, c, 0, e);
-  }
-  return Take::kNone;
+  if (st->dead_ids.empty()) return Take::kNone;
+  RowEntry* e = st->index.find(*st->dead_ids.begin());
+  // (set_state keeps dead_ids exact; the check is a guard against ever handing out a held row)
+  return e && e->state == RowState::kDead ? take_locked(*st, c, 0, *e) : Take::kNone;
 }
 
 }  // namespace q4m

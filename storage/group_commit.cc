@@ -228,6 +228,7 @@ uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r)
     RowEntry* e = st.index.find(id);
     if (!e || e->owner != r.remover) continue;  // vanished (truncate) meanwhile
     count_state_change(e->state, RowState::kRemoved);
+    if (e->state == RowState::kDead) st.dead_ids.erase(id);  // (claimed first, so not expected)
     if (!st.delay_tokens.empty()) st.delay_tokens.erase(id);  // its deadline is stale now
     const bool in_group = e->grouped;
     st.index.remove(id);

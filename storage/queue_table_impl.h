@@ -18,6 +18,7 @@
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -77,6 +78,7 @@ struct TableState {
   MessageGroups groups;  // of the grouped rows (RowEntry::grouped), when message_group is set
   uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
   uint32_t max_deliveries = 0;  // set_max_deliveries(); 0 = no limit
+  std::set<RowId> dead_ids;     // the kDead rows, oldest first (set_state keeps it): queue_take_dead()
   // A row back from its max_deliveries-th delivery is dead, not queued again.
   bool dies(const RowEntry& e) const { return max_deliveries != 0 && e.deliveries >= max_deliveries; }
   // May `e` be handed out now: free, and if grouped, its group's ready row.
@@ -313,6 +315,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void count_state_change(RowState from, RowState to);
   void set_state(TableState& st, RowEntry& e, RowState to) {
     count_state_change(e.state, to);
+    if (e.state == RowState::kDead) st.dead_ids.erase(e.id);
+    if (to == RowState::kDead) st.dead_ids.insert(e.id);
     e.state = to;
     if (e.grouped) st.groups.refresh(e.id, group_lookup(st));
   }

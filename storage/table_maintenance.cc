@@ -48,6 +48,7 @@ void QueueTableImpl::forget_rows(TableState& st) {
   st.clear_delays();
   st.first_free_hint = 0;
   st.groups.clear();  // the column stays: new rows join groups again
+  st.dead_ids.clear();
   // Every mirror of the index, in one place: TRUNCATE once left DEAD_ROWS counting rows
   // that were gone.
   rows_.store(0);

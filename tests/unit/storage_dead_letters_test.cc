@@ -207,3 +207,34 @@ TEST(truncate_leaves_no_dead_row_counted) {
   deliver_and_abort(t, 1);
   CHECK_EQ(t->info().dead_rows, 1u);
 }
+
+TEST(take_dead_hands_out_the_oldest_dead_row_whatever_the_order_they_died_in) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b", "c"}, &ids);
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  {
+    Consumer first, second;
+    REQUIRE(take(first, t));
+    REQUIRE(take(second, t));
+    REQUIRE(second.abort().ok());  // b dies first...
+    REQUIRE(first.abort().ok());   // ...then a
+  }
+  CHECK_EQ(t->info().dead_rows, 2u);
+  Consumer admin;
+  REQUIRE(take_dead(admin, t));
+  CHECK_EQ(admin.owned_rowid(), ids[0]);
+  REQUIRE(admin.abort().ok());    // still dead
+  t->set_max_deliveries(5);       // both back in the queue
+  CHECK(!take_dead(admin, t));
+  t->set_max_deliveries(1);       // both dead again
+  REQUIRE(take_dead(admin, t));
+  CHECK_EQ(admin.owned_rowid(), ids[0]);
+  REQUIRE(admin.end().ok());
+  REQUIRE(take_dead(admin, t));
+  CHECK_EQ(admin.owned_rowid(), ids[1]);
+  REQUIRE(admin.end().ok());
+  CHECK(!take_dead(admin, t));
+  CHECK_EQ(t->info().rows, 1u);
+}
