@@ -121,8 +121,8 @@ bool check_options(const TABLE_SHARE* share, std::string* error) {
 QueueTableOptions options_of(const TABLE_SHARE* share) {
   QueueTableOptions o;
   o.visible_at = visible_at_column_of(share);
-  std::string error;  // create() refused a wrong column
-  if (!message_group_column_of(share, &o.message_group, &error)) o.message_group.reset();
+  std::string error;  // a wrong column leaves it null (create() refused it)
+  message_group_column_of(share, &o.message_group, &error);
   if (share->option_struct) {
     o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);

@@ -228,7 +228,7 @@ uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r)
     RowEntry* e = st.index.find(id);
     if (!e || e->owner != r.remover) continue;  // vanished (truncate) meanwhile
     count_state_change(e->state, RowState::kRemoved);
-    if (e->state == RowState::kDead) st.dead_ids.erase(id);  // (claimed first, so not expected)
+    if (e->state == RowState::kDead) st.dead_ids.erase(id);  // (a dead row is claimed first: not expected)
     if (!st.delay_tokens.empty()) st.delay_tokens.erase(id);  // its deadline is stale now
     const bool in_group = e->grouped;
     st.index.remove(id);
@@ -268,7 +268,9 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
     }
   }
-  release_ready(*st);  // (a new row is offered by queue_row if it may go; this only clears the list)
+  // New rows only became ready here, and queue_row offered each that may go, as it offers an
+  // ungrouped one: no cursor is past them, so nothing else to do.
+  st->groups.forget_newly_ready();
   if (inserted != 0 && st->ttl_ms != 0 && !st->ttl_watched) {  // the oldest queued row is one of these
     st->ttl_watched = true;
     watch_deadline(LeaseClock::now() + std::chrono::milliseconds(st->ttl_ms));

@@ -62,6 +62,8 @@ class MessageGroups {
   std::set<RowId>::const_iterator ready_end() const { return ready_.end(); }
   // Rows that became ready since the last call (some may have been taken since).
   std::vector<RowId> take_newly_ready();
+  // The same list, when the caller offered those rows itself (new rows, as publish does).
+  void forget_newly_ready() { newly_ready_.clear(); }
 
   size_t group_count() const { return by_key_.size(); }
   void clear();

@@ -4,10 +4,26 @@
 #include <algorithm>
 #include <chrono>
 
+#include "block_reader.h"
 #include "consumer_impl.h"
 #include "index_snapshot.h"
 
 namespace q4m {
+
+void TableState::for_each_payload(const std::function<bool(const RowEntry&)>& want,
+                                  const std::function<void(RowEntry&, std::string_view)>& fn) {
+  const size_t end = index.end_pos();
+  if (end == 0 || !file) return;
+  // Rows are in file order: the last one ends the published bytes (the writer may be past it).
+  BlockReader reader(*file, index.at(end - 1).offset + index.at(end - 1).length);
+  for (size_t pos = 0; pos < end; pos++) {
+    RowEntry& e = index.at(pos);
+    if (e.state == RowState::kRemoved || !want(e)) continue;
+    const unsigned char* bytes = nullptr;
+    if (!reader.get(e.offset, e.length, &bytes).ok()) continue;
+    fn(e, std::string_view(reinterpret_cast<const char*>(bytes), e.length));
+  }
+}
 namespace {
 
 // What a viewer may see (see the visibility rules in queue_table.h).
@@ -228,7 +244,7 @@ TableInfo QueueTableImpl::info() {
   i.rows = st->index.live();
   i.owned_rows = owned_.load();
   i.delayed_rows = delayed_.load();
-  i.dead_rows = dead_.load();
+  i.dead_rows = st->dead_ids.size();
   i.message_groups = st->groups.group_count();
   i.waiters = st->waiters.size();
   i.file_bytes = file_bytes_.load();

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <memory>
@@ -78,7 +79,7 @@ struct TableState {
   MessageGroups groups;  // of the grouped rows (RowEntry::grouped), when message_group is set
   uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
   uint32_t max_deliveries = 0;  // set_max_deliveries(); 0 = no limit
-  std::set<RowId> dead_ids;     // the kDead rows, oldest first (set_state keeps it): queue_take_dead()
+  std::set<RowId> dead_ids;     // the kDead rows, oldest first (set_state keeps it): DEAD_ROWS, queue_take_dead()
   // A row back from its max_deliveries-th delivery is dead, not queued again.
   bool dies(const RowEntry& e) const { return max_deliveries != 0 && e.deliveries >= max_deliveries; }
   // May `e` be handed out now: free, and if grouped, its group's ready row.
@@ -128,6 +129,12 @@ struct TableState {
   bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
     return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
   }
+  // Under the state lock, when a statement first opens the table (set_visible_at,
+  // set_message_group): fn(e, payload) for each row that want(e) selects, reading the file
+  // front to back in 4 MiB blocks. Rows whose bytes cannot be read are skipped: the
+  // consumer's own read reports them.
+  void for_each_payload(const std::function<bool(const RowEntry&)>& want,
+                        const std::function<void(RowEntry&, std::string_view)>& fn);
   // What to pread for a row the caches do not hold. Read ahead only below the tail
   // cache's start: those bytes are published and never change.
   UncachedRead uncached_read(uint64_t offset, uint32_t length) const {
@@ -310,8 +317,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // table_handoff.cc (state_ held)
   // Every change of a live row's state goes through count_state_change(), which keeps the
-  // owned_, delayed_ and dead_ mirrors in step (a removal from the index counts as `to` kRemoved);
-  // set_state() also makes the change.
+  // owned_ and delayed_ mirrors in step (a removal from the index counts as `to` kRemoved);
+  // set_state() also makes the change, and keeps dead_ids and the row's message group.
   void count_state_change(RowState from, RowState to);
   void set_state(TableState& st, RowEntry& e, RowState to) {
     count_state_change(e.state, to);
@@ -373,7 +380,6 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
-  std::atomic<uint64_t> dead_{0};     // rows in kDead
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
   std::atomic<bool> lease_watched_{false};  // handed to the LeaseReaper (once)

@@ -1,7 +1,6 @@
 // MESSAGE_GROUP_COLUMN inside the table: which grouped rows may go (message_groups.h) is
 // kept in step with every state change of a grouped row (set_state), every removal
 // (publish_removal) and every new row (publish); here is what ties the two together.
-#include "block_reader.h"
 #include "queue_table_impl.h"
 
 namespace q4m {
@@ -37,24 +36,15 @@ void QueueTableImpl::set_message_group(std::shared_ptr<const MessageGroupColumn>
   auto st = state_.lock();
   if (st->message_group || !column || !st->file) return;
   st->message_group = std::move(column);
-  // The rows in the table now, read front to back in 4 MiB blocks (under the lock: this runs
-  // when a statement first opens the table, before anyone can take a row).
-  const size_t end = st->index.end_pos();
-  if (end == 0) return;
-  BlockReader reader(*st->file, st->index.at(end - 1).offset + st->index.at(end - 1).length);
+  // The rows in the table now (this runs when a statement first opens the table, before
+  // anyone can take a row).
   const MessageGroups::RowLookup lookup = group_lookup(*st);
   std::string key;
-  for (size_t pos = 0; pos < end; pos++) {
-    RowEntry& e = st->index.at(pos);
-    if (e.state == RowState::kRemoved) continue;
-    const unsigned char* bytes = nullptr;
-    if (!reader.get(e.offset, e.length, &bytes).ok()) continue;  // the consumer's own read reports it
-    if (!message_group_key(*st->message_group,
-                           std::string_view(reinterpret_cast<const char*>(bytes), e.length), &key))
-      continue;
+  st->for_each_payload([](const RowEntry&) { return true; }, [&](RowEntry& e, std::string_view payload) {
+    if (!message_group_key(*st->message_group, payload, &key)) return;
     e.grouped = true;
     st->groups.add(e.id, key, lookup);
-  }
+  });
   release_ready(*st);
 }
 

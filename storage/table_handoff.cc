@@ -1,6 +1,5 @@
 // Row ownership inside one table: consumers taking rows, waiters being handed rows,
 // rows returning to the queue, delete claims.
-#include "block_reader.h"
 #include "consumer_impl.h"
 #include "queue_table_impl.h"
 
@@ -53,13 +52,10 @@ void QueueTableImpl::count_state_change(RowState from, RowState to) {
   // One net change per mirror, so a lock-free reader never sees a transient count.
   const int owned = int{held_by_connection(to)} - int{held_by_connection(from)};
   const int delayed = int{to == RowState::kDelayed} - int{from == RowState::kDelayed};
-  const int dead = int{to == RowState::kDead} - int{from == RowState::kDead};
   if (owned > 0) owned_.fetch_add(1);
   if (owned < 0) owned_.fetch_sub(1);
   if (delayed > 0) delayed_.fetch_add(1);
   if (delayed < 0) delayed_.fetch_sub(1);
-  if (dead > 0) dead_.fetch_add(1);
-  if (dead < 0) dead_.fetch_sub(1);
 }
 
 void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
@@ -111,22 +107,14 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
   auto st = state_.lock();
   if (st->visible_at || !column || !st->file) return;
   st->visible_at = std::move(column);
-  // The rows queued already, read front to back in 4 MiB blocks (under the lock: this runs
-  // when a statement first opens the table, before anyone can take a row).
+  // The rows queued already (this runs when a statement first opens the table, before
+  // anyone can take a row).
   const int64_t now = static_cast<int64_t>(now_ms());
-  const size_t end = st->index.end_pos();
-  if (end == 0) return;
-  // Rows are in file order: the last one ends the published bytes (the writer may be past it).
-  BlockReader reader(*st->file, st->index.at(end - 1).offset + st->index.at(end - 1).length);
-  for (size_t pos = 0; pos < end; pos++) {
-    RowEntry& e = st->index.at(pos);
-    if (e.state != RowState::kFree) continue;
-    const unsigned char* bytes = nullptr;
-    if (!reader.get(e.offset, e.length, &bytes).ok()) continue;  // the consumer's own read reports it
-    const int64_t at =
-        visible_at_ms(*st->visible_at, std::string_view(reinterpret_cast<const char*>(bytes), e.length));
-    if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now));
-  }
+  st->for_each_payload([](const RowEntry& e) { return e.state == RowState::kFree; },
+                       [&](RowEntry& e, std::string_view payload) {
+                         const int64_t at = visible_at_ms(*st->visible_at, payload);
+                         if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now));
+                       });
 }
 
 void QueueTableImpl::claim_row(TableState& st, RowEntry& e, const Consumer* claimer) {

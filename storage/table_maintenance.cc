@@ -48,13 +48,11 @@ void QueueTableImpl::forget_rows(TableState& st) {
   st.clear_delays();
   st.first_free_hint = 0;
   st.groups.clear();  // the column stays: new rows join groups again
-  st.dead_ids.clear();
-  // Every mirror of the index, in one place: TRUNCATE once left DEAD_ROWS counting rows
-  // that were gone.
+  st.dead_ids.clear();  // DEAD_ROWS counts these: TRUNCATE once left a separate counter behind
+  // Every mirror of the index, in one place.
   rows_.store(0);
   owned_.store(0);
   delayed_.store(0);
-  dead_.store(0);
   live_bytes_.store(0);
 }
 
