@@ -23,6 +23,8 @@ void QueueTableImpl::set_max_deliveries(uint32_t max) {
       set_state(*st, e, RowState::kDead);
     }
   }
+  // An owned row may have crossed the new limit either way (in line or lent out).
+  if (st->message_group) st->groups.refresh_all(group_lookup(*st));
   release_ready(*st);  // rows behind a row that died may go now
 }
 

@@ -4,15 +4,6 @@
 
 namespace q4m {
 
-bool message_group_key(const MessageGroupColumn& c, std::string_view payload, std::string* key) {
-  thread_local std::vector<RowPayloadView::Column> columns;
-  if (c.column >= c.schema.columns.size() || !RowPayloadView::decode(c.schema, payload, &columns)) return false;
-  const RowPayloadView::Column& v = columns[c.column];
-  if (v.is_null) return false;
-  key->assign(v.bytes.data(), v.bytes.size());
-  return true;
-}
-
 void MessageGroups::add(RowId id, std::string_view key, const RowLookup& lookup) {
   if (member_.count(id)) return;
   auto [it, fresh] = by_key_.try_emplace(std::string(key), 0);
@@ -34,16 +25,19 @@ void MessageGroups::add(RowId id, std::string_view key, const RowLookup& lookup)
     if (at == g.rows.end() || *at != id) g.rows.insert(at, id);
   }
   g.members++;
-  member_[id] = it->second;
+  Member& m = member_[id];
+  m.slot = it->second;
+  note_out(m, lookup(id));
   update(it->second, lookup);
 }
 
 void MessageGroups::remove(RowId id, const RowLookup& lookup) {
   auto m = member_.find(id);
   if (m == member_.end()) return;
-  const uint32_t slot = m->second;
-  member_.erase(m);
+  const uint32_t slot = m->second.slot;
   Group& g = groups_[slot];
+  if (m->second.out) g.out--;
+  member_.erase(m);
   if (--g.members == 0) {  // the group is over; the same key later starts a new one
     if (g.ready) ready_.erase(g.ready);
     by_key_.erase(g.key);
@@ -57,16 +51,25 @@ void MessageGroups::remove(RowId id, const RowLookup& lookup) {
 
 void MessageGroups::refresh(RowId id, const RowLookup& lookup) {
   auto m = member_.find(id);
-  if (m != member_.end()) update(m->second, lookup);
+  if (m == member_.end()) return;
+  note_out(m->second, lookup(id));
+  update(m->second.slot, lookup);
+}
+
+void MessageGroups::refresh_all(const RowLookup& lookup) {
+  for (auto& [id, m] : member_) note_out(m, lookup(id));
+  for (uint32_t slot = 0; slot < groups_.size(); slot++)
+    if (groups_[slot].members) update(slot, lookup);
 }
 
 void MessageGroups::update(uint32_t slot, const RowLookup& lookup) {
   Group& g = groups_[slot];
   while (!g.rows.empty() && !member_.count(g.rows.front())) g.rows.pop_front();
-  // The first row still in line; dead rows before it stay members (one may come back to
-  // the queue if MAX_DELIVERIES is raised) but hold nothing up.
+  // The first row still in line, unless a row is out; dead rows before it stay members (one
+  // may come back to the queue if MAX_DELIVERIES is raised) but hold nothing up.
   RowId ready = 0;
   for (RowId id : g.rows) {
+    if (g.out) break;
     if (!member_.count(id)) continue;
     const RowView v = lookup(id);
     if (!v.exists || !v.in_line) continue;

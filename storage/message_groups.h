@@ -18,32 +18,28 @@
 #include <unordered_map>
 #include <vector>
 
-#include "row_payload.h"
+#include "message_group_column.h"
 
 namespace q4m {
 
-struct MessageGroupColumn {
-  TableSchema schema;  // of the table's rows
-  size_t column = 0;   // index of the group column in schema.columns
-};
-
-// The group key of the row with this payload: the column's stored bytes (compared byte for
-// byte). False if the column is NULL (the row is in no group) or the payload does not decode.
-bool message_group_key(const MessageGroupColumn& c, std::string_view payload, std::string* key);
-
 // Which grouped row of each group may go out now (its "ready" row): the group's first row
-// in row-id order that is still in line (not dead), if that row is free. Not thread-safe: it
+// in row-id order that is still in line (not dead), if that row is free and no row of the
+// group is out (owned). The second condition matters only for a dead row that comes back
+// (MAX_DELIVERIES raised) while a later row of its group is out: it waits for that row, so
+// a group never has two rows out. Not thread-safe: it
 // lives in the table's state, under the state lock. The caller reports every state change
 // of a grouped row (refresh) and every removal (remove); rows that became ready are then
 // collected with take_newly_ready() and offered to waiters.
 class MessageGroups {
  public:
   using RowId = uint64_t;
-  // The table's view of a row: whether it still exists, is in line (not dead), is free.
+  // The table's view of a row: whether it still exists, is in line (not dead), is free,
+  // is out (owned, and in line).
   struct RowView {
     bool exists = false;
     bool in_line = false;
     bool free = false;
+    bool out = false;
   };
   using RowLookup = std::function<RowView(RowId)>;
 
@@ -53,6 +49,8 @@ class MessageGroups {
   void remove(RowId id, const RowLookup& lookup);
   // Row `id` changed state (taken, returned, delayed, claimed, dead, back from the dead).
   void refresh(RowId id, const RowLookup& lookup);
+  // Every row may have changed whether it is in line (the delivery limit changed): O(rows).
+  void refresh_all(const RowLookup& lookup);
 
   bool is_member(RowId id) const { return member_.count(id) != 0; }
   bool is_ready(RowId id) const { return ready_.count(id) != 0; }
@@ -75,15 +73,29 @@ class MessageGroups {
     // from the front at once and elsewhere once they outnumber the members.
     std::deque<RowId> rows;
     size_t members = 0;
+    size_t out = 0;   // members seen out (Member::out)
     RowId ready = 0;  // its row in ready_, or 0
   };
+  struct Member {
+    uint32_t slot = 0;  // its group in groups_
+    bool out = false;   // at its last add/refresh
+  };
+  // Takes `m`'s new view into its group's out count.
+  void note_out(Member& m, const RowView& v) {
+    if (m.out == v.out) return;
+    m.out = v.out;
+    if (v.out)
+      groups_[m.slot].out++;
+    else
+      groups_[m.slot].out--;
+  }
   void update(uint32_t slot, const RowLookup& lookup);
   void prune(Group& g);
 
   std::unordered_map<std::string, uint32_t> by_key_;
   std::vector<Group> groups_;
   std::vector<uint32_t> free_slots_;
-  std::unordered_map<RowId, uint32_t> member_;  // grouped row -> its group's slot
+  std::unordered_map<RowId, Member> member_;  // grouped row -> its group
   std::set<RowId> ready_;
   std::vector<RowId> newly_ready_;
 };

@@ -16,7 +16,7 @@
 
 #include "stats.h"
 #include "status.h"
-#include "message_groups.h"
+#include "message_group_column.h"
 #include "visible_at.h"
 
 namespace q4m {

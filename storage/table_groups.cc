@@ -12,6 +12,7 @@ MessageGroups::RowLookup QueueTableImpl::group_lookup(TableState& st) {
       v.exists = true;
       v.in_line = st.in_line(*e);
       v.free = e->state == RowState::kFree;
+      v.out = v.in_line && e->state == RowState::kOwned;
     }
     return v;
   };

@@ -1,5 +1,6 @@
 // MESSAGE_GROUP_COLUMN (QueueTable::set_message_group): rows of one group go out one at a
 // time, in row-id order; other groups and ungrouped rows are not held up.
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <random>
@@ -94,6 +95,30 @@ TEST(the_key_is_the_column_bytes_and_null_means_no_group) {
   CHECK(!message_group_key(*group_column(), "\x00\x05" "ab", &key));  // does not decode
 }
 
+// The engine hands in the column's collation; here, one that ignores case.
+TEST(values_the_collation_calls_equal_are_one_group) {
+  auto column = std::make_shared<MessageGroupColumn>(*group_column());
+  column->collate = [](std::string_view v, std::string* key) {
+    key->clear();
+    for (char ch : v) key->push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  };
+  std::string key;
+  CHECK(message_group_key(*column, row("Cust-7", "x"), &key));
+  CHECK_EQ(key, std::string("cust-7"));
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  t->set_message_group(column);
+  REQUIRE(insert1(*t, row("alice", "a1")).ok());
+  REQUIRE(insert1(*t, row("ALICE", "a2")).ok());
+  CHECK_EQ(t->info().message_groups, 1u);
+  Consumer c1, c2;
+  CHECK_EQ(take_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_label(c2, t), std::string(""));  // 'ALICE' is alice: it waits
+  REQUIRE(c1.end().ok());
+  CHECK_EQ(take_label(c2, t), std::string("a2"));
+}
+
 TEST(a_group_hands_out_one_row_at_a_time_in_order_and_other_rows_go_on) {
   TempDir dir;
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "B:b1", "A:a3", ":n1", "B:b2", ":n2"});
@@ -159,6 +184,49 @@ TEST(a_retry_delay_holds_the_group_and_a_dead_row_lets_it_go_on) {
   REQUIRE(taken);
   REQUIRE(c.end().ok());
   CHECK_EQ(take_label(other, t), std::string("a3"));
+}
+
+// A dead row that comes back (MAX_DELIVERIES raised) while a later row of its group is out
+// waits for that row: a group never has two rows out.
+TEST(a_row_back_from_the_dead_waits_for_the_row_of_its_group_that_is_out) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "A:a3"});
+  REQUIRE(t);
+  t->set_max_deliveries(1);
+  Consumer c, other;
+  CHECK_EQ(take_label(c, t), std::string("a1"));
+  REQUIRE(c.abort().ok());  // dead at its first failure
+  CHECK_EQ(take_label(c, t), std::string("a2"));
+  t->set_max_deliveries(5);  // a1 is back in line, ahead of a2, which is out
+  CHECK_EQ(t->info().dead_rows, 0u);
+  CHECK_EQ(take_label(other, t), std::string(""));
+  std::string got;
+  std::thread waiter([&] { got = take_label(other, t, milliseconds(10000)); });
+  wait_for_a_waiter(*t);
+  REQUIRE(c.end().ok());  // a2 done: a1, first in line, goes next
+  waiter.join();
+  CHECK_EQ(got, std::string("a1"));
+  CHECK_EQ(take_label(c, t), std::string(""));  // a3 waits for a1
+  REQUIRE(other.end().ok());
+  CHECK_EQ(take_label(c, t), std::string("a3"));
+}
+
+// A row out past a limit that was lowered under it is lent out like a dead row: it holds
+// its group up no more.
+TEST(lowering_the_limit_under_an_owned_row_lets_its_group_go_on) {
+  TempDir dir;
+  auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
+  REQUIRE(t);
+  t->set_max_deliveries(3);
+  Consumer c, other;
+  CHECK_EQ(take_label(c, t), std::string("a1"));
+  REQUIRE(c.abort().ok());
+  CHECK_EQ(take_label(c, t), std::string("a1"));  // its second delivery
+  CHECK_EQ(take_label(other, t), std::string(""));
+  t->set_max_deliveries(1);
+  CHECK_EQ(take_label(other, t), std::string("a2"));
+  REQUIRE(c.abort().ok());  // a1 comes back past the limit: dead
+  CHECK_EQ(t->info().dead_rows, 1u);
 }
 
 TEST(a_delete_of_the_row_ahead_lets_the_group_go_on) {
