@@ -230,6 +230,8 @@ class Compiler {
       if (names_equal(schema_.columns[i].name, a.text)) { index = i; break; }
     if (index == schema_.columns.size()) return fail(a.pos, "unknown column '" + a.text + "'");
     const ColumnInfo& col = schema_.columns[index];
+    if (col.compressed)
+      return fail(a.pos, "column '" + col.name + "' is COMPRESSED: conditions cannot read its value");
     Node n;
     Cls cls = Cls::kInt;
     Domain domain = Domain::kNumber;

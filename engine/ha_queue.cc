@@ -114,7 +114,7 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
     return HA_ERR_UNSUPPORTED;
   }
   std::string why;
-  if (!check_options(s, &why)) {
+  if (!check_options(form, &why)) {
     my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), user_table_label(thd, s).c_str(),
                     why.c_str());
     return HA_ERR_UNSUPPORTED;
@@ -138,7 +138,7 @@ enum_alter_inplace_result ha_queue::check_if_supported_inplace_alter(TABLE* alte
                                                                      Alter_inplace_info* ha_alter_info) {
   const HA_CREATE_INFO* to = ha_alter_info->create_info;
   std::string why;
-  if (!check_options(altered_table->s, &why)) {  // a copying ALTER would be refused by create()
+  if (!check_options(altered_table, &why)) {  // a copying ALTER would be refused by create()
     my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), table_label().c_str(), why.c_str());
     return HA_ALTER_ERROR;
   }

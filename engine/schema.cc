@@ -47,6 +47,7 @@ q4m::TableSchema schema_of(const TABLE_SHARE* share) {
     c.length = variable ? 0 : f->pack_length();
     c.is_unsigned = (f->flags & UNSIGNED_FLAG) != 0;
     c.decimals = f->decimals();
+    c.compressed = f->compression_method() != nullptr;
     if (f->null_ptr) {
       c.null_byte = static_cast<uint32_t>(f->null_ptr - record);
       c.null_mask = f->null_bit;

@@ -31,17 +31,53 @@ int column_named(const TABLE_SHARE* share, const char* option, const char* name,
   return -1;
 }
 
-std::string sql_type_of(const Field* f) {
+// Group keys under the column's collation: values it calls equal ('A' and 'a' under a
+// case-insensitive one, 'a' and 'a ' under a PAD SPACE one) become the same sort key, as
+// GROUP BY and a unique index would see them. Null for columns without one (numbers,
+// BINARY/VARBINARY): their bytes compare as they are.
+std::function<void(std::string_view, std::string*)> collated_key_of(const Field* f, q4m::ColumnKind kind) {
+  if (kind != q4m::ColumnKind::kChar && kind != q4m::ColumnKind::kVarchar) return nullptr;
+  const CHARSET_INFO* cs = f->charset();
+  if (!cs || cs == &my_charset_bin) return nullptr;
+  return [cs](std::string_view value, std::string* key) {
+    size_t length = value.size();
+    if (!(cs->state & MY_CS_NOPAD)) length = cs->lengthsp(value.data(), length);
+    const size_t chars = cs->numchars(value.data(), value.data() + length);
+    // No limit on the number of weights (a character may expand to several: 'ß' is 'ss'
+    // under utf8mb4_unicode_ci) and no padding; a key that fills the buffer may be cut
+    // short, so it is made again in a bigger one.
+    for (size_t room = cs->strnxfrmlen(chars * cs->mbmaxlen) + 8;; room *= 2) {
+      key->resize(room);
+      const size_t n = cs->strnxfrm(reinterpret_cast<uchar*>(key->data()), room, static_cast<uint>(room),
+                                    reinterpret_cast<const uchar*>(value.data()), length, 0);
+      if (n < room) {
+        key->resize(n);
+        return;
+      }
+    }
+  };
+}
+
+// Column i's SQL type as SHOW CREATE TABLE writes it ("varchar(20)"), for messages.
+// Field::sql_type() reads the session of the field's TABLE, which a share's own fields do
+// not have (a VARCHAR's would crash the server): it needs an opened `table`; without one,
+// the type's bare name.
+std::string sql_type_of(const TABLE_SHARE* share, const TABLE* table, int i) {
+  if (!table || !table->in_use || !table->field) {
+    const Name name = share->field[i]->type_handler()->name();
+    return std::string(name.ptr(), name.length());
+  }
   char type_buf[MAX_FIELD_WIDTH];
   String type(type_buf, sizeof(type_buf), system_charset_info);
-  f->sql_type(type);
+  table->field[i]->sql_type(type);
   return std::string(type.ptr(), type.length());
 }
 
-}  // namespace
-
-bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::VisibleAtColumn>* out,
-                          std::string* error) {
+// The VISIBLE_AT_COLUMN of `share`: *out = null if the option is not set. False, with
+// *error saying what is wrong (naming types as `table`'s fields do), if it names no column
+// or not a TIMESTAMP column.
+bool visible_at_column_of(const TABLE_SHARE* share, const TABLE* table,
+                          std::shared_ptr<const q4m::VisibleAtColumn>* out, std::string* error) {
   out->reset();
   const char* name = share->option_struct ? share->option_struct->visible_at_column : nullptr;
   if (!name || !*name) return true;
@@ -49,7 +85,7 @@ bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::V
   if (i < 0) return false;
   const Field* f = share->field[i];
   if (f->real_type() != MYSQL_TYPE_TIMESTAMP2) {
-    *error = std::string("VISIBLE_AT_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(f) +
+    *error = std::string("VISIBLE_AT_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(share, table, i) +
              ", not a TIMESTAMP";
     return false;
   }
@@ -60,8 +96,10 @@ bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::V
   return true;
 }
 
-bool message_group_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::MessageGroupColumn>* out,
-                             std::string* error) {
+// The MESSAGE_GROUP_COLUMN of `share`, the same way: false if it names no column, or a
+// column whose values cannot be a group key (BLOB/TEXT/JSON, FLOAT/DOUBLE, COMPRESSED).
+bool message_group_column_of(const TABLE_SHARE* share, const TABLE* table,
+                             std::shared_ptr<const q4m::MessageGroupColumn>* out, std::string* error) {
   out->reset();
   const char* name = share->option_struct ? share->option_struct->message_group_column : nullptr;
   if (!name || !*name) return true;
@@ -70,31 +108,37 @@ bool message_group_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m
   auto column = std::make_shared<q4m::MessageGroupColumn>();
   column->schema = schema_of(share);
   column->column = static_cast<size_t>(i);
-  // Keys are compared byte for byte and kept in memory per group: no unbounded values,
-  // and no floating point (where 0 and -0 are equal but stored differently).
+  // Keys are kept in memory per group: no unbounded values; no floating point (where 0 and
+  // -0 are equal but stored differently); no compressed strings (their stored bytes are
+  // not the value).
   const q4m::ColumnKind kind = column->schema.columns[i].kind;
-  if (kind == q4m::ColumnKind::kBlob || kind == q4m::ColumnKind::kFloat || kind == q4m::ColumnKind::kDouble) {
+  if (kind == q4m::ColumnKind::kBlob || kind == q4m::ColumnKind::kFloat || kind == q4m::ColumnKind::kDouble ||
+      column->schema.columns[i].compressed) {
     const Field* f = share->field[i];
-    *error = std::string("MESSAGE_GROUP_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(f) +
-             "; a group key must be an integer, CHAR, VARCHAR, BINARY, VARBINARY, DECIMAL, ENUM or "
+    *error = std::string("MESSAGE_GROUP_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(share, table, i) +
+             "; a group key must be an integer, CHAR, VARCHAR (not COMPRESSED), BINARY, VARBINARY, DECIMAL, ENUM or "
              "temporal column";
     return false;
   }
+  column->collate = collated_key_of(share->field[i], kind);
   *out = std::move(column);
   return true;
 }
 
+}  // namespace
+
 std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share) {
   std::shared_ptr<const q4m::VisibleAtColumn> column;
   std::string error;
-  return visible_at_column_of(share, &column, &error) ? column : nullptr;
+  return visible_at_column_of(share, nullptr, &column, &error) ? column : nullptr;
 }
 
-bool check_options(const TABLE_SHARE* share, std::string* error) {
+bool check_options(const TABLE* table, std::string* error) {
+  const TABLE_SHARE* share = table->s;
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
-  if (!visible_at_column_of(share, &visible_at, error)) return false;
+  if (!visible_at_column_of(share, table, &visible_at, error)) return false;
   std::shared_ptr<const q4m::MessageGroupColumn> message_group;
-  if (!message_group_column_of(share, &message_group, error)) return false;
+  if (!message_group_column_of(share, table, &message_group, error)) return false;
   // The server takes a number option it cannot read (MESSAGE_TTL='2 days') for 0.
   struct NumberOption {
     const char* name;
@@ -122,7 +166,7 @@ QueueTableOptions options_of(const TABLE_SHARE* share) {
   QueueTableOptions o;
   o.visible_at = visible_at_column_of(share);
   std::string error;  // a wrong column leaves it null (create() refused it)
-  message_group_column_of(share, &o.message_group, &error);
+  message_group_column_of(share, nullptr, &o.message_group, &error);
   if (share->option_struct) {
     o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);

@@ -27,22 +27,15 @@ namespace q4m_engine {
 
 extern ha_create_table_option queue_table_options[];
 
-// The VISIBLE_AT_COLUMN of `share`: *out = null if the option is not set. False, with
-// *error saying what is wrong, if it names no column or not a TIMESTAMP column.
-bool visible_at_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::VisibleAtColumn>* out,
-                          std::string* error);
-// The same for a table that exists (create() refused a wrong column): null if not set.
+// The VISIBLE_AT_COLUMN of a table that exists (create() refused a wrong column): null if
+// not set.
 std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share);
 
-// The MESSAGE_GROUP_COLUMN of `share`, the same way: false if it names no column, or a
-// column whose values cannot be a group key (BLOB/TEXT/JSON, FLOAT/DOUBLE).
-bool message_group_column_of(const TABLE_SHARE* share, std::shared_ptr<const q4m::MessageGroupColumn>* out,
-                             std::string* error);
-
-// Checks every QUEUE option of a table being created or altered: false, with *error saying
-// which option and what is wrong, if one would be misread (the server itself takes
+// Checks every QUEUE option of a table being created or altered (`table`: the new
+// definition, opened): false, with *error saying which option and what is wrong, if one
+// names a column that cannot serve, or would be misread (the server itself takes
 // MESSAGE_TTL='abc' for 0).
-bool check_options(const TABLE_SHARE* share, std::string* error);
+bool check_options(const TABLE* table, std::string* error);
 
 // What a table's options ask of its queue, as its share says now.
 struct QueueTableOptions {

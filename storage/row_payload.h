@@ -37,6 +37,7 @@ struct ColumnInfo {
   uint32_t decimals = 0;     // fractional second digits of temporal kinds
   uint32_t null_byte = 0;    // offset in the null_bytes area
   uint8_t null_mask = 0;     // 0 = NOT NULL column
+  bool compressed = false;   // a COMPRESSED column: its bytes are not the value
 };
 
 struct TableSchema {

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from sqlcheck import query, start_waiter, value
+from sqlcheck import expect_error, query, start_waiter, value
 
 ROWS = [
     # id, prio, kind, u (INT UNSIGNED), big (BIGINT UNSIGNED), n (nullable), name
@@ -145,3 +145,14 @@ def test_delayed_messages_with_a_timestamp_column_and_the_current_time(server):
         else:
             assert got == []
     assert [r[0] for r in server.sql("SELECT id FROM test.jobs")] == [5]
+
+
+def test_a_compressed_column_is_refused_not_misread(server):
+    """A COMPRESSED column's stored bytes are not its value: a condition on it would
+    compare compressed bytes, so it is an error naming the column."""
+    server.sql("CREATE TABLE test.z (id INT, body VARCHAR(200) COMPRESSED) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.z VALUES (1, REPEAT('x', 100))")
+    c = server.connect()
+    expect_error(c, "SELECT queue_wait(\"test.z:body = 'abc'\", 0)", "test.z", "column 'body' is COMPRESSED")
+    assert value(c, "SELECT queue_wait('test.z:id = 1', 0)") == 1  # other columns still work
+    assert value(c, "SELECT body = REPEAT('x', 100) FROM test.z") == 1

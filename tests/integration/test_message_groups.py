@@ -107,6 +107,8 @@ def test_bad_group_columns_are_refused(server):
                  "MESSAGE_GROUP_COLUMN: column `k` is double")
     server.sql("CREATE TABLE test.j (v INT, k INT) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k'")
     expect_error(c, "ALTER TABLE test.j DROP COLUMN k", "MESSAGE_GROUP_COLUMN: the table has no column `k`")
+    expect_error(c, "ALTER TABLE test.j MODIFY k VARCHAR(5) COMPRESSED",
+                 "MESSAGE_GROUP_COLUMN: column `k` is varchar(5) /*M!100301 COMPRESSED*/", code=1478)
 
 
 def test_a_batch_takes_one_row_per_group_and_a_condition_never_jumps_ahead(server):
@@ -124,3 +126,66 @@ def test_a_batch_takes_one_row_per_group_and_a_condition_never_jumps_ahead(serve
 def _take_where(c, condition):
     rows = query(c, f"SELECT id FROM jobs WHERE queue_wait('jobs:{condition}', 0)")
     return rows[0][0] if rows else None
+
+
+def _group_count_for(server, column_type, values):
+    server.sql("DROP TABLE IF EXISTS test.jobs")
+    server.sql(f"CREATE TABLE test.jobs (id INT, customer {column_type}) ENGINE=QUEUE "
+               "MESSAGE_GROUP_COLUMN='customer'")
+    server.sql("INSERT INTO test.jobs VALUES " + ", ".join(f"({i}, {v!r})" for i, v in enumerate(values, 1)))
+    return _groups(server)
+
+
+def test_values_the_collation_calls_equal_are_one_group(server):
+    """'alice', 'ALICE' and 'alice ' are one customer under a case-insensitive PAD SPACE
+    collation (as for GROUP BY and a unique key), and stay one group after a kill -9."""
+    values = ["alice", "ALICE", "alice ", "Alice"]
+    assert _group_count_for(server, "VARCHAR(20) COLLATE utf8mb4_general_ci", values) == 1
+    assert server.value("SELECT COUNT(DISTINCT customer) FROM test.jobs") == 1  # SQL agrees
+    assert _group_count_for(server, "CHAR(10) COLLATE utf8mb4_unicode_ci", values) == 1
+    assert _group_count_for(server, "VARCHAR(20) COLLATE utf8mb4_bin", values) == 3    # 'alice' = 'alice '
+    assert _group_count_for(server, "VARCHAR(20) COLLATE utf8mb4_nopad_bin", values) == 4
+    assert _group_count_for(server, "VARBINARY(20)", values) == 4
+    assert _group_count_for(server, "VARCHAR(20) CHARACTER SET latin1 COLLATE latin1_swedish_ci", values) == 1
+    # A character that weighs as two: 'straße' = 'STRASSE' under utf8mb4_unicode_ci.
+    streets = ["straße", "STRASSE", "strasse ", "strase"]
+    assert _group_count_for(server, "VARCHAR(20) COLLATE utf8mb4_unicode_ci", streets) == 2
+    assert server.value("SELECT COUNT(DISTINCT customer) FROM test.jobs") == 2
+
+    _group_count_for(server, "VARCHAR(20) COLLATE utf8mb4_general_ci", values)
+    w1, w2 = server.connect(), server.connect()
+    assert _take(w1) == 1
+    assert _take(w2) is None  # 'ALICE' is alice: it waits for row 1
+    server.restart(kill=True)
+    assert _groups(server) == 1  # found again from the rows, under the same collation
+    w1, w2 = server.connect(), server.connect()
+    assert _take(w1) == 1
+    assert _take(w2) is None
+    assert value(w1, "SELECT queue_end()") == 1
+    assert _take(w2) == 2
+
+
+def test_a_row_back_from_the_dead_waits_for_the_row_of_its_group_that_is_out(server):
+    """Raising MAX_DELIVERIES puts a dead row back at the head of its group; if a later row
+    of the group is out at that moment, the dead row waits for it: never two rows out."""
+    server.sql("CREATE TABLE test.jobs (id INT, customer VARCHAR(20), msg TEXT) ENGINE=QUEUE "
+               "MESSAGE_GROUP_COLUMN='customer' MAX_DELIVERIES=1")
+    _insert(server, [(1, "alice"), (2, "alice"), (3, "alice")])
+    w1, w2 = server.connect(), server.connect()
+    assert _take(w1) == 1
+    assert value(w1, "SELECT queue_abort()") == 1  # dead at its first failure
+    assert _take(w1) == 2
+    server.sql("ALTER TABLE test.jobs MAX_DELIVERIES=5")
+    assert server.value("SELECT DEAD_ROWS FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='jobs'") == 0
+    assert _take(w2) is None  # row 1 is back, but row 2 is out
+    assert value(w1, "SELECT queue_end()") == 1
+    assert _take(w2) == 1
+    assert _take(w1) is None  # row 3 waits for row 1
+    assert value(w2, "SELECT queue_end()") == 1
+    assert _take(w1) == 3
+
+
+def test_a_compressed_column_is_refused(server):
+    expect_error(server.connect(), "CREATE TABLE test.j (v INT, k VARCHAR(20) COMPRESSED) ENGINE=QUEUE "
+                 "MESSAGE_GROUP_COLUMN='k'", "QUEUE table 'test.j'", "MESSAGE_GROUP_COLUMN: column `k` is",
+                 "not COMPRESSED", code=1478)

@@ -94,6 +94,12 @@ def test_a_wrong_column_is_refused_naming_table_and_column(server):
          "VISIBLE_AT_COLUMN: column `t` is datetime, not a TIMESTAMP"),
         ("CREATE TABLE test.b (id INT) ENGINE=QUEUE VISIBLE_AT_COLUMN='id'",
          "VISIBLE_AT_COLUMN: column `id` is int(11), not a TIMESTAMP"),
+        # Naming a string column's type once crashed the server (Field::sql_type() of a
+        # share's field, which has no session).
+        ("CREATE TABLE test.b (id INT, t VARCHAR(19)) ENGINE=QUEUE VISIBLE_AT_COLUMN='t'",
+         "VISIBLE_AT_COLUMN: column `t` is varchar(19), not a TIMESTAMP"),
+        ("CREATE TABLE test.b (id INT, t CHAR(19)) ENGINE=QUEUE VISIBLE_AT_COLUMN='t'",
+         "VISIBLE_AT_COLUMN: column `t` is char(19), not a TIMESTAMP"),
     ]
     c = server.connect()
     for sql, text in cases:
@@ -102,6 +108,9 @@ def test_a_wrong_column_is_refused_naming_table_and_column(server):
     server.sql(JOBS)
     code, msg = expect_error(c, "ALTER TABLE jobs DROP COLUMN run_at",
                              "QUEUE table 'test.jobs': VISIBLE_AT_COLUMN: the table has no column `run_at`")
+    assert code == ER_ILLEGAL_HA_CREATE_OPTION, (code, msg)
+    code, msg = expect_error(c, "ALTER TABLE jobs MODIFY run_at VARCHAR(30)",
+                             "QUEUE table 'test.jobs': VISIBLE_AT_COLUMN: column `run_at` is varchar(30)")
     assert code == ER_ILLEGAL_HA_CREATE_OPTION, (code, msg)
     query(c, "ALTER TABLE jobs CHANGE run_at due TIMESTAMP(3) NULL, VISIBLE_AT_COLUMN='due'")  # both at once
     assert "`VISIBLE_AT_COLUMN`='due'" in server.sql("SHOW CREATE TABLE test.jobs")[0][1]

@@ -203,6 +203,10 @@ TEST(floating_point_columns) {
 TEST(type_errors) {
   Fixture f;
   CHECK(contains(f.err("price > 3"), "column 'price' has a type which conditions do not support"));
+  Fixture z;  // a COMPRESSED column's stored bytes are not its value
+  z.s.columns[13].compressed = true;
+  CHECK(contains(z.err("v = 'abc'"), "column 'v' is COMPRESSED: conditions cannot read its value"));
+  CHECK_EQ(z.t("c = 'abc'"), "T");
   CHECK(contains(f.err("v = 1"), "cannot compare a string with a number at position 3"));
   CHECK(contains(f.err("y = '2024'"), "cannot compare a string with a number"));
   CHECK(contains(f.err("f IN (1, 'x')"), "cannot compare a string with a number"));
