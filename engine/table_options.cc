@@ -34,9 +34,13 @@ int column_named(const TABLE_SHARE* share, const char* option, const char* name,
 // Group keys under the column's collation: values it calls equal ('A' and 'a' under a
 // case-insensitive one, 'a' and 'a ' under a PAD SPACE one) become the same sort key, as
 // GROUP BY and a unique index would see them. Null for columns without one (numbers,
-// BINARY/VARBINARY): their bytes compare as they are.
+// BINARY/VARBINARY, INET6, UUID): their bytes compare as they are.
 std::function<void(std::string_view, std::string*)> collated_key_of(const Field* f, q4m::ColumnKind kind) {
   if (kind != q4m::ColumnKind::kChar && kind != q4m::ColumnKind::kVarchar) return nullptr;
+  // Plugin types stored like CHAR (INET6, UUID) hold bytes under a nominal charset.
+  const Name type = f->type_handler()->name();
+  const std::string_view type_name(type.ptr(), type.length());
+  if (type_name != "char" && type_name != "varchar") return nullptr;
   const CHARSET_INFO* cs = f->charset();
   if (!cs || cs == &my_charset_bin) return nullptr;
   return [cs](std::string_view value, std::string* key) {

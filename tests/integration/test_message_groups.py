@@ -189,3 +189,12 @@ def test_a_compressed_column_is_refused(server):
     expect_error(server.connect(), "CREATE TABLE test.j (v INT, k VARCHAR(20) COMPRESSED) ENGINE=QUEUE "
                  "MESSAGE_GROUP_COLUMN='k'", "QUEUE table 'test.j'", "MESSAGE_GROUP_COLUMN: column `k` is",
                  "not COMPRESSED", code=1478)
+
+
+def test_binary_types_stored_as_char_compare_byte_for_byte(server):
+    """INET6 and UUID are stored like CHAR but hold bytes: '::41' and '::61' differ only in
+    one byte's case bit, and must stay two groups."""
+    assert _group_count_for(server, "INET6", ["::41", "::61", "::41"]) == 2
+    assert _group_count_for(server, "UUID", ["00000000-0000-0000-0000-000000000041",
+                                             "00000000-0000-0000-0000-000000000061"]) == 2
+    assert _group_count_for(server, "BINARY(2)", ["a", "A", "a"]) == 2
