@@ -249,7 +249,7 @@ class Compiler {
       case ColumnKind::kOther:
         return fail(a.pos, "column '" + col.name +
                                "' has a type which conditions do not support (DECIMAL, ENUM, SET, BIT, "
-                               "spatial ...); use integer, date/time, string or floating-point columns");
+                               "INET6, UUID, spatial ...); use integer, date/time, string or floating-point columns");
     }
     if (cell_of_[index] < 0) cell_of_[index] = static_cast<int>(prog_->cell_count++);
     n.type = type_of(cls);

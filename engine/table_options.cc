@@ -36,11 +36,8 @@ int column_named(const TABLE_SHARE* share, const char* option, const char* name,
 // GROUP BY and a unique index would see them. Null for columns without one (numbers,
 // BINARY/VARBINARY, INET6, UUID): their bytes compare as they are.
 std::function<void(std::string_view, std::string*)> collated_key_of(const Field* f, q4m::ColumnKind kind) {
+  // (INET6 and UUID, stored like CHAR, are kOther: bytes under a nominal charset.)
   if (kind != q4m::ColumnKind::kChar && kind != q4m::ColumnKind::kVarchar) return nullptr;
-  // Plugin types stored like CHAR (INET6, UUID) hold bytes under a nominal charset.
-  const Name type = f->type_handler()->name();
-  const std::string_view type_name(type.ptr(), type.length());
-  if (type_name != "char" && type_name != "varchar") return nullptr;
   const CHARSET_INFO* cs = f->charset();
   if (!cs || cs == &my_charset_bin) return nullptr;
   return [cs](std::string_view value, std::string* key) {

@@ -17,7 +17,7 @@
 //   kVarchar  the value bytes only (no length prefix)
 //   kBlob     the value bytes only (BLOB/TEXT/JSON)
 //   kFloat, kDouble   IEEE little-endian (4 / 8 bytes)
-//   kOther    the record's raw field bytes (DECIMAL, ENUM, SET, BIT, ...)
+//   kOther    the record's raw field bytes (DECIMAL, ENUM, SET, BIT, INET6, UUID, ...)
 #pragma once
 #include <cstdint>
 #include <string>
