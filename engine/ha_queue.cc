@@ -113,6 +113,16 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
                     MYF(0), user_table_label(thd, s).c_str(), what.c_str());
     return HA_ERR_UNSUPPORTED;
   }
+  if (s->versioned) {
+    // queue_end() removes a row outright: a history of INSERTs without their consumption
+    // would mislead, and a DELETE on such a table is an UPDATE, which a queue refuses.
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                    "QUEUE table '%s' cannot be WITH SYSTEM VERSIONING: consumed messages leave no "
+                    "history; keep an audit trail in another table (an InnoDB table the consumer "
+                    "writes to)",
+                    MYF(0), user_table_label(thd, s).c_str());
+    return HA_ERR_UNSUPPORTED;
+  }
   std::string why;
   if (!check_options(form, &why)) {
     my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION, "QUEUE table '%s': %s", MYF(0), user_table_label(thd, s).c_str(),

@@ -98,7 +98,8 @@ int engine_init(void* p) {
   hton->create = create_handler;
   // No HTON_CAN_RECREATE: TRUNCATE must call handler::truncate(), which keeps the table
   // (and the consumers waiting on it) instead of dropping and re-creating it.
-  hton->flags = HTON_NO_FLAGS;
+  // Partitions would be separate queues that queue_wait() cannot name.
+  hton->flags = HTON_NO_PARTITION;
   hton->tablefile_extensions = table_file_extensions;
   hton->close_connection = close_connection;
   hton->kill_query = kill_query;

@@ -107,6 +107,28 @@ def test_other_key_forms_are_rejected(server, ddl):
     assert server.sql("SHOW TABLES FROM test LIKE 'q'") == []
 
 
+@pytest.mark.parametrize("ddl, text", [
+    # Partitions would be separate queues that queue_wait() cannot name: the rows could be
+    # inserted and read but never consumed.
+    ("CREATE TABLE test.q (id INT) ENGINE=QUEUE PARTITION BY HASH(id) PARTITIONS 2",
+     "Engine cannot be used in partitioned tables"),
+    ("CREATE TABLE test.q (id INT) ENGINE=QUEUE WITH SYSTEM VERSIONING",
+     "QUEUE table 'test.q' cannot be WITH SYSTEM VERSIONING"),
+])
+def test_partitions_and_system_versioning_are_rejected(server, ddl, text):
+    expect_error(server.admin(), ddl, text)
+    assert server.sql("SHOW TABLES FROM test LIKE 'q'") == []
+    server.sql("CREATE TABLE test.q (id INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.q VALUES (1)")
+    later = "ALTER TABLE test.q " + ("PARTITION BY HASH(id) PARTITIONS 2" if "PARTITION" in ddl
+                                    else "ADD SYSTEM VERSIONING")
+    expect_error(server.admin(), later, text)
+    assert server.sql("SELECT id FROM test.q") == [(1,)]
+    server.sql("DROP TABLE test.q")
+    server.sql("CREATE TABLE test.q (id INT) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 2")
+    expect_error(server.admin(), "ALTER TABLE test.q ENGINE=QUEUE", "Engine cannot be used in partitioned tables")
+
+
 def test_index_rejection_names_the_database(server):
     server.sql("CREATE DATABASE other")
     expect_error(server.admin(), "CREATE TABLE other.q (id INT PRIMARY KEY) ENGINE=QUEUE",
