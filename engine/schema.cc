@@ -22,12 +22,11 @@ q4m::ColumnKind column_kind(const Field* field) {
     case MYSQL_TYPE_DATETIME2: return ColumnKind::kDatetime;
     case MYSQL_TYPE_TIMESTAMP2: return ColumnKind::kTimestamp;
     case MYSQL_TYPE_TIME2: return ColumnKind::kTime;
-    case MYSQL_TYPE_STRING: {
+    case MYSQL_TYPE_STRING:
       // Plugin types stored like CHAR (INET6, UUID) hold binary values, not text: the same
       // bytes in the payload, but conditions and group keys must not read them as a string.
-      const Name type = field->type_handler()->name();
-      return std::string_view(type.ptr(), type.length()) == "char" ? ColumnKind::kChar : ColumnKind::kOther;
-    }
+      // (A pointer compare: the row codec asks this for every field of every row.)
+      return field->type_handler() == &type_handler_string ? ColumnKind::kChar : ColumnKind::kOther;
     case MYSQL_TYPE_VARCHAR:
     case MYSQL_TYPE_VARCHAR_COMPRESSED: return ColumnKind::kVarchar;
     case MYSQL_TYPE_FLOAT: return ColumnKind::kFloat;

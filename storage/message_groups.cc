@@ -68,13 +68,14 @@ void MessageGroups::update(uint32_t slot, const RowLookup& lookup) {
   // The first row still in line, unless a row is out; dead rows before it stay members (one
   // may come back to the queue if MAX_DELIVERIES is raised) but hold nothing up.
   RowId ready = 0;
-  for (RowId id : g.rows) {
-    if (g.out) break;
-    if (!member_.count(id)) continue;
-    const RowView v = lookup(id);
-    if (!v.exists || !v.in_line) continue;
-    if (v.free) ready = id;
-    break;
+  if (g.out == 0) {
+    for (RowId id : g.rows) {
+      if (!member_.count(id)) continue;
+      const RowView v = lookup(id);
+      if (!v.exists || !v.in_line) continue;
+      if (v.free) ready = id;
+      break;
+    }
   }
   if (ready == g.ready) return;
   if (g.ready) ready_.erase(g.ready);

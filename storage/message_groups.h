@@ -26,10 +26,10 @@ namespace q4m {
 // in row-id order that is still in line (not dead), if that row is free and no row of the
 // group is out (owned). The second condition matters only for a dead row that comes back
 // (MAX_DELIVERIES raised) while a later row of its group is out: it waits for that row, so
-// a group never has two rows out. Not thread-safe: it
-// lives in the table's state, under the state lock. The caller reports every state change
-// of a grouped row (refresh) and every removal (remove); rows that became ready are then
-// collected with take_newly_ready() and offered to waiters.
+// a group never has two rows out. Not thread-safe: it lives in the table's state, under the
+// state lock. The caller reports every state change of a grouped row (refresh) and every
+// removal (remove); rows that became ready are then collected with take_newly_ready() and
+// offered to waiters.
 class MessageGroups {
  public:
   using RowId = uint64_t;
