@@ -52,6 +52,48 @@ std::string user_table_label(THD* thd, const TABLE_SHARE* s) {
          std::string(s->table_name.str, s->table_name.length);
 }
 
+// The server's options about where and how rows are stored, which mean nothing to a queue:
+// false, with the error raised, for one a user must not believe honoured (DATA/INDEX
+// DIRECTORY); a warning for the ones merely ignored.
+bool check_placement_options(THD* thd, const std::string& label, const HA_CREATE_INFO* info) {
+  if ((info->data_file_name || info->index_file_name) && thd_sql_command(thd) == SQLCOM_ALTER_TABLE) {
+    // The server ignores these options in ALTER TABLE itself (warning 1618): here they come
+    // from the table being converted (ALTER TABLE ... ENGINE=QUEUE), and the user could not
+    // take them off. Say so the same way.
+    for (const char* option : {info->data_file_name ? "DATA DIRECTORY" : nullptr,
+                               info->index_file_name ? "INDEX DIRECTORY" : nullptr})
+      if (option)
+        push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, WARN_OPTION_IGNORED,
+                            "QUEUE table '%s': <%s> option ignored: its data file lives in the database's "
+                            "directory of the datadir",
+                            label.c_str(), option);
+  } else if (info->data_file_name || info->index_file_name) {
+    // The file's place is fixed (DROP, RENAME, compaction and recovery find it there): a
+    // queue the user meant for another disk must not land in the datadir unnoticed.
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                    "QUEUE table '%s' cannot have %s DIRECTORY: its data file always lives in the database's "
+                    "directory of the datadir; remove the option",
+                    MYF(0), label.c_str(), info->data_file_name ? "DATA" : "INDEX");
+    return false;
+  }
+  if ((info->used_fields & HA_CREATE_USED_ROW_FORMAT) && info->row_type != ROW_TYPE_DEFAULT &&
+      info->row_type != ROW_TYPE_NOT_USED) {
+    // The server accepts ROW_FORMAT for every engine; a queue has one format (docs/file-format.md).
+    push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, WARN_OPTION_IGNORED,
+                        "QUEUE table '%s': <ROW_FORMAT=%s> option ignored: a queue stores each row as it was "
+                        "inserted, in its own record (uncompressed)",
+                        label.c_str(), ha_row_type[info->row_type].str);
+  }
+  return true;
+}
+
+// The new table a copying ALTER fills: the server opens it under the table's name, from a
+// file named "#sql-...".
+bool is_alter_copy(const char* table_path) {
+  const char* slash = strrchr(table_path, '/');
+  return strncmp(slash ? slash + 1 : table_path, "#sql", 4) == 0;
+}
+
 }  // namespace
 
 ha_queue::ha_queue(handlerton* hton, TABLE_SHARE* share) : handler(hton, share) {
@@ -80,6 +122,10 @@ std::string ha_queue::table_label() const {
 
 int ha_queue::raise(const q4m::Status& st) {
   error_raised_ = true;
+  if (st.code() == q4m::ErrorCode::kFull)  // the storage layer knows the file, not the table
+    return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label() + "' is full: " + st.message() +
+                                                         ", none of them was added. Consume rows, or raise MAX_ROWS "
+                                                         "with ALTER TABLE"));
   return raise_status_error(st);
 }
 
@@ -94,9 +140,10 @@ void ha_queue::print_error(int error, myf errflag) {
 
 // ---- DDL ------------------------------------------------------------------
 
-int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO*) {
+int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO* info) {
   THD* thd = ha_thd();
   const TABLE_SHARE* s = form->s;
+  if (!check_placement_options(thd, user_table_label(thd, s), info)) return HA_ERR_UNSUPPORTED;
   if (s->keys > 0 || s->found_next_number_field) {
     std::string what;
     if (s->keys > 0) {
@@ -140,7 +187,12 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
-  apply_options(options_of(table_share), queue_.get());
+  QueueTableOptions options = options_of(table_share);
+  // A copying ALTER fills its new table before it takes the table's name: every row moves,
+  // as many as there are (rows past a lowered MAX_ROWS stay, as with an in-place ALTER).
+  // The next statement that opens the table under its name sets the limit.
+  if (is_alter_copy(name)) options.max_rows = 0;
+  apply_options(options, queue_.get());
   return 0;
 }
 
@@ -154,8 +206,7 @@ enum_alter_inplace_result ha_queue::check_if_supported_inplace_alter(TABLE* alte
   }
   const bool options_only = (ha_alter_info->handler_flags & ~ALTER_CHANGE_CREATE_OPTION) == 0 &&
                             !(to->used_fields & (HA_CREATE_USED_CHARSET | HA_CREATE_USED_DEFAULT_CHARSET |
-                                                 HA_CREATE_USED_PACK_KEYS | HA_CREATE_USED_CHECKSUM |
-                                                 HA_CREATE_USED_MAX_ROWS)) &&
+                                                 HA_CREATE_USED_PACK_KEYS | HA_CREATE_USED_CHECKSUM)) &&
                             table_share->row_type == to->row_type;
   if (!options_only || !options_change_in_place(table_share->option_struct, to->option_struct))
     return HA_ALTER_INPLACE_NOT_SUPPORTED;

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups };
+              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups, kMaxRows };
 
 ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -39,6 +39,7 @@ ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
     Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
     Show::Column("MESSAGE_GROUPS", Show::ULonglong(), NOT_NULL),
+    Show::Column("MAX_ROWS", Show::ULonglong(), NOT_NULL),  // 0: no limit
     Show::CEnd()};
 
 std::string decoded_name(const std::string& file_name) {
@@ -132,6 +133,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
     t->field[kDelayedRows]->store(info.delayed_rows, true);
     t->field[kDeadRows]->store(info.dead_rows, true);
     t->field[kMessageGroups]->store(info.message_groups, true);
+    t->field[kMaxRows]->store(info.max_rows, true);
     return schema_table_store_record(thd, t) ? 1 : 0;
   });
 }

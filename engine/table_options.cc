@@ -172,6 +172,7 @@ QueueTableOptions options_of(const TABLE_SHARE* share) {
     o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
   }
+  o.max_rows = share->max_rows;
   return o;
 }
 
@@ -180,6 +181,7 @@ void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
   if (options.message_group) queue->set_message_group(options.message_group);
   queue->set_message_ttl(options.message_ttl);
   queue->set_max_deliveries(options.max_deliveries);
+  queue->set_max_rows(options.max_rows);
 }
 
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {

@@ -3,6 +3,8 @@
 //   MESSAGE_TTL=seconds      a queued row older than this is removed (0, the default: never).
 //   MAX_DELIVERIES=n         a row back from its n-th delivery is dead (0, the default: never).
 //   MESSAGE_GROUP_COLUMN='col'  rows with the same value in it go out one at a time, in order.
+// and one of the server's own: MAX_ROWS=n, the most rows the table holds (an INSERT past it
+// fails with "table is full", as a MEMORY table's does).
 #pragma once
 #include <my_global.h>
 #include <handler.h>
@@ -43,6 +45,7 @@ struct QueueTableOptions {
   std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
   uint32_t max_deliveries = 0;                             // 0: no limit
   std::shared_ptr<const q4m::MessageGroupColumn> message_group;  // null if not set
+  uint64_t max_rows = 0;  // the server's own MAX_ROWS table option; 0: no limit
 };
 QueueTableOptions options_of(const TABLE_SHARE* share);
 // Hands them to the queue. Called whenever a statement opens the table (the queue may have
@@ -52,7 +55,7 @@ void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
 // options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES). VISIBLE_AT_COLUMN decides which
 // queued rows start delayed, and MESSAGE_GROUP_COLUMN which rows wait for which, so
-// changing either copies the rows.
+// changing either copies the rows. (MAX_ROWS, a server option, also changes in place.)
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 
 }  // namespace q4m_engine

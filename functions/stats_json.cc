@@ -36,6 +36,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"delayed_rows", info.delayed_rows},
       {"dead_rows", info.dead_rows},
       {"message_groups", info.message_groups},
+      {"max_rows", info.max_rows},
       {"waiters", info.waiters},
       {"file_bytes", info.file_bytes},
       {"removed_bytes", info.removed_bytes},
@@ -50,6 +51,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"handoffs", c.handoffs.get()},
       {"lease_expiries", c.lease_expiries.get()},
       {"rows_expired", c.rows_expired.get()},
+      {"rows_refused", c.rows_refused.get()},
       {"compactions", c.compactions.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);

@@ -21,6 +21,33 @@ namespace q4m {
 
 namespace {
 
+// The rows a batch may still add under the table's MAX_ROWS (set_max_rows). The leader
+// holds the writer lock, and only a leader adds rows, so the count it starts from can only
+// fall meanwhile (a DELETE or an expiry publishing): the limit is never overshot.
+class RowRoom {
+ public:
+  RowRoom(uint64_t max_rows, uint64_t rows, Counter* refused_rows)
+      : max_(max_rows), held_(rows), refused_rows_(refused_rows) {}
+  // Room for n more rows: takes it, or sets *refused and takes none (a request's rows go in
+  // together or not at all).
+  bool take(uint64_t n, Status* refused) {
+    if (max_ == 0 || (held_ <= max_ && n <= max_ - held_)) {
+      held_ += n;
+      return true;
+    }
+    refused_rows_->add(n);
+    *refused = Status(ErrorCode::kFull, "it holds " + std::to_string(held_) + " rows and its limit is " +
+                                            std::to_string(max_) + " (MAX_ROWS): " + std::to_string(n) +
+                                            (n == 1 ? " row does" : " rows do") + " not fit");
+    return false;
+  }
+
+ private:
+  const uint64_t max_;
+  uint64_t held_;
+  Counter* refused_rows_;
+};
+
 // Takes the writer turn and every pending request (ours among them) as the batch.
 void take_batch(CommitQueue& q, std::vector<CommitRequest*>* batch) {
   q.busy = true;
@@ -133,9 +160,11 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   // synced chunk after such chunks, since a power cut before its sync ends may keep it and
   // lose them. Recovery then cuts both as a lost tail; neither caller had been answered.
   fmt::ChunkBuilder chunk(&w->buffer, !sync || w->file->has_unsynced_appends());
+  RowRoom room(max_rows_.load(std::memory_order_relaxed), rows_.load(), &counters_.rows_refused);
   for (CommitRequest* r : batch) {
     switch (r->kind) {
       case CommitRequest::kInsert:
+        if (!room.take(r->rows->size(), &r->status)) break;
         for (std::string_view row : *r->rows) {
           r->ids.push_back(next);
           r->offsets.push_back(chunk.add_row(next++, now, row));
@@ -147,6 +176,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
         const size_t n = r->rows->size();
         while (r->dropped < n && r->source_rowids[r->dropped] <= last) r->dropped++;  // received before
         if (r->dropped == n) break;
+        if (!room.take(n - r->dropped, &r->status)) break;
         old_sources.emplace_back(r->source_id, it == w->sources.end() ? 0 : it->second);
         w->sources[r->source_id] = r->source_rowids[n - 1];
         for (size_t i = r->dropped; i < n; i++) {

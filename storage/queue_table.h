@@ -30,6 +30,7 @@ struct TableCounters {  // per-table, persisted across reopen where noted
   Counter rows_removed;   // persisted
   Counter waits, ends, aborts, handoffs, compactions, lease_expiries;
   Counter rows_expired;  // removed by MESSAGE_TTL (set_message_ttl)
+  Counter rows_refused;  // not inserted: past MAX_ROWS (set_max_rows)
 };
 
 struct TableInfo {
@@ -38,6 +39,7 @@ struct TableInfo {
   uint64_t delayed_rows = 0;   // not handed out before a time (queue_abort delay, VISIBLE_AT_COLUMN)
   uint64_t dead_rows = 0;      // back after MAX_DELIVERIES deliveries (set_max_deliveries)
   uint64_t message_groups = 0; // groups with rows in the table (set_message_group)
+  uint64_t max_rows = 0;       // the row limit (set_max_rows); 0 = none
   uint64_t waiters = 0;
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction
@@ -114,6 +116,12 @@ class QueueTable {
   // higher limit (or 0) brings dead rows below it back to the queue, a lower one kills the
   // queued rows at or above it. The latest call wins.
   virtual void set_max_deliveries(uint32_t max) = 0;
+  // The engine's MAX_ROWS (0 = no limit): an insert that would take the table past `max`
+  // rows (queued, owned, delayed and dead rows all count) fails with kFull and adds none of
+  // its rows; concurrent inserts never overshoot (the group-commit leader counts them). A
+  // relayed row dropped as a replay takes no room. Rows already past a lowered limit stay;
+  // inserts are refused until consumers take the table below it. The latest call wins.
+  virtual void set_max_rows(uint64_t max) = 0;
   // The engine's MESSAGE_GROUP_COLUMN (message_groups.h): rows with the same non-NULL value
   // in `column` are handed out one at a time, in row-id order. The rows in the table now
   // (each read once) and every row inserted from now on. The first call wins.

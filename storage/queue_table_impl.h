@@ -214,6 +214,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void set_visible_at(std::shared_ptr<const VisibleAtColumn> column) override;
   void set_message_ttl(std::chrono::milliseconds ttl) override;
   void set_max_deliveries(uint32_t max) override;
+  void set_max_rows(uint64_t max) override { max_rows_.store(max, std::memory_order_relaxed); }
   void set_message_group(std::shared_ptr<const MessageGroupColumn> column) override;
   TableInfo info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
@@ -379,6 +380,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  std::atomic<uint64_t> max_rows_{0};  // set_max_rows(); 0 = no limit
   std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};

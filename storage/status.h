@@ -18,6 +18,7 @@ enum class ErrorCode {
   kInterrupted,   // a wait was interrupted (KILL)
   kExists,        // create of an existing table
   kLeaseExpired,  // the owned row's lease ran out: it went back to the queue, not removed
+  kFull,          // an insert would take the table past its row limit (set_max_rows)
 };
 
 class Status {

@@ -104,7 +104,7 @@ class AcksInFlight:
 class Ledger:
     """What the clients observed during one cycle (thread-safe)."""
 
-    def __init__(self, leases=False, batches=False, max_deliveries=0, groups=False):
+    def __init__(self, leases=False, batches=False, max_deliveries=0, groups=False, max_rows=0):
         # With leases a row may be handed out again while its first owner still believes it
         # holds it (it learns of the expiry at its next queue_end/queue_wait): "owned by two
         # at once" is then expected, and "acked twice" is what must never happen.
@@ -112,6 +112,8 @@ class Ledger:
         self.batches = batches  # half the consumers take batches (queue_wait_batch)
         self.max_deliveries = max_deliveries  # the table's MAX_DELIVERIES (0 = none)
         self.groups = groups  # the table has MESSAGE_GROUP_COLUMN='grp'
+        self.max_rows = max_rows  # the table's MAX_ROWS (0 = none): INSERTs past it fail whole
+        self.refused = set()  # ids of INSERTs refused with "table is full"
         self.group_rows = {}  # group -> its ids in insert order
         self.group_acked_upto = Counter()  # group -> how many of its first rows are acked
         self.grouped_deliveries = 0
@@ -146,6 +148,8 @@ class Ledger:
             # server's: consumer A reads its batch, its lease runs out, B takes and acks a row of
             # it, and only then does A's thread get to record the row. Then the exact check is
             # the one below: A's queue_end() fails, and an ack of A's would be "acked twice".
+            if mid in self.refused:
+                self.violations.append(f"{mid} handed to consumer {who}, but its INSERT was refused")
             if mid in self.acked and not self.leases:
                 self.violations.append(f"{mid} handed to consumer {who} after it was acked "
                                        f"(history: {self.history.get(mid, [])})")
@@ -159,6 +163,12 @@ class Ledger:
                 self._check_group_order(mid, who)
             self.held[mid] = who
             self.history.setdefault(mid, []).append(f"to {who}")
+
+    def refuse(self, mids):  # the INSERT failed with error 1114: none of its rows may ever show
+        with self.lock:
+            self.refused.update(mids)
+            for mid in mids:
+                self.group_rows[group_of(mid)].remove(mid)
 
     def attempt(self, mids):
         with self.lock:
@@ -215,6 +225,7 @@ class Ledger:
 
 CLIENT_ERRORS = (pymysql.MySQLError, OSError)
 ER_LOCK_WAIT_TIMEOUT = 1205  # what q4m answers when the owned row's lease ran out
+ER_RECORD_FILE_FULL = 1114  # an INSERT past MAX_ROWS
 LEASE_S = 0.03  # the lease-mode consumers' queue_lease_timeout; their slow jobs take 0.06 s
 BATCH_ROWS = 20  # batch consumers ask for 1..BATCH_ROWS rows
 
@@ -232,10 +243,18 @@ def producer(server, ledger, pid):
             ids = [(pid, seq + k) for k in range(3 if seq % 5 == 0 else 1)]
             ledger.attempt(ids)
             # Every fourth row is not handed out before 150 ms from now (VISIBLE_AT_COLUMN).
-            cur.execute("INSERT INTO q (producer, seq, payload, due, grp) VALUES "
-                        + ", ".join(["(%s, %s, %s, NOW(3) + INTERVAL %s SECOND, %s)"] * len(ids)),
-                        [x for mid in ids for x in (mid[0], mid[1], payload_for(mid),
-                                                    0.15 if mid[1] % 4 == 0 else None, group_of(mid))])
+            try:
+                cur.execute("INSERT INTO q (producer, seq, payload, due, grp) VALUES "
+                            + ", ".join(["(%s, %s, %s, NOW(3) + INTERVAL %s SECOND, %s)"] * len(ids)),
+                            [x for mid in ids for x in (mid[0], mid[1], payload_for(mid),
+                                                        0.15 if mid[1] % 4 == 0 else None, group_of(mid))])
+            except pymysql.MySQLError as e:
+                if not (ledger.max_rows and e.args and e.args[0] == ER_RECORD_FILE_FULL):
+                    raise
+                ledger.refuse(ids)
+                seq += len(ids)
+                time.sleep(0.005)  # back-pressure: give the consumers a moment
+                continue
             with ledger.lock:
                 ledger.inserted.update(ids)
             seq += len(ids)
@@ -410,8 +429,8 @@ def compactor(server, ledger):
         ledger.failed("compactor", e)
 
 
-def run_cycle(server, cycle, rng, leases=False, batches=False, max_deliveries=0, groups=False):
-    ledger = Ledger(leases, batches, max_deliveries, groups)
+def run_cycle(server, cycle, rng, leases=False, batches=False, max_deliveries=0, groups=False, max_rows=0):
+    ledger = Ledger(leases, batches, max_deliveries, groups, max_rows)
     threads = [threading.Thread(target=producer, args=(server, ledger, cycle * 100 + p)) for p in range(PRODUCERS)]
     threads += [threading.Thread(target=batch_consumer if batches and k >= CONSUMERS // 2 else consumer,
                                  args=(server, ledger, k, random.Random(rng.random())))
@@ -439,6 +458,9 @@ def check_after_restart(server, ledger, cycle):
     problems += [f"{mid} remains {n} times" for mid, n in counts.items() if n > 1]
     problems += [f"{mid} is both acked and remaining" for mid in counts if mid in ledger.acked]
     problems += [f"{mid} remains but was never inserted" for mid in counts if mid not in ledger.attempted]
+    problems += [f"{mid} remains but its INSERT was refused" for mid in counts if mid in ledger.refused]
+    if ledger.max_rows and len(remaining) > ledger.max_rows:
+        problems.append(f"{len(remaining)} rows remain, more than MAX_ROWS={ledger.max_rows}")
     problems += [f"{(p, s)} remains with a corrupted payload" for p, s, pl in rows if pl != payload_for((p, s))]
     lost = ledger.inserted - ledger.acked - ledger.ack_unknown - set(counts)
     problems += [f"{mid} lost (inserted, not acked, not remaining; history: {ledger.history.get(mid, [])})"
@@ -473,10 +495,10 @@ def check_after_restart(server, ledger, cycle):
     assert server.value("SELECT COUNT(*) FROM q") == 0
     c.close()
     return Counter(inserted=len(ledger.inserted), acked=len(ledger.acked), remaining=len(remaining),
-                   inserts_in_flight=len(ledger.attempted - ledger.inserted),
+                   inserts_in_flight=len(ledger.attempted - ledger.inserted - ledger.refused),
                    acks_in_flight=len(ledger.ack_unknown), leases_expired=ledger.expired,
                    batched=ledger.batched, delivery_counts_checked=counts_checked, dead=len(dead),
-                   grouped_deliveries=ledger.grouped_deliveries)
+                   grouped_deliveries=ledger.grouped_deliveries, refused=len(ledger.refused))
 
 
 def take_dead_rows(server, ledger, c, remaining, cycle):
@@ -561,16 +583,17 @@ def test_an_expired_lease_withdraws_only_its_own_ack_in_flight():
     assert ledger.inserted - ledger.acked - ledger.ack_unknown == {(1, 1)}
 
 
-@pytest.mark.parametrize("mode,leases,batches,sync_removals,max_deliveries,groups",
-                         [("fdatasync", False, False, True, 0, False), ("none", False, False, True, 0, False),
-                          ("fdatasync", True, False, True, 0, False), ("fdatasync", False, True, True, 0, False),
-                          ("fdatasync", True, True, True, 0, False), ("fdatasync", False, True, False, 0, False),
-                          ("fdatasync", False, False, True, 1, False), ("fdatasync", False, False, True, 0, True)],
+@pytest.mark.parametrize("mode,leases,batches,sync_removals,max_deliveries,groups,max_rows",
+                         [("fdatasync", False, False, True, 0, False, 0), ("none", False, False, True, 0, False, 0),
+                          ("fdatasync", True, False, True, 0, False, 0), ("fdatasync", False, True, True, 0, False, 0),
+                          ("fdatasync", True, True, True, 0, False, 0), ("fdatasync", False, True, False, 0, False, 0),
+                          ("fdatasync", False, False, True, 1, False, 0), ("fdatasync", False, False, True, 0, True, 0),
+                          ("fdatasync", False, False, True, 0, False, 25)],
                          ids=["fdatasync", "none", "fdatasync-leases", "fdatasync-batches",
                               "fdatasync-leases-batches", "fdatasync-batches-unsynced-removals",
-                              "fdatasync-dead-letters", "fdatasync-message-groups"])
+                              "fdatasync-dead-letters", "fdatasync-message-groups", "fdatasync-max-rows"])
 def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, leases, batches, sync_removals,
-                                                       max_deliveries, groups):
+                                                       max_deliveries, groups, max_rows):
     """With leases, consumers' jobs sometimes outlast a 30 ms lease: a row whose lease ran out
     must never also be acked by its first owner, and the kill must still lose nothing. With
     batches, half the consumers own up to 20 rows at once and end or abort them together.
@@ -578,27 +601,31 @@ def test_kill9_under_load_loses_and_duplicates_nothing(fresh_server, mode, lease
     still keep every one of them. With MAX_DELIVERIES=1, every aborted row dies: none may be
     handed out again, and after the restart exactly the rows whose abort returned (and perhaps
     those whose abort was in flight) are dead. With MESSAGE_GROUP_COLUMN, rows of a group go out
-one at a time and in order, before and after each kill."""
+one at a time and in order, before and after each kill. With MAX_ROWS=25 (a bounded queue),
+    producers' INSERTs that find it full fail whole: none of their rows may ever show up, and
+    the table never holds more than 25 rows, before or after a kill."""
     s = fresh_server
     s.sql("CREATE TABLE test.q (producer INT NOT NULL, seq INT NOT NULL, payload TEXT, due TIMESTAMP(3) NULL, "
           f"grp INT) ENGINE=QUEUE VISIBLE_AT_COLUMN='due' MAX_DELIVERIES={max_deliveries}"
-          + (" MESSAGE_GROUP_COLUMN='grp'" if groups else ""))
+          + (" MESSAGE_GROUP_COLUMN='grp'" if groups else "") + (f" MAX_ROWS={max_rows}" if max_rows else ""))
     s.sql("INSERT INTO test.q VALUES (0, 0, 'probe', NOW() + INTERVAL 1 HOUR, NULL)")  # the delay applies...
     assert json.loads(s.value("SELECT queue_stats('test.q')"))["delayed_rows"] == 1
     s.sql("DELETE FROM test.q")  # ...so some rows are delayed (not yet due) when the kill comes
     variant = ("-leases" if leases else "") + ("-batches" if batches else "") + \
         ("" if sync_removals else "-unsynced-removals") + ("-dead-letters" if max_deliveries else "") + \
-        ("-message-groups" if groups else "")
+        ("-message-groups" if groups else "") + ("-max-rows" if max_rows else "")
     rng = random.Random(f"q4m-crash-{mode}{variant}")
-    cycles = CYCLES // 2 if leases or batches or max_deliveries or groups else CYCLES
+    cycles = CYCLES // 2 if leases or batches or max_deliveries or groups or max_rows else CYCLES
     totals = Counter()
     for cycle in range(1, cycles + 1):
         s.sql(f"SET GLOBAL queue_sync_mode = '{mode}'")
         s.sql(f"SET GLOBAL queue_sync_removals = {'ON' if sync_removals else 'OFF'}")
-        ledger = run_cycle(s, cycle, rng, leases, batches, max_deliveries, groups)
+        ledger = run_cycle(s, cycle, rng, leases, batches, max_deliveries, groups, max_rows)
         totals["unsynced_removal_commits"] += ledger.status_before_kill["unsynced_removal_commits"]
         s.start()
         totals += check_after_restart(s, ledger, cycle)
+    if max_rows:
+        assert totals["refused"] > 0, "no INSERT found the table full: the MAX_ROWS cycles tested nothing new"
     if groups:
         assert totals["grouped_deliveries"] > 0, "no grouped row was handed out: the cycles tested nothing new"
     if max_deliveries:

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from sqlcheck import expect_error, sql_error
+from sqlcheck import expect_error, query, sql_error
 
 ALL_TYPES = """(
   ord INT NOT NULL,
@@ -127,6 +127,52 @@ def test_partitions_and_system_versioning_are_rejected(server, ddl, text):
     server.sql("DROP TABLE test.q")
     server.sql("CREATE TABLE test.q (id INT) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 2")
     expect_error(server.admin(), "ALTER TABLE test.q ENGINE=QUEUE", "Engine cannot be used in partitioned tables")
+
+
+@pytest.mark.parametrize("option", ["DATA", "INDEX"])
+def test_a_directory_for_the_data_file_is_refused_not_ignored(server, option):
+    """The data file always lives in the datadir (DROP, RENAME, compaction and recovery
+    find it there). A queue meant for another disk must not land there unnoticed."""
+    other = server.root / f"elsewhere-{option}"
+    other.mkdir(exist_ok=True)
+    expect_error(server.admin(), f"CREATE TABLE test.q (v INT) ENGINE=QUEUE {option} DIRECTORY='{other}'",
+                 f"QUEUE table 'test.q' cannot have {option} DIRECTORY", "remove the option", code=1478)
+    assert server.sql("SHOW TABLES FROM test LIKE 'q'") == []
+    assert list(other.iterdir()) == []
+
+
+def test_converting_a_table_with_data_directory_warns_that_it_moves(server):
+    """ALTER TABLE ... ENGINE=QUEUE of a table kept elsewhere: the server itself ignores the
+    option in ALTER TABLE (warning 1618), and the user could not take it off; the queue says
+    where its rows go, the same way."""
+    other = server.root / "elsewhere-myisam"
+    other.mkdir(exist_ok=True)
+    server.sql(f"CREATE TABLE test.q (v INT) ENGINE=MyISAM DATA DIRECTORY='{other}' INDEX DIRECTORY='{other}'")
+    server.sql("INSERT INTO test.q VALUES (1), (2)")
+    c = server.admin()
+    query(c, "ALTER TABLE test.q ENGINE=QUEUE")
+    warnings = query(c, "SHOW WARNINGS")
+    assert [(w[1], "<DATA DIRECTORY> option ignored" in w[2] or "<INDEX DIRECTORY> option ignored" in w[2])
+            for w in warnings] == [(1618, True), (1618, True)], warnings
+    assert all("QUEUE table 'test.q'" in w[2] for w in warnings)
+    assert server.sql("SELECT v FROM test.q") == [(1,), (2,)]
+    assert "DIRECTORY" not in server.sql("SHOW CREATE TABLE test.q")[0][1]
+
+
+def test_row_format_is_named_as_ignored_when_given(server):
+    """The server accepts ROW_FORMAT for every engine; a queue has one format, so a
+    ROW_FORMAT=COMPRESSED is answered with a warning, not taken silently. One inherited by
+    ALTER TABLE ... ENGINE=QUEUE (not written by the user) is not warned about."""
+    c = server.admin()
+    query(c, "CREATE TABLE test.q (v INT) ENGINE=QUEUE ROW_FORMAT=COMPRESSED")
+    warnings = query(c, "SHOW WARNINGS")
+    assert len(warnings) == 1 and warnings[0][1] == 1618, warnings
+    assert "QUEUE table 'test.q': <ROW_FORMAT=COMPRESSED> option ignored" in warnings[0][2]
+    query(c, "CREATE TABLE test.d (v INT) ENGINE=QUEUE ROW_FORMAT=DEFAULT")
+    assert query(c, "SHOW WARNINGS") == []
+    query(c, "CREATE TABLE test.i (v INT) ENGINE=InnoDB ROW_FORMAT=DYNAMIC")
+    query(c, "ALTER TABLE test.i ENGINE=QUEUE")
+    assert query(c, "SHOW WARNINGS") == []
 
 
 def test_index_rejection_names_the_database(server):

@@ -319,6 +319,34 @@ def test_max_rows_stops_and_leaves_the_rest(pair, relays, batch):
     assert seqs(src, "src") == list(range(11, 31))
 
 
+def test_a_full_destination_slows_the_relay_down_and_loses_nothing(pair, relays):
+    """A destination at its MAX_ROWS refuses an INSERT whole (error 1114): back-pressure.
+    The relay waits and retries, in smaller parts once a batch is bigger than the room a
+    consumer makes, and every row still arrives once, in order."""
+    src, dst = pair
+    src.sql("CREATE TABLE test.src (seq INT, payload VARCHAR(200)) ENGINE=QUEUE")
+    dst.sql("CREATE TABLE test.dst (seq INT, payload VARCHAR(200)) ENGINE=QUEUE MAX_ROWS=30")
+    insert_seq(src, 1, 400)
+    r = Relay(src, dst, 1, "--batch", "100", "--idle-exit", "3").start()
+    relays.append(r)
+    c = dst.connect()
+    got, peak = [], 0
+    deadline = time.monotonic() + WAIT_S
+    while len(got) < 400 and time.monotonic() < deadline:
+        peak = max(peak, value(c, "SELECT `ROWS` FROM information_schema.QUEUE_TABLES "
+                                  "WHERE TABLE_SCHEMA='test' AND TABLE_NAME='dst'"))
+        rows = query(c, "SELECT seq FROM dst WHERE queue_wait('test.dst', 1)")
+        got += [row[0] for row in rows]
+        time.sleep(0.002)  # a consumer slower than the relay
+    query(c, "SELECT queue_end()")
+    assert r.wait() == 0, r.log()
+    assert got == list(range(1, 401)), r.log()
+    assert peak <= 30
+    assert count(src, "src") == 0 and count(dst, "dst") == 0
+    assert "is full" in r.log(tail=400), r.log()
+    assert json.loads(dst.value("SELECT queue_stats('test.dst')"))["rows_refused"] > 0
+
+
 def test_sigterm_exits_cleanly_and_returns_nothing(pair, relays):
     src, dst = pair
     make_queues(src, dst)

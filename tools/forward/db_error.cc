@@ -27,6 +27,9 @@ ErrorKind classify_error(unsigned code) {
     case ER_HOST_IS_BLOCKED:
     case ER_OUTOFMEMORY:
     case ER_STATEMENT_TIMEOUT:
+    // A destination at its MAX_ROWS, or on a full disk, takes rows again once it drains:
+    // back-pressure, not a reason to stop.
+    case ER_RECORD_FILE_FULL:
       return ErrorKind::kTransient;
     // Configuration: restarting with the same settings gives the same answer.
     case ER_ACCESS_DENIED_ERROR:

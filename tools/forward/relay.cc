@@ -1,5 +1,7 @@
 #include "relay.h"
 
+#include <mysqld_error.h>
+
 #include <algorithm>
 
 #include "db_error.h"
@@ -56,7 +58,9 @@ void Relay::deliver_pending() {
   const size_t part_limit = std::min(kMaxInsertBytes, dst_.max_packet());
   while (delivered_ < pending_) {
     size_t count = 0, bytes = Destination::kPacketOverhead;
-    while (delivered_ + count < pending_ && count < dst_.max_rows_per_insert()) {
+    size_t max_count = dst_.max_rows_per_insert();
+    if (full_part_rows_) max_count = std::min(max_count, full_part_rows_);
+    while (delivered_ + count < pending_ && count < max_count) {
       const size_t row = Destination::packet_bytes(src_.rows()[delivered_ + count], columns);
       if (count > 0 && bytes + row > part_limit) break;
       bytes += row;
@@ -67,6 +71,7 @@ void Relay::deliver_pending() {
   }
   pending_ = delivered_ = 0;
   pending_retried_ = false;
+  full_part_rows_ = 0;
 }
 
 // A row the destination can never accept would fail (and be retried) forever. Checked before
@@ -91,8 +96,12 @@ void Relay::deliver_part(size_t first, size_t count) {
   size_t dropped;
   try {
     dropped = dst_.insert(src_.rows().data() + first, count, src_.data_columns(), ids);
-  } catch (const DbError&) {
+  } catch (const DbError& e) {
     pending_retried_ = true;
+    // A destination at its MAX_ROWS takes a part whole or not at all: a part bigger than the
+    // room consumers make would never fit. Retry (after the back-off) in halves, down to
+    // single rows; dedup keeps the parts in order either way.
+    if (e.code == ER_RECORD_FILE_FULL && count > 1) full_part_rows_ = std::max<size_t>(1, count / 2);
     throw;
   }
   counters_.last_rowid = ids[count - 1];

@@ -65,6 +65,7 @@ class Relay {
   size_t pending_ = 0;            // rows taken: src_.rows()[delivered_, pending_) are not yet durable at the destination
   size_t delivered_ = 0;
   bool pending_retried_ = false;  // an INSERT of them failed once: the destination may have it already
+  size_t full_part_rows_ = 0;     // the destination was full (MAX_ROWS): parts of at most this many rows; 0 = no cap
   bool owns_row_ = false;         // the source connection owns rows (delivered or pending)
   bool any_accepted_ = false;     // the destination accepted a row from this process
   uint64_t max_accepted_ = 0;     // highest source row id it accepted from this process
