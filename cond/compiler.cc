@@ -22,6 +22,7 @@ struct Ref {
   Cls cls = Cls::kNull;
   Domain domain = Domain::kNumber;
   const std::string* column = nullptr;  // set for a bare column reference
+  const ColumnInfo* info = nullptr;     // the same column's schema entry
 };
 
 Type type_of(Cls c) {
@@ -254,7 +255,7 @@ class Compiler {
     if (cell_of_[index] < 0) cell_of_[index] = static_cast<int>(prog_->cell_count++);
     n.type = type_of(cls);
     n.a = static_cast<uint32_t>(cell_of_[index]);
-    *out = Ref{add(n), cls, domain, &col.name};
+    *out = Ref{add(n), cls, domain, &col.name, &col};
     return true;
   }
 
@@ -312,6 +313,7 @@ class Compiler {
     Cls cls;
     if (!comparable({a.kids[0].get(), a.kids[1].get()}, a.pos, &nodes, &cls)) return false;
     *out = Ref{node2(cmp_op(cls), Type::kInt, nodes[0], nodes[1], cmp), Cls::kInt};
+    prog_->nodes[out->node].collation = collation_;
     return true;
   }
 
@@ -392,6 +394,7 @@ class Compiler {
     // x BETWEEN lo AND hi  ==  x >= lo AND x <= hi (x's node is shared, not copied).
     uint32_t ge = node2(cmp_op(cls), Type::kInt, nodes[0], nodes[1], Cmp::kGe);
     uint32_t le = node2(cmp_op(cls), Type::kInt, nodes[0], nodes[2], Cmp::kLe);
+    prog_->nodes[ge].collation = prog_->nodes[le].collation = collation_;
     uint32_t n = list(Op::kAnd, 0, {ge, le});
     if (a.negated) n = node1(Op::kNot, Type::kInt, n);
     *out = Ref{n, Cls::kInt};
@@ -405,6 +408,7 @@ class Compiler {
     Cls cls;
     if (!comparable(operands, a.pos, &nodes, &cls)) return false;
     uint32_t n = list(in_op(cls), nodes[0], std::vector<uint32_t>(nodes.begin() + 1, nodes.end()));
+    prog_->nodes[n].collation = collation_;
     if (a.negated) n = node1(Op::kNot, Type::kInt, n);
     *out = Ref{n, Cls::kInt};
     return true;
@@ -415,6 +419,33 @@ class Compiler {
   // if any operand is floating). String literals meeting a DATE/DATETIME/TIME
   // column become that column's integer form. Everything else mixing strings and
   // numbers is rejected rather than guessed at.
+  // The collation the string comparison of `refs` uses, into collation_ (as SQL decides it):
+  // the columns' collation, which literals take on; bytes if a column is binary (VARBINARY,
+  // BLOB) or none is a column. Two columns under different collations are refused.
+  bool string_collation(const std::vector<Ref>& refs, size_t pos) {
+    const ColumnInfo* chosen = nullptr;
+    bool binary = false;
+    for (const Ref& r : refs) {
+      if (!r.info || r.cls != Cls::kString) continue;
+      if (!r.info->collate_compare) binary = true;
+      else if (!chosen) chosen = r.info;
+      else if (r.info->collation != chosen->collation)
+        return fail(pos, "cannot compare column '" + chosen->name + "' (" + chosen->collation + ") with column '" +
+                             r.info->name + "' (" + r.info->collation + "): their collations differ");
+    }
+    collation_ = 0;
+    if (binary || !chosen) return true;
+    for (size_t k = 0; k < collation_names_.size(); k++)
+      if (collation_names_[k] == chosen->collation) {
+        collation_ = static_cast<uint32_t>(k + 1);
+        return true;
+      }
+    collation_names_.push_back(chosen->collation);
+    prog_->collations.push_back(chosen->collate_compare);
+    collation_ = static_cast<uint32_t>(prog_->collations.size());
+    return true;
+  }
+
   bool comparable(const std::vector<const Ast*>& operands, size_t pos, std::vector<uint32_t>* nodes,
                   Cls* cls) {
     const size_t n = operands.size();
@@ -438,12 +469,14 @@ class Compiler {
     if (has_string && has_number) return fail(pos, "cannot compare a string with a number");
     if (has_string || (has_literal && !has_number)) {
       *cls = Cls::kString;
+      if (!string_collation(refs, pos)) return false;
       for (size_t i = 0; i < n; i++) {
         if (literal[i] && !value(*operands[i], &refs[i])) return false;
         nodes->push_back(as(refs[i], Cls::kString));
       }
       return true;
     }
+    collation_ = 0;
 
     const bool date = dom[static_cast<int>(Domain::kDate)], datetime = dom[static_cast<int>(Domain::kDatetime)];
     const bool time = dom[static_cast<int>(Domain::kTime)], ts = dom[static_cast<int>(Domain::kTimestamp)];
@@ -543,6 +576,8 @@ class Compiler {
   Program* prog_;
   CondError* err_;
   std::vector<int> cell_of_;  // column index -> cell, -1 if not referenced
+  uint32_t collation_ = 0;    // of the comparison comparable() just compiled (Node::collation)
+  std::vector<std::string> collation_names_;  // Program::collations' names, in order
 };
 
 }  // namespace

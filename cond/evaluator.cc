@@ -246,6 +246,11 @@ StrValue Evaluator::string(uint32_t i) const {
   }
 }
 
+int Evaluator::compare_strings(const Node& n, std::string_view x, std::string_view y) const {
+  if (n.collation) return prog_.collations[n.collation - 1](x, y);
+  return x.compare(y);  // byte-wise, as unsigned char
+}
+
 Truth Evaluator::compare(const Node& n) const {
   // Without <=>, a NULL left side decides the result before the right is evaluated.
   Truth decided;
@@ -270,7 +275,7 @@ Truth Evaluator::compare(const Node& n) const {
       if (x.null && n.cmp != Cmp::kNullSafeEq) return Truth::kNull;
       StrValue y = string(n.b);
       if (null_compare(n.cmp, x.null, y.null, &decided)) return decided;
-      int c = x.v.compare(y.v);  // byte-wise, as unsigned char
+      const int c = compare_strings(n, x.v, y.v);
       return apply(n.cmp, c < 0 ? -1 : (c > 0 ? 1 : 0));
     }
   }
@@ -308,7 +313,7 @@ Truth Evaluator::in_list(const Node& n) const {
       for (uint32_t k = 0; k < n.count; k++) {
         StrValue y = string(items[k]);
         if (y.null) unknown = true;
-        else if (y.v == x.v) return Truth::kTrue;
+        else if (compare_strings(n, x.v, y.v) == 0) return Truth::kTrue;
       }
       break;
     }

@@ -40,6 +40,8 @@ class Evaluator {
  private:
   bool is_null(uint32_t node) const;
   Truth compare(const Node& n) const;
+  // <0, 0, >0: under the node's collation, or byte for byte.
+  int compare_strings(const Node& n, std::string_view x, std::string_view y) const;
   Truth in_list(const Node& n) const;
   IntValue arithmetic(const Node& n) const;
   RealValue real_arithmetic(const Node& n) const;

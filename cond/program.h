@@ -4,7 +4,9 @@
 // Program can be evaluated by any number of threads at once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace q4m::cond {
@@ -44,6 +46,7 @@ struct Node {
   bool is_unsigned = false;   // kColInt
   uint32_t a = 0, b = 0;      // children; for column leaves `a` is the cell index
   uint32_t first = 0, count = 0;
+  uint32_t collation = 0;     // kCmpString, kInString: 0 = bytes, k = Program::collations[k - 1]
   Int ival = 0;
   double dval = 0;
 };
@@ -65,6 +68,8 @@ struct Program {
   uint32_t null_bytes = 0;
   std::vector<WalkStep> walk;
   uint32_t cell_count = 0;           // distinct columns referenced
+  // String comparisons under a column's collation (ColumnInfo::collate_compare).
+  std::vector<std::function<int(std::string_view, std::string_view)>> collations;
 };
 
 }  // namespace q4m::cond

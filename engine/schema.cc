@@ -52,6 +52,14 @@ q4m::TableSchema schema_of(const TABLE_SHARE* share) {
     c.is_unsigned = (f->flags & UNSIGNED_FLAG) != 0;
     c.decimals = f->decimals();
     c.compressed = f->compression_method() != nullptr;
+    const bool text = c.kind == q4m::ColumnKind::kChar || variable;
+    if (const CHARSET_INFO* cs = text ? f->charset() : nullptr; cs && cs != &my_charset_bin) {
+      c.collate_compare = [cs](std::string_view a, std::string_view b) {
+        return cs->coll->strnncollsp(cs, reinterpret_cast<const uchar*>(a.data()), a.size(),
+                                     reinterpret_cast<const uchar*>(b.data()), b.size());
+      };
+      c.collation = cs->coll_name.str;
+    }
     if (f->null_ptr) {
       c.null_byte = static_cast<uint32_t>(f->null_ptr - record);
       c.null_mask = f->null_bit;

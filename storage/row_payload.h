@@ -20,6 +20,7 @@
 //   kOther    the record's raw field bytes (DECIMAL, ENUM, SET, BIT, INET6, UUID, ...)
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,11 @@ struct ColumnInfo {
   uint32_t null_byte = 0;    // offset in the null_bytes area
   uint8_t null_mask = 0;     // 0 = NOT NULL column
   bool compressed = false;   // a COMPRESSED column: its bytes are not the value
+  // kChar/kVarchar/kBlob under a collation: compares two values as SQL does (<0, 0, >0:
+  // 'a' = 'A' under a _ci collation, trailing spaces ignored under a PAD SPACE one). Null:
+  // byte for byte (BINARY, VARBINARY, BLOB). Made by the engine; the core only calls it.
+  std::function<int(std::string_view, std::string_view)> collate_compare{};
+  std::string collation{};   // its name, for messages
 };
 
 struct TableSchema {

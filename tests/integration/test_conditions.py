@@ -156,3 +156,50 @@ def test_a_compressed_column_is_refused_not_misread(server):
     expect_error(c, "SELECT queue_wait(\"test.z:body = 'abc'\", 0)", "test.z", "column 'body' is COMPRESSED")
     assert value(c, "SELECT queue_wait('test.z:id = 1', 0)") == 1  # other columns still work
     assert value(c, "SELECT body = REPEAT('x', 100) FROM test.z") == 1
+
+
+COLLATION_CASES = [
+    # column definition, value stored, literal, does SQL's WHERE col = literal match?
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "Alice", "ALICE", True),
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "alice ", "alice", True),  # PAD SPACE
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", "straße", "STRASSE", True),
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_nopad_ci", "alice ", "alice", False),
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "Alice", "alice", False),
+    ("VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "alice ", "alice", True),
+    ("CHAR(10) CHARACTER SET latin1", "Alice", "aLICE", True),  # latin1_swedish_ci
+    ("TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "Alice", "alice", True),
+    ("VARBINARY(20)", "Alice", "alice", False),
+    ("BLOB", "Alice", "alice", False),
+]
+
+
+@pytest.mark.parametrize("column, stored, literal, sql_match", COLLATION_CASES,
+                         ids=[f"{c.split(' COLLATE ')[-1].split()[0]}-{s!r}-{lit!r}"
+                              for c, s, lit, _ in COLLATION_CASES])
+def test_strings_compare_as_sql_does_under_the_column_collation(server, column, stored, literal, sql_match):
+    """A condition on a string column matches exactly the rows SQL's WHERE would: case, accents
+    and trailing spaces as the column's collation says (a consumer's 'q:name="alice"' finds
+    the row a SELECT ... WHERE name = 'alice' shows); binary columns compare bytes."""
+    server.sql(f"CREATE TABLE test.c (id INT, s {column}) ENGINE=QUEUE")
+    c = server.connect()
+    query(c, "SET NAMES utf8mb4")
+    query(c, "INSERT INTO test.c VALUES (1, %s)", (stored,))
+    assert value(c, "SELECT COUNT(*) FROM test.c WHERE s = %s", (literal,)) == int(sql_match)
+    cond = f"test.c:s = '{literal}'"
+    assert value(c, "SELECT queue_wait(%s, 0)", (cond,)) == int(sql_match)
+    if sql_match:
+        assert value(c, "SELECT queue_end()") == 1
+    # IN and ordering follow the same collation.
+    else:
+        assert value(c, "SELECT queue_wait(%s, 0)", (f"test.c:s IN ('zzz', '{literal}')",)) == 0
+
+
+def test_two_columns_under_different_collations_are_refused(server):
+    server.sql("CREATE TABLE test.c (a VARCHAR(10) COLLATE latin1_general_ci, b VARCHAR(10) COLLATE latin1_bin, "
+               "v VARBINARY(10)) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.c VALUES ('X', 'x', 'x')")
+    c = server.connect()
+    expect_error(c, "SELECT queue_wait('test.c:a = b', 0)", "test.c",
+                 "cannot compare column 'a' (latin1_general_ci) with column 'b' (latin1_bin): their collations differ")
+    assert value(c, "SELECT queue_wait('test.c:a = v', 0)") == 0  # a binary operand: bytes, as SQL
+    assert value(c, "SELECT queue_wait('test.c:a = \"x\" AND b = \"x\"', 0)") == 1

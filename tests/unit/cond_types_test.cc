@@ -1,5 +1,7 @@
 // Conditions over temporal, string and floating-point columns, with column bytes
 // built exactly as MariaDB stores them.
+#include <cctype>
+
 #include "check.h"
 #include "cond_test_util.h"
 
@@ -171,6 +173,47 @@ TEST(strings_compare_bytewise) {
   CHECK_EQ(f.t("sn IN ('x', NULL)"), "N");
   CHECK_EQ(f.t("'a' < 'b'"), "T");
   CHECK_EQ(f.t("'' = \"\""), "T");
+}
+
+// A stand-in for a case-insensitive PAD SPACE collation (the engine hands in the server's).
+int ascii_ci_pad_space(std::string_view a, std::string_view b) {
+  auto trimmed = [](std::string_view x) {
+    while (!x.empty() && x.back() == ' ') x.remove_suffix(1);
+    return x;
+  };
+  a = trimmed(a);
+  b = trimmed(b);
+  for (size_t i = 0; i < a.size() && i < b.size(); i++) {
+    const int x = std::tolower(static_cast<unsigned char>(a[i])), y = std::tolower(static_cast<unsigned char>(b[i]));
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
+}
+
+TEST(strings_compare_under_the_column_collation) {
+  TableSchema s = SchemaBuilder().col("ci", ColumnKind::kVarchar).col("ci2", ColumnKind::kChar, 6)
+                      .col("other", ColumnKind::kVarchar).col("bin", ColumnKind::kVarchar).build();
+  for (int i : {0, 1}) {
+    s.columns[i].collate_compare = ascii_ci_pad_space;
+    s.columns[i].collation = "ascii_ci";
+  }
+  s.columns[2].collate_compare = [](std::string_view a, std::string_view b) { return a.compare(b); };
+  s.columns[2].collation = "other_bin";
+  const std::string row = payload(s, {std::string("Alice "), std::string("ALICE "), std::string("alice"),
+                                      std::string("ALICE")});
+  CHECK_EQ(truth("ci = 'alice'", s, row), "T");          // case and trailing spaces: as SQL
+  CHECK_EQ(truth("'ALICE' = ci", s, row), "T");          // the literal takes the column's collation
+  CHECK_EQ(truth("ci IN ('bob', 'aLiCe')", s, row), "T");
+  CHECK_EQ(truth("ci BETWEEN 'ALICA' AND 'alicf'", s, row), "T");
+  CHECK_EQ(truth("ci > 'ALICD' AND ci < 'alicf'", s, row), "T");
+  CHECK_EQ(truth("ci = ci2", s, row), "T");              // two columns of one collation
+  CHECK_EQ(truth("other = 'ALICE'", s, row), "F");       // a _bin collation: case matters
+  CHECK_EQ(truth("bin = 'alice'", s, row), "F");         // binary: byte for byte
+  CHECK_EQ(truth("ci = bin", s, row), "F");              // a binary operand makes it bytes ('Alice ' vs 'ALICE')
+  CHECK_EQ(truth("ci2 = bin", s, row), "T");             // CHAR padding dropped, then bytes
+  CHECK(error_of("ci = other", s).find("cannot compare column 'ci' (ascii_ci) with column 'other' (other_bin): "
+                                       "their collations differ") != std::string::npos);
+  CHECK(error_of("ci IN ('a', other)", s).find("their collations differ") != std::string::npos);
 }
 
 TEST(string_literal_escapes) {
