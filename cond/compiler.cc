@@ -414,11 +414,6 @@ class Compiler {
     return true;
   }
 
-  // Compiles operands that are compared with each other (a = b, BETWEEN, IN) to
-  // one common class: all strings (byte-wise) or all numbers (integer, or double
-  // if any operand is floating). String literals meeting a DATE/DATETIME/TIME
-  // column become that column's integer form. Everything else mixing strings and
-  // numbers is rejected rather than guessed at.
   // The collation the string comparison of `refs` uses, into collation_ (as SQL decides it):
   // the columns' collation, which literals take on; bytes if a column is binary (VARBINARY,
   // BLOB) or none is a column. Two columns under different collations are refused.
@@ -446,6 +441,11 @@ class Compiler {
     return true;
   }
 
+  // Compiles operands that are compared with each other (a = b, BETWEEN, IN) to
+  // one common class: all strings (under string_collation()) or all numbers (integer,
+  // or double if any operand is floating). String literals meeting a DATE/DATETIME/TIME
+  // column become that column's integer form. Everything else mixing strings and
+  // numbers is rejected rather than guessed at.
   bool comparable(const std::vector<const Ast*>& operands, size_t pos, std::vector<uint32_t>* nodes,
                   Cls* cls) {
     const size_t n = operands.size();
