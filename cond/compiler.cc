@@ -205,12 +205,7 @@ class Compiler {
         return true;
       }
       case Ast::Kind::kString: {
-        Node n;
-        n.op = Op::kConstString;
-        n.type = Type::kString;
-        n.a = static_cast<uint32_t>(prog_->strings.size());
-        prog_->strings.push_back(a.text);
-        *out = Ref{add(n), Cls::kString};
+        *out = string_constant(a.text);
         return true;
       }
       case Ast::Kind::kNull: *out = null_ref(); return true;
@@ -429,7 +424,9 @@ class Compiler {
                              r.info->name + "' (" + r.info->collation + "): their collations differ");
     }
     collation_ = 0;
+    literal_target_ = nullptr;
     if (binary || !chosen) return true;
+    if (chosen->literal_to_column) literal_target_ = chosen;
     for (size_t k = 0; k < collation_names_.size(); k++)
       if (collation_names_[k] == chosen->collation) {
         collation_ = static_cast<uint32_t>(k + 1);
@@ -439,6 +436,15 @@ class Compiler {
     prog_->collations.push_back(chosen->collate_compare);
     collation_ = static_cast<uint32_t>(prog_->collations.size());
     return true;
+  }
+
+  Ref string_constant(std::string text) {
+    Node n;
+    n.op = Op::kConstString;
+    n.type = Type::kString;
+    n.a = static_cast<uint32_t>(prog_->strings.size());
+    prog_->strings.push_back(std::move(text));
+    return Ref{add(n), Cls::kString};
   }
 
   // Compiles operands that are compared with each other (a = b, BETWEEN, IN) to
@@ -471,7 +477,14 @@ class Compiler {
       *cls = Cls::kString;
       if (!string_collation(refs, pos)) return false;
       for (size_t i = 0; i < n; i++) {
-        if (literal[i] && !value(*operands[i], &refs[i])) return false;
+        if (literal[i]) {  // in the character set of the column it meets, as SQL converts it
+          std::string text = operands[i]->text;
+          if (literal_target_ && !literal_target_->literal_to_column(operands[i]->text, &text))
+            return fail(operands[i]->pos, "string '" + operands[i]->text + "' has characters that column '" +
+                                              literal_target_->name + "' (" + literal_target_->collation +
+                                              ") cannot hold");
+          refs[i] = string_constant(std::move(text));
+        }
         nodes->push_back(as(refs[i], Cls::kString));
       }
       return true;
@@ -577,6 +590,7 @@ class Compiler {
   CondError* err_;
   std::vector<int> cell_of_;  // column index -> cell, -1 if not referenced
   uint32_t collation_ = 0;    // of the comparison comparable() just compiled (Node::collation)
+  const ColumnInfo* literal_target_ = nullptr;  // converts its literals (ColumnInfo::literal_to_column)
   std::vector<std::string> collation_names_;  // Program::collations' names, in order
 };
 

@@ -69,4 +69,22 @@ q4m::TableSchema schema_of(const TABLE_SHARE* share) {
   return schema;
 }
 
+void convert_literals_from(const CHARSET_INFO* literal_charset, const TABLE_SHARE* share,
+                           q4m::TableSchema* schema) {
+  if (!literal_charset || literal_charset == &my_charset_bin) return;  // bytes as they are
+  for (uint i = 0; i < share->fields && i < schema->columns.size(); i++) {
+    q4m::ColumnInfo& c = schema->columns[i];
+    if (!c.collate_compare) continue;  // not text, or binary
+    const CHARSET_INFO* to = share->field[i]->charset();
+    if (my_charset_same(literal_charset, to)) continue;
+    c.literal_to_column = [from = literal_charset, to](std::string_view literal, std::string* out) {
+      String converted;
+      uint errors = 0;
+      if (converted.copy(literal.data(), literal.size(), from, to, &errors)) return false;
+      out->assign(converted.ptr(), converted.length());
+      return errors == 0;
+    };
+  }
+}
+
 }  // namespace q4m_engine

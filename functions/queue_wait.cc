@@ -88,7 +88,7 @@ class Item_func_queue_wait final : public Item_queue_action {
     std::vector<std::string> labels;
     for (unsigned i = 0; i < wa.tables.size(); i++) {
       ResolvedTable t;
-      TableArgument a{"queue_wait", i + 1, wa.tables[i], true, SELECT_ACL | DELETE_ACL};
+      TableArgument a{"queue_wait", i + 1, wa.tables[i], true, SELECT_ACL | DELETE_ACL, false, wa.charsets[i]};
       if (!resolve_table(thd, a, &t)) return 0;
       subs.push_back(std::move(t.subscription));
       labels.push_back(std::move(t.label));
@@ -143,7 +143,7 @@ class Item_func_queue_wait_batch final : public Item_queue_action {
     BatchWaitArguments wa;
     if (!parse_batch_wait_arguments(args, arg_count, &wa)) return 0;
     ResolvedTable t;
-    TableArgument a{"queue_wait_batch", 1, wa.table, true, SELECT_ACL | DELETE_ACL};
+    TableArgument a{"queue_wait_batch", 1, wa.table, true, SELECT_ACL | DELETE_ACL, false, wa.charset};
     if (!resolve_table(thd, a, &t)) return 0;
     q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
     q4m::Consumer* consumer = consumer_for_wait(thd, cs);

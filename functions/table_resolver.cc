@@ -98,11 +98,16 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
                       share->tabledef_version.length);
   def->options = q4m_engine::options_of(share);
   if (!n.has_condition) return true;
+  // The same condition text means other literals in another character set.
+  std::string version = def->version;
+  version += '\0';
+  if (a.text_charset) version += a.text_charset->cs_name.str;
   q4m::Status st = ConditionCache::instance().get(
-      def->path, def->version, n.condition,
+      def->path, version, n.condition,
       [&] {
         q4m::TableSchema schema = q4m_engine::schema_of(share);
         schema.table_name = label(n);
+        q4m_engine::convert_literals_from(a.text_charset, share, &schema);
         return schema;
       },
       &def->filter);

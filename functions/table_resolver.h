@@ -27,6 +27,8 @@ struct TableArgument {
   // ALTER wait for the work, as for any statement using the table). queue_wait must not:
   // DDL would wait for a consumer's whole wait.
   bool hold_metadata_lock = false;
+  // The character set `text` came in: a condition's string literals are in it.
+  const CHARSET_INFO* text_charset = nullptr;
 };
 
 // A metadata lock kept past resolution; released when this goes away.

@@ -128,6 +128,7 @@ bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
       return false;
     }
     out->tables.emplace_back(s->ptr(), s->length());
+    out->charsets.push_back(s->charset());
   }
   return true;
 }
@@ -135,7 +136,7 @@ bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out) {
 namespace {
 
 // The table argument of queue_wait_batch(): a string, not NULL.
-bool parse_batch_table(Item* item, std::string* out) {
+bool parse_batch_table(Item* item, std::string* out, const CHARSET_INFO** charset) {
   const char* problem = nullptr;
   std::string value;
   if (is_number_type(item)) {
@@ -145,7 +146,10 @@ bool parse_batch_table(Item* item, std::string* out) {
     StringBuffer<256> buf;
     String* s = item->val_str(&buf);
     if (!s || item->null_value) problem = "table name is NULL";
-    else out->assign(s->ptr(), s->length());
+    else {
+      out->assign(s->ptr(), s->length());
+      *charset = s->charset();
+    }
   }
   if (!problem) return true;
   my_printf_error(ER_WRONG_ARGUMENTS, "queue_wait_batch(): argument 1: %s%s%s", MYF(0), value.c_str(),
@@ -172,7 +176,7 @@ bool parse_max_rows(Item* item, size_t* out) {
 }  // namespace
 
 bool parse_batch_wait_arguments(Item** args, unsigned count, BatchWaitArguments* out) {
-  if (!parse_batch_table(args[0], &out->table) || !parse_max_rows(args[1], &out->max_rows)) return false;
+  if (!parse_batch_table(args[0], &out->table, &out->charset) || !parse_max_rows(args[1], &out->max_rows)) return false;
   return count < 3 ||
          parse_seconds(args[2], SecondsRule{"queue_wait_batch", 3, "timeout", true, kMaxTimeoutSeconds}, &out->timeout);
 }

@@ -17,6 +17,7 @@ constexpr std::chrono::milliseconds kDefaultWaitTimeout{60000};
 
 struct WaitArguments {
   std::vector<std::string> tables;  // table arguments in priority order
+  std::vector<const CHARSET_INFO*> charsets;  // each one's character set (its condition's literals)
   std::chrono::milliseconds timeout = kDefaultWaitTimeout;
 };
 
@@ -28,6 +29,7 @@ bool parse_wait_arguments(Item** args, unsigned count, WaitArguments* out);
 constexpr uint64_t kMaxBatchRows = 10000;
 struct BatchWaitArguments {
   std::string table;
+  const CHARSET_INFO* charset = nullptr;  // the table argument's (its condition's literals)
   size_t max_rows = 1;
   std::chrono::milliseconds timeout = kDefaultWaitTimeout;
 };

@@ -44,6 +44,11 @@ struct ColumnInfo {
   // byte for byte (BINARY, VARBINARY, BLOB). Made by the engine; the core only calls it.
   std::function<int(std::string_view, std::string_view)> collate_compare{};
   std::string collation{};   // its name, for messages
+  // A string literal of a condition, which arrives in the client's character set, into this
+  // column's (as SQL converts it before comparing); false if it has a character the column's
+  // cannot hold (SQL then refuses the comparison). Null: taken as it is (same character set,
+  // or a binary column).
+  std::function<bool(std::string_view, std::string*)> literal_to_column{};
 };
 
 struct TableSchema {

@@ -203,3 +203,24 @@ def test_two_columns_under_different_collations_are_refused(server):
                  "cannot compare column 'a' (latin1_general_ci) with column 'b' (latin1_bin): their collations differ")
     assert value(c, "SELECT queue_wait('test.c:a = v', 0)") == 0  # a binary operand: bytes, as SQL
     assert value(c, "SELECT queue_wait('test.c:a = \"x\" AND b = \"x\"', 0)") == 1
+
+
+@pytest.mark.parametrize("column_charset, client_charset", [("latin1", "utf8mb4"), ("utf8mb4", "latin1"),
+                                                            ("cp1251", "utf8mb4"), ("utf8mb4", "utf8mb4")])
+def test_literals_are_converted_into_the_column_character_set(server, column_charset, client_charset):
+    """A condition's literal arrives in the client's character set and, as in SQL, is converted
+    into the column's before the comparison: 'café' sent as UTF-8 finds a latin1 'café' (MariaDB
+    10.11 creates latin1 columns by default). A literal the column's character set cannot hold
+    is refused, as SQL refuses that comparison ("Illegal mix of collations")."""
+    text = "Привет" if column_charset == "cp1251" else "café"
+    server.sql(f"CREATE TABLE test.c (id INT, s VARCHAR(20) CHARACTER SET {column_charset}) ENGINE=QUEUE")
+    c = server.connect(charset=client_charset)
+    query(c, "INSERT INTO test.c VALUES (1, %s), (2, 'other')", (text,))
+    assert value(c, "SELECT id FROM test.c WHERE s = %s", (text,)) == 1  # what SQL finds
+    assert value(c, "SELECT queue_wait(%s, 0)", (f"test.c:s = '{text}'",)) == 1
+    assert value(c, "SELECT id FROM test.c") == 1
+    assert value(c, "SELECT queue_end()") == 1
+    if column_charset == "latin1" and client_charset == "utf8mb4":
+        expect_error(c, "SELECT id FROM test.c WHERE s = '日本'", "Illegal mix of collations")
+        expect_error(c, "SELECT queue_wait('test.c:s = \"日本\"', 0)", "test.c",
+                     "string '日本' has characters that column 's' (latin1_swedish_ci) cannot hold")
