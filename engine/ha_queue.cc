@@ -160,6 +160,14 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO* info) {
                     MYF(0), user_table_label(thd, s).c_str(), what.c_str());
     return HA_ERR_UNSUPPORTED;
   }
+  if (form->part_info) {
+    // Each partition would be a separate queue that queue_wait() cannot name.
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                    "QUEUE table '%s' cannot be partitioned: queue_wait() hands out the rows of one queue; "
+                    "use one QUEUE table per partition and name them all in queue_wait()",
+                    MYF(0), user_table_label(thd, s).c_str());
+    return HA_ERR_UNSUPPORTED;
+  }
   if (s->versioned) {
     // queue_end() removes a row outright: a history of INSERTs without their consumption
     // would mislead, and a DELETE on such a table is an UPDATE, which a queue refuses.

@@ -98,8 +98,8 @@ int engine_init(void* p) {
   hton->create = create_handler;
   // No HTON_CAN_RECREATE: TRUNCATE must call handler::truncate(), which keeps the table
   // (and the consumers waiting on it) instead of dropping and re-creating it.
-  // Partitions would be separate queues that queue_wait() cannot name.
-  hton->flags = HTON_NO_PARTITION;
+  // Partitioned tables are refused by create(), with a message naming the table.
+  hton->flags = 0;
   hton->tablefile_extensions = table_file_extensions;
   hton->close_connection = close_connection;
   hton->kill_query = kill_query;

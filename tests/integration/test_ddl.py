@@ -111,7 +111,7 @@ def test_other_key_forms_are_rejected(server, ddl):
     # Partitions would be separate queues that queue_wait() cannot name: the rows could be
     # inserted and read but never consumed.
     ("CREATE TABLE test.q (id INT) ENGINE=QUEUE PARTITION BY HASH(id) PARTITIONS 2",
-     "Engine cannot be used in partitioned tables"),
+     "QUEUE table 'test.q' cannot be partitioned"),
     ("CREATE TABLE test.q (id INT) ENGINE=QUEUE WITH SYSTEM VERSIONING",
      "QUEUE table 'test.q' cannot be WITH SYSTEM VERSIONING"),
 ])
@@ -126,7 +126,16 @@ def test_partitions_and_system_versioning_are_rejected(server, ddl, text):
     assert server.sql("SELECT id FROM test.q") == [(1,)]
     server.sql("DROP TABLE test.q")
     server.sql("CREATE TABLE test.q (id INT) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 2")
-    expect_error(server.admin(), "ALTER TABLE test.q ENGINE=QUEUE", "Engine cannot be used in partitioned tables")
+    expect_error(server.admin(), "ALTER TABLE test.q ENGINE=QUEUE", "QUEUE table 'test.q' cannot be partitioned",
+                 "use one QUEUE table per partition", code=1478)
+    # Per-partition engines cannot sneak one in either.
+    expect_error(server.admin(), "ALTER TABLE test.q ADD PARTITION (PARTITION p9 ENGINE=QUEUE)")
+    expect_error(server.admin(), "CREATE TABLE test.m (id INT) PARTITION BY HASH(id) "
+                                 "(PARTITION a ENGINE=QUEUE, PARTITION b ENGINE=QUEUE)",
+                 "QUEUE table 'test.m' cannot be partitioned")
+    server.check_alive()
+    assert sorted(f.name for f in (server.datadir / "test").iterdir() if f.name.startswith(("q.", "m.", "q#", "m#"))
+                  ) == ["q#P#p0.ibd", "q#P#p1.ibd", "q.frm", "q.par"]
 
 
 @pytest.mark.parametrize("option", ["DATA", "INDEX"])
