@@ -170,3 +170,16 @@ def test_concurrent_producers_never_take_the_table_past_the_limit(server):
     assert sorted(consumed) == want
     assert server.value("SELECT COUNT(*) FROM test.q") == 0
     assert _stats(server)["rows_refused"] == 2 * len(refused)
+
+
+def test_a_table_with_triggers_takes_rows_one_by_one_up_to_the_limit(server):
+    """The server gives a table with triggers no bulk insert: each row of a multi-row INSERT is
+    committed alone, so the rows before the one that does not fit stay (as documented)."""
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE MAX_ROWS=2")
+    server.sql("CREATE TABLE test.audit (v INT) ENGINE=MyISAM")
+    server.sql("CREATE TRIGGER test.q_audit AFTER INSERT ON test.q FOR EACH ROW INSERT INTO test.audit VALUES (NEW.v)")
+    c = server.connect()
+    expect_error(c, "INSERT INTO q VALUES (1), (2), (3)", "holds 2 rows and its limit is 2", "1 row does not fit",
+                 code=ER_RECORD_FILE_FULL)
+    assert query(c, "SELECT v FROM q") == [(1,), (2,)]
+    assert query(c, "SELECT v FROM audit") == [(1,), (2,)]
