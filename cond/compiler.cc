@@ -306,9 +306,10 @@ class Compiler {
     }
     std::vector<uint32_t> nodes;
     Cls cls;
-    if (!comparable({a.kids[0].get(), a.kids[1].get()}, a.pos, &nodes, &cls)) return false;
+    uint32_t collation;
+    if (!comparable({a.kids[0].get(), a.kids[1].get()}, a.pos, &nodes, &cls, &collation)) return false;
     *out = Ref{node2(cmp_op(cls), Type::kInt, nodes[0], nodes[1], cmp), Cls::kInt};
-    prog_->nodes[out->node].collation = collation_;
+    prog_->nodes[out->node].collation = collation;
     return true;
   }
 
@@ -385,11 +386,13 @@ class Compiler {
   bool between(const Ast& a, Ref* out) {
     std::vector<uint32_t> nodes;
     Cls cls;
-    if (!comparable({a.kids[0].get(), a.kids[1].get(), a.kids[2].get()}, a.pos, &nodes, &cls)) return false;
+    uint32_t collation;
+    if (!comparable({a.kids[0].get(), a.kids[1].get(), a.kids[2].get()}, a.pos, &nodes, &cls, &collation))
+      return false;
     // x BETWEEN lo AND hi  ==  x >= lo AND x <= hi (x's node is shared, not copied).
     uint32_t ge = node2(cmp_op(cls), Type::kInt, nodes[0], nodes[1], Cmp::kGe);
     uint32_t le = node2(cmp_op(cls), Type::kInt, nodes[0], nodes[2], Cmp::kLe);
-    prog_->nodes[ge].collation = prog_->nodes[le].collation = collation_;
+    prog_->nodes[ge].collation = prog_->nodes[le].collation = collation;
     uint32_t n = list(Op::kAnd, 0, {ge, le});
     if (a.negated) n = node1(Op::kNot, Type::kInt, n);
     *out = Ref{n, Cls::kInt};
@@ -401,18 +404,20 @@ class Compiler {
     for (const auto& kid : a.kids) operands.push_back(kid.get());
     std::vector<uint32_t> nodes;
     Cls cls;
-    if (!comparable(operands, a.pos, &nodes, &cls)) return false;
+    uint32_t collation;
+    if (!comparable(operands, a.pos, &nodes, &cls, &collation)) return false;
     uint32_t n = list(in_op(cls), nodes[0], std::vector<uint32_t>(nodes.begin() + 1, nodes.end()));
-    prog_->nodes[n].collation = collation_;
+    prog_->nodes[n].collation = collation;
     if (a.negated) n = node1(Op::kNot, Type::kInt, n);
     *out = Ref{n, Cls::kInt};
     return true;
   }
 
-  // The collation the string comparison of `refs` uses, into collation_ (as SQL decides it):
-  // the columns' collation, which literals take on; bytes if a column is binary (VARBINARY,
-  // BLOB) or none is a column. Two columns under different collations are refused.
-  bool string_collation(const std::vector<Ref>& refs, size_t pos) {
+  // The column whose collation the string comparison of `refs` uses (as SQL decides it):
+  // the columns' one collation, which literals take on; *column = null for bytes, if a column
+  // is binary (VARBINARY, BLOB) or none is a column. Two columns under different collations
+  // are refused.
+  bool string_collation(const std::vector<Ref>& refs, size_t pos, const ColumnInfo** column) {
     const ColumnInfo* chosen = nullptr;
     bool binary = false;
     for (const Ref& r : refs) {
@@ -423,19 +428,19 @@ class Compiler {
         return fail(pos, "cannot compare column '" + chosen->name + "' (" + chosen->collation + ") with column '" +
                              r.info->name + "' (" + r.info->collation + "): their collations differ");
     }
-    collation_ = 0;
-    literal_target_ = nullptr;
-    if (binary || !chosen) return true;
-    if (chosen->literal_to_column) literal_target_ = chosen;
-    for (size_t k = 0; k < collation_names_.size(); k++)
-      if (collation_names_[k] == chosen->collation) {
-        collation_ = static_cast<uint32_t>(k + 1);
-        return true;
-      }
-    collation_names_.push_back(chosen->collation);
-    prog_->collations.push_back(chosen->collate_compare);
-    collation_ = static_cast<uint32_t>(prog_->collations.size());
+    *column = binary ? nullptr : chosen;
     return true;
+  }
+
+  // Node::collation for comparisons under `column`'s collation (0: bytes, no column); one
+  // Program::collations entry per collation.
+  uint32_t collation_of(const ColumnInfo* column) {
+    if (!column) return 0;
+    for (size_t k = 0; k < collation_names_.size(); k++)
+      if (collation_names_[k] == column->collation) return static_cast<uint32_t>(k + 1);
+    collation_names_.push_back(column->collation);
+    prog_->collations.push_back(column->collate_compare);
+    return static_cast<uint32_t>(prog_->collations.size());
   }
 
   Ref string_constant(std::string text) {
@@ -448,12 +453,13 @@ class Compiler {
   }
 
   // Compiles operands that are compared with each other (a = b, BETWEEN, IN) to
-  // one common class: all strings (under string_collation()) or all numbers (integer,
-  // or double if any operand is floating). String literals meeting a DATE/DATETIME/TIME
-  // column become that column's integer form. Everything else mixing strings and
-  // numbers is rejected rather than guessed at.
+  // one common class: all strings (under string_collation(): *collation) or all numbers
+  // (integer, or double if any operand is floating; *collation = 0). String literals
+  // meeting a DATE/DATETIME/TIME column become that column's integer form. Everything else
+  // mixing strings and numbers is rejected rather than guessed at.
   bool comparable(const std::vector<const Ast*>& operands, size_t pos, std::vector<uint32_t>* nodes,
-                  Cls* cls) {
+                  Cls* cls, uint32_t* collation) {
+    *collation = 0;
     const size_t n = operands.size();
     std::vector<Ref> refs(n);
     std::vector<bool> literal(n, false);
@@ -475,21 +481,21 @@ class Compiler {
     if (has_string && has_number) return fail(pos, "cannot compare a string with a number");
     if (has_string || (has_literal && !has_number)) {
       *cls = Cls::kString;
-      if (!string_collation(refs, pos)) return false;
+      const ColumnInfo* column = nullptr;
+      if (!string_collation(refs, pos, &column)) return false;
+      *collation = collation_of(column);
       for (size_t i = 0; i < n; i++) {
         if (literal[i]) {  // in the character set of the column it meets, as SQL converts it
           std::string text = operands[i]->text;
-          if (literal_target_ && !literal_target_->literal_to_column(operands[i]->text, &text))
+          if (column && column->literal_to_column && !column->literal_to_column(operands[i]->text, &text))
             return fail(operands[i]->pos, "string '" + operands[i]->text + "' has characters that column '" +
-                                              literal_target_->name + "' (" + literal_target_->collation +
-                                              ") cannot hold");
+                                              column->name + "' (" + column->collation + ") cannot hold");
           refs[i] = string_constant(std::move(text));
         }
         nodes->push_back(as(refs[i], Cls::kString));
       }
       return true;
     }
-    collation_ = 0;
 
     const bool date = dom[static_cast<int>(Domain::kDate)], datetime = dom[static_cast<int>(Domain::kDatetime)];
     const bool time = dom[static_cast<int>(Domain::kTime)], ts = dom[static_cast<int>(Domain::kTimestamp)];
@@ -589,8 +595,6 @@ class Compiler {
   Program* prog_;
   CondError* err_;
   std::vector<int> cell_of_;  // column index -> cell, -1 if not referenced
-  uint32_t collation_ = 0;    // of the comparison comparable() just compiled (Node::collation)
-  const ColumnInfo* literal_target_ = nullptr;  // converts its literals (ColumnInfo::literal_to_column)
   std::vector<std::string> collation_names_;  // Program::collations' names, in order
 };
 

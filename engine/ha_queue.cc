@@ -41,11 +41,15 @@ bool is_update(THD* thd) {
   return cmd == SQLCOM_UPDATE || cmd == SQLCOM_UPDATE_MULTI;
 }
 
+// A name the server gives its work tables and files ("#sql-..."), such as the new table a
+// copying ALTER fills.
+bool is_server_work_name(const char* name) { return strncmp(name, tmp_file_prefix, tmp_file_prefix_length) == 0; }
+
 // The table name the user wrote, for CREATE/ALTER messages: ALTER builds the new
 // table under a temporary "#sql-..." name.
 std::string user_table_label(THD* thd, const TABLE_SHARE* s) {
   const TABLE_LIST* tl = thd->lex->query_tables;
-  if (strncmp(s->table_name.str, "#sql", 4) == 0 && tl)
+  if (is_server_work_name(s->table_name.str) && tl)
     return std::string(tl->db.str, tl->db.length) + "." +
            std::string(tl->table_name.str, tl->table_name.length);
   return std::string(s->db.str, s->db.length) + "." +
@@ -56,33 +60,32 @@ std::string user_table_label(THD* thd, const TABLE_SHARE* s) {
 // false, with the error raised, for one a user must not believe honoured (DATA/INDEX
 // DIRECTORY); a warning for the ones merely ignored.
 bool check_placement_options(THD* thd, const std::string& label, const HA_CREATE_INFO* info) {
-  if ((info->data_file_name || info->index_file_name) && thd_sql_command(thd) == SQLCOM_ALTER_TABLE) {
+  auto ignored = [&](const std::string& option, const char* why) {  // warning 1618, as the server's own
+    push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, WARN_OPTION_IGNORED, "QUEUE table '%s': <%s> option ignored: %s",
+                        label.c_str(), option.c_str(), why);
+  };
+  if (info->data_file_name || info->index_file_name) {
+    if (thd_sql_command(thd) != SQLCOM_ALTER_TABLE) {
+      // The file's place is fixed (DROP, RENAME, compaction and recovery find it there): a
+      // queue the user meant for another disk must not land in the datadir unnoticed.
+      my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                      "QUEUE table '%s' cannot have %s DIRECTORY: its data file always lives in the database's "
+                      "directory of the datadir; remove the option",
+                      MYF(0), label.c_str(), info->data_file_name ? "DATA" : "INDEX");
+      return false;
+    }
     // The server ignores these options in ALTER TABLE itself (warning 1618): here they come
     // from the table being converted (ALTER TABLE ... ENGINE=QUEUE), and the user could not
     // take them off. Say so the same way.
-    for (const char* option : {info->data_file_name ? "DATA DIRECTORY" : nullptr,
-                               info->index_file_name ? "INDEX DIRECTORY" : nullptr})
-      if (option)
-        push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, WARN_OPTION_IGNORED,
-                            "QUEUE table '%s': <%s> option ignored: its data file lives in the database's "
-                            "directory of the datadir",
-                            label.c_str(), option);
-  } else if (info->data_file_name || info->index_file_name) {
-    // The file's place is fixed (DROP, RENAME, compaction and recovery find it there): a
-    // queue the user meant for another disk must not land in the datadir unnoticed.
-    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
-                    "QUEUE table '%s' cannot have %s DIRECTORY: its data file always lives in the database's "
-                    "directory of the datadir; remove the option",
-                    MYF(0), label.c_str(), info->data_file_name ? "DATA" : "INDEX");
-    return false;
+    const char* why = "its data file lives in the database's directory of the datadir";
+    if (info->data_file_name) ignored("DATA DIRECTORY", why);
+    if (info->index_file_name) ignored("INDEX DIRECTORY", why);
   }
   if ((info->used_fields & HA_CREATE_USED_ROW_FORMAT) && info->row_type != ROW_TYPE_DEFAULT &&
       info->row_type != ROW_TYPE_NOT_USED) {
     // The server accepts ROW_FORMAT for every engine; a queue has one format (docs/file-format.md).
-    push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, WARN_OPTION_IGNORED,
-                        "QUEUE table '%s': <ROW_FORMAT=%s> option ignored: a queue stores each row as it was "
-                        "inserted, in its own record (uncompressed)",
-                        label.c_str(), ha_row_type[info->row_type].str);
+    ignored(std::string("ROW_FORMAT=") + ha_row_type[info->row_type].str,
+            "a queue stores each row as it was inserted, in its own record (uncompressed)");
   }
   return true;
 }
@@ -91,7 +94,7 @@ bool check_placement_options(THD* thd, const std::string& label, const HA_CREATE
 // file named "#sql-...".
 bool is_alter_copy(const char* table_path) {
   const char* slash = strrchr(table_path, '/');
-  return strncmp(slash ? slash + 1 : table_path, "#sql", 4) == 0;
+  return is_server_work_name(slash ? slash + 1 : table_path);
 }
 
 }  // namespace

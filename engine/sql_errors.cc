@@ -12,8 +12,8 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
   switch (code) {
     case q4m::ErrorCode::kNotFound: return ER_NO_SUCH_TABLE;
     case q4m::ErrorCode::kDropped: return ER_NO_SUCH_TABLE;  // dropped by DDL meanwhile
-    case q4m::ErrorCode::kNoSpace: return ER_RECORD_FILE_FULL;
-    case q4m::ErrorCode::kFull: return ER_RECORD_FILE_FULL;  // as a MEMORY table past MAX_ROWS
+    case q4m::ErrorCode::kNoSpace:
+    case q4m::ErrorCode::kFull: return ER_RECORD_FILE_FULL;  // (kFull: as a MEMORY table past MAX_ROWS)
     case q4m::ErrorCode::kInterrupted: return ER_QUERY_INTERRUPTED;
     case q4m::ErrorCode::kExists: return ER_TABLE_EXISTS_ERROR;
     case q4m::ErrorCode::kInvalid: return ER_WRONG_ARGUMENTS;
@@ -29,7 +29,7 @@ static int handler_error_for(q4m::ErrorCode code) {
     case q4m::ErrorCode::kNotFound: return HA_ERR_NO_SUCH_TABLE;
     case q4m::ErrorCode::kDropped: return HA_ERR_NO_SUCH_TABLE;
     case q4m::ErrorCode::kCorrupt: return HA_ERR_CRASHED;
-    case q4m::ErrorCode::kNoSpace: return HA_ERR_RECORD_FILE_FULL;
+    case q4m::ErrorCode::kNoSpace:
     case q4m::ErrorCode::kFull: return HA_ERR_RECORD_FILE_FULL;
     case q4m::ErrorCode::kInterrupted: return HA_ERR_ABORTED_BY_USER;
     case q4m::ErrorCode::kExists: return HA_ERR_TABLE_EXIST;

@@ -31,15 +31,11 @@ int column_named(const TABLE_SHARE* share, const char* option, const char* name,
   return -1;
 }
 
-// Group keys under the column's collation: values it calls equal ('A' and 'a' under a
-// case-insensitive one, 'a' and 'a ' under a PAD SPACE one) become the same sort key, as
-// GROUP BY and a unique index would see them. Null for columns without one (numbers,
-// BINARY/VARBINARY, INET6, UUID): their bytes compare as they are.
-std::function<void(std::string_view, std::string*)> collated_key_of(const Field* f, q4m::ColumnKind kind) {
-  // (INET6 and UUID, stored like CHAR, are kOther: bytes under a nominal charset.)
-  if (kind != q4m::ColumnKind::kChar && kind != q4m::ColumnKind::kVarchar) return nullptr;
+// Group keys under the collation of a text column (one schema_of() gave a collate_compare):
+// values it calls equal ('A' and 'a' under a case-insensitive one, 'a' and 'a ' under a PAD
+// SPACE one) become the same sort key, as GROUP BY and a unique index would see them.
+std::function<void(std::string_view, std::string*)> collated_key_of(const Field* f) {
   const CHARSET_INFO* cs = f->charset();
-  if (!cs || cs == &my_charset_bin) return nullptr;
   return [cs](std::string_view value, std::string* key) {
     size_t length = value.size();
     if (!(cs->state & MY_CS_NOPAD)) length = cs->lengthsp(value.data(), length);
@@ -121,7 +117,8 @@ bool message_group_column_of(const TABLE_SHARE* share, const TABLE* table,
              "temporal column";
     return false;
   }
-  column->collate = collated_key_of(share->field[i], kind);
+  // Columns without a collation (numbers, BINARY/VARBINARY, INET6, UUID): bytes as they are.
+  if (column->schema.columns[i].collate_compare) column->collate = collated_key_of(share->field[i]);
   *out = std::move(column);
   return true;
 }
