@@ -32,7 +32,7 @@ BENCH_SRC := $(wildcard tools/bench/*.cc)
 FORWARD_SRC := $(wildcard tools/forward/*.cc)
 TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/bin/q4m-forward)
 # Client programs the integration tests drive (binary-protocol consumer, scripted session).
-TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client
+TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client $(BUILD)/tests/db_statement_client
 
 .PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean
 all: plugin tools unit-tests test-clients
@@ -83,6 +83,9 @@ $(BUILD)/tests/ps_consumer: tests/integration/ps_consumer.cc
 $(BUILD)/tests/session_client: tests/integration/session_client.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $< -o $@ $(TOOL_LIBS)
+$(BUILD)/tests/db_statement_client: tests/integration/db_statement_client.cc $(wildcard tools/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(TOOL_CXXFLAGS) -Itools/common $< -o $@ $(TOOL_LIBS)
 $(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)

@@ -179,12 +179,26 @@ class DbStatement {
     executed_ = !columns_.empty();
     // Buffer the rows, as mysql_store_result does for text: the connection is then free for
     // the next statement even if the caller reads only the first row.
-    if (executed_ && mysql_stmt_store_result(stmt_)) fail();
+    if (executed_ && mysql_stmt_store_result(stmt_)) fail_reading_rows();
   }
 
-  [[noreturn]] void fail() {
+  // An error after the result started (an InnoDB deadlock in a SKIP LOCKED claim, a
+  // subquery that returns two rows for a later row) leaves Connector/C's statement waiting
+  // for rows that will never come: the next execute or free_result of it then reads the
+  // socket for them and breaks the connection ("Server has gone away"). mysql_stmt_reset
+  // puts it back to "prepared"; the error is kept first, as the reset clears it.
+  [[noreturn]] void fail_reading_rows() {
+    DbError error = current_error();
+    executed_ = false;
+    mysql_stmt_reset(stmt_);
+    throw error;
+  }
+
+  [[noreturn]] void fail() { throw current_error(); }
+
+  DbError current_error() const {
     std::string shown = sql_.size() > 200 ? sql_.substr(0, 200) + "..." : sql_;
-    throw DbError(mysql_stmt_errno(stmt_), std::string(mysql_stmt_error(stmt_)) + " [in: " + shown + "]");
+    return DbError(mysql_stmt_errno(stmt_), std::string(mysql_stmt_error(stmt_)) + " [in: " + shown + "]");
   }
 
   DbConn& conn_;
