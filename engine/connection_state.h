@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../storage/consumer.h"
+#include "../storage/queue_table.h"
 
 class THD;
 
@@ -46,6 +47,20 @@ class ConnectionState {
   bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
   uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
 
+  // A copying ALTER: what the row its scan of the old table read last has been
+  // through, for the new table's write of that row (the server reads a row, then writes it).
+  void keep_copied_history(int64_t query_id, const q4m::RowHistory& h) {
+    copied_query_id_ = query_id;
+    copied_history_ = h;
+  }
+  // Returns and clears it; none if the row just read was not from a QUEUE table's copy scan.
+  std::optional<q4m::RowHistory> take_copied_history(int64_t query_id) {
+    std::optional<q4m::RowHistory> h;
+    if (copied_query_id_ == query_id) h.swap(copied_history_);
+    copied_history_.reset();
+    return h;
+  }
+
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -61,6 +76,8 @@ class ConnectionState {
   std::optional<PendingRelay> pending_relay_;
   std::string owned_label_;
   int64_t read_query_id_ = -1;
+  int64_t copied_query_id_ = -1;
+  std::optional<q4m::RowHistory> copied_history_;
   uint64_t read_rowid_ = 0;
 };
 

@@ -12,7 +12,9 @@ namespace q4m_engine {
 class CopyScan {
  public:
   void start(q4m::QueueTable* table);
-  q4m::Status next(q4m::QueueTable* table, q4m::RowId* id, std::string* payload, bool* found);
+  // *history: what the row has been through, for the copy to keep (null: not wanted).
+  q4m::Status next(q4m::QueueTable* table, q4m::RowId* id, std::string* payload, bool* found,
+                   q4m::RowHistory* history);
 
  private:
   q4m::RowId after_ = 0;

@@ -33,7 +33,7 @@ std::string data_file_path(const char* table_path) {
 // Statements that rebuild the table by copying its rows through a scan.
 bool copies_table(THD* thd) {
   int cmd = thd_sql_command(thd);
-  return cmd == SQLCOM_ALTER_TABLE || cmd == SQLCOM_OPTIMIZE;
+  return cmd == SQLCOM_ALTER_TABLE;
 }
 
 bool is_update(THD* thd) {
@@ -123,6 +123,13 @@ std::string ha_queue::table_label() const {
          std::string(table_share->table_name.str, table_share->table_name.length);
 }
 
+int ha_queue::optimize(THD*, HA_CHECK_OPT*) {
+  q4m::Status st = queue_->compact();
+  if (st.ok()) return HA_ADMIN_OK;
+  raise(st);
+  return HA_ADMIN_FAILED;
+}
+
 int ha_queue::raise(const q4m::Status& st) {
   error_raised_ = true;
   if (st.code() == q4m::ErrorCode::kFull)  // the storage layer knows the file, not the table
@@ -202,7 +209,8 @@ int ha_queue::open(const char* name, int, uint) {
   // A copying ALTER fills its new table before it takes the table's name: every row moves,
   // as many as there are (rows past a lowered MAX_ROWS stay, as with an in-place ALTER).
   // The next statement that opens the table under its name sets the limit.
-  if (is_alter_copy(name)) options.max_rows = 0;
+  copy_target_ = is_alter_copy(name);
+  if (copy_target_) options.max_rows = 0;
   apply_options(options, queue_.get());
   return 0;
 }
@@ -276,14 +284,16 @@ int ha_queue::end_bulk_insert() {
 q4m::Status ha_queue::commit_bulk_rows() {
   if (bulk_rows_.empty()) return q4m::Status::Ok();
   std::vector<std::string_view> views(bulk_rows_.begin(), bulk_rows_.end());
-  q4m::Status st = queue_->insert(views, nullptr);
+  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_) : queue_->insert(views, nullptr);
   bulk_rows_.clear();
+  bulk_histories_.clear();
   bulk_bytes_ = 0;
   return st;
 }
 
 int ha_queue::write_row(const uchar* buf) {
   encode_row(table, buf, &encoded_);
+  if (copy_target_) return write_copied_row();
   if (!relaying_) {
     ConnectionState* cs = find_connection_state(ha_thd());
     if (cs && cs->has_pending_relay()) {
@@ -305,6 +315,21 @@ int ha_queue::write_row(const uchar* buf) {
   }
   std::vector<std::string_view> rows{encoded_};
   q4m::Status st = queue_->insert(rows, nullptr);
+  return st.ok() ? 0 : raise(st);
+}
+
+// The old table's scan left the row's history with the connection when that table is a
+// QUEUE table (its age, delivery count, retry delay): the row keeps it, so a dead row stays
+// dead and MESSAGE_TTL counts from its INSERT. From any other engine a row is new.
+int ha_queue::write_copied_row() {
+  ConnectionState* cs = find_connection_state(ha_thd());
+  std::optional<q4m::RowHistory> history = cs ? cs->take_copied_history(ha_thd()->query_id) : std::nullopt;
+  bulk_histories_.push_back(history.value_or(q4m::RowHistory{}));
+  bulk_bytes_ += encoded_.size();
+  bulk_rows_.push_back(std::move(encoded_));
+  encoded_ = std::string();
+  if (bulk_insert_ && bulk_bytes_ < kBulkFlushBytes) return 0;
+  q4m::Status st = commit_bulk_rows();
   return st.ok() ? 0 : raise(st);
 }
 
@@ -410,8 +435,22 @@ q4m::Status ha_queue::commit_claims() {
 int ha_queue::rnd_init(bool) {
   scan_after_ = 0;
   current_id_ = 0;
-  copy_scan_ = copies_table(ha_thd());
+  THD* thd = ha_thd();
+  copy_scan_ = copies_table(thd);
+  copy_history_ = copy_scan_ && !(thd->lex->alter_info.flags & ALTER_ORDER);
   if (copy_scan_) copy_.start(queue_.get());
+  const HA_CREATE_INFO& to = thd->lex->create_info;
+  const bool stays_queue = !(to.used_fields & HA_CREATE_USED_ENGINE) || to.db_type == ht;
+  if (copy_scan_ && !copy_history_ && stays_queue && reorder_noted_in_ != thd->query_id) {
+    reorder_noted_in_ = thd->query_id;  // the sort scans, then the copy reads: one note
+    // The server sorts every row before it writes the first: which row is written when is
+    // unknown here, so the rows start over in the new table. A note: strict mode turns a
+    // warning during ALTER's copy into an error.
+    push_warning_printf(thd, Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
+                        "QUEUE table '%s': ALTER TABLE ... ORDER BY re-inserts the rows as new ones: their age, "
+                        "delivery counts and retry delays start over (dead rows are queued again)",
+                        table_label().c_str());
+  }
   return 0;
 }
 
@@ -424,11 +463,13 @@ int ha_queue::rnd_end() {
 int ha_queue::rnd_next(uchar* buf) {
   q4m::RowId id = 0;
   bool found = false;
+  q4m::RowHistory history;
   q4m::Status st =
-      copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found)
+      copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
                  : queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
   if (!st.ok()) return raise(st);
   if (!found) return HA_ERR_END_OF_FILE;
+  if (copy_history_) connection_state(ha_thd()).keep_copied_history(ha_thd()->query_id, history);
   scan_after_ = id;
   return read_into(buf, id);
 }

@@ -37,6 +37,8 @@ class ha_queue final : public handler {
   int rename_table(const char* from, const char* to) override;
   int truncate() override;
   int delete_all_rows() override;
+  // OPTIMIZE TABLE compacts the data file in place (queue_compact()): rows keep their ids.
+  int optimize(THD* thd, HA_CHECK_OPT* check_opt) override;
   // ALTER TABLE that changes only MESSAGE_TTL (or COMMENT) keeps the data file: the rows keep
   // their insert times, ids and delivery counts. Anything else copies the rows.
   enum_alter_inplace_result check_if_supported_inplace_alter(TABLE* altered_table,
@@ -77,6 +79,7 @@ class ha_queue final : public handler {
  private:
   q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
   int write_relayed_row();  // a row declared by queue_set_srcid()
+  int write_copied_row();   // a row of a copying ALTER, into its new table
   int commit_relayed_rows();
   void forget_unused_relay_ids();
   q4m::Status commit_claims();     // rows claimed by delete_row()
@@ -89,7 +92,9 @@ class ha_queue final : public handler {
 
   // Scan state. payload_ holds the current row: BLOB fields of the record point into it.
   q4m::RowId scan_after_ = 0;
-  bool copy_scan_ = false;  // ALTER/OPTIMIZE copy: every row, owned ones included
+  bool copy_scan_ = false;  // copying ALTER: every row, owned ones included
+  bool copy_history_ = false;  // ... and the rows' histories go with them (ALTER without ORDER BY)
+  int64_t reorder_noted_in_ = -1;  // the statement told that ORDER BY loses the histories
   CopyScan copy_;
   q4m::RowId current_id_ = 0;
   std::string payload_;
@@ -97,6 +102,10 @@ class ha_queue final : public handler {
   // Multi-row INSERT: rows are buffered and committed together.
   bool bulk_insert_ = false;
   std::vector<std::string> bulk_rows_;
+  // The new table of a copying ALTER (opened as "#sql-..."): its rows keep their
+  // histories, one per buffered row.
+  bool copy_target_ = false;
+  std::vector<q4m::RowHistory> bulk_histories_;
   size_t bulk_bytes_ = 0;
   std::string encoded_;
   // The ids declared by queue_set_srcid(), taken from the connection at the statement's

@@ -142,6 +142,26 @@ QueueTableImpl::WriterTurn::~WriterTurn() {
   if (next) futex_wake_one(&next->signal);
 }
 
+namespace {
+
+// A row's insert time: now, or for a copy the time it had (RowHistory, 0 = now).
+uint64_t inserted_at(const CommitRequest& r, size_t i, uint64_t now) {
+  return r.history && r.history[i].insert_time_ms ? r.history[i].insert_time_ms : now;
+}
+
+// A copy's deliveries and retry delays, as a RETURN record under the rows' new ids in the
+// rows' own chunk: a crash keeps both or neither.
+void add_kept_histories(fmt::ChunkBuilder& chunk, CommitRequest* r) {
+  r->histories_kept.clear();
+  for (size_t i = 0; i < r->ids.size(); i++) {
+    const RowHistory& h = r->history[i];
+    if (h.deliveries > 0 || h.due_ms > 0) r->histories_kept.push_back(fmt::ReturnedRow{r->ids[i], h.deliveries, h.due_ms});
+  }
+  if (!r->histories_kept.empty()) chunk.add_returns(r->histories_kept.data(), r->histories_kept.size());
+}
+
+}  // namespace
+
 void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto w = writer_.lock();
   Status fail = dropped_.load() ? dropped_status() : w->broken;
@@ -165,10 +185,11 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
     switch (r->kind) {
       case CommitRequest::kInsert:
         if (!room.take(r->rows->size(), &r->status)) break;
-        for (std::string_view row : *r->rows) {
+        for (size_t i = 0; i < r->rows->size(); i++) {
           r->ids.push_back(next);
-          r->offsets.push_back(chunk.add_row(next++, now, row));
+          r->offsets.push_back(chunk.add_row(next++, inserted_at(*r, i, now), (*r->rows)[i]));
         }
+        if (r->history) add_kept_histories(chunk, r);
         break;
       case CommitRequest::kRelayed: {
         auto it = w->sources.find(r->source_id);
@@ -275,6 +296,8 @@ uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r)
 void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                              std::string_view written, uint64_t now) {
   uint64_t inserted = 0, removed = 0;
+  uint64_t oldest_ms = now;  // of the inserted rows: a copy's keep their age
+  bool copied_history = false;
   auto st = state_.lock();
   st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
@@ -287,7 +310,8 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       RowEntry e;
       e.id = r->ids[i];
       e.offset = base + r->offsets[i];
-      e.time_ms = now;
+      e.time_ms = inserted_at(*r, i, now);  // kRelayed: no history
+      oldest_ms = std::min(oldest_ms, e.time_ms);
       std::string_view payload = (*r->rows)[r->dropped + i];  // kInsert: dropped = 0
       e.length = static_cast<uint32_t>(payload.size());
       std::string key;
@@ -295,15 +319,22 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       st->index.append(e);
       inserted++;
       if (e.grouped) st->groups.add(e.id, key, group_lookup(*st));
-      queue_row(*st, *st->index.find(e.id), payload, static_cast<int64_t>(now));
+      RowEntry& added = *st->index.find(e.id);
+      if (r->history && queue_copied_row(*st, added, r->history[i], now)) {
+        copied_history = true;
+        continue;
+      }
+      queue_row(*st, added, payload, static_cast<int64_t>(now));
     }
   }
+  if (copied_history) release_ready(*st);  // rows behind a copied row that is dead or delayed
   // New rows only became ready here, and queue_row offered each that may go, as it offers an
   // ungrouped one: no cursor is past them, so nothing else to do.
   st->groups.forget_newly_ready();
   if (inserted != 0 && st->ttl_ms != 0 && !st->ttl_watched) {  // the oldest queued row is one of these
     st->ttl_watched = true;
-    watch_deadline(LeaseClock::now() + std::chrono::milliseconds(st->ttl_ms));
+    const uint64_t expires_ms = oldest_ms + st->ttl_ms;
+    watch_deadline(LeaseClock::now() + std::chrono::milliseconds(expires_ms > now ? expires_ms - now : 0));
   }
   note_index_change(*st, inserted, removed);
 }
@@ -334,6 +365,21 @@ Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::ve
   req.rows = &rows;
   commit(&req);
   if (req.status.ok() && ids) *ids = std::move(req.ids);
+  return req.status;
+}
+
+Status QueueTableImpl::insert_with_history(const std::vector<std::string_view>& rows,
+                                           const std::vector<RowHistory>& history) {
+  if (history.size() != rows.size())
+    return Status(ErrorCode::kInvalid, "insert_with_history: " + std::to_string(rows.size()) + " rows but " +
+                                           std::to_string(history.size()) + " histories");
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  if (rows.empty()) return Status::Ok();
+  CommitRequest req;
+  req.kind = CommitRequest::kInsert;
+  req.rows = &rows;
+  req.history = history.data();
+  commit(&req);
   return req.status;
 }
 

@@ -58,6 +58,15 @@ struct OwnedRowInfo {
   int64_t lease_left_ms = -1;  // until its lease runs out (0 = due now); -1 = no lease
 };
 
+// What a row has been through, which a copy of it keeps (a copying ALTER TABLE
+// moves rows into a new table): its insert time, the deliveries that ended without a removal
+// (a delivery in progress is not counted, as across a restart) and a pending retry delay.
+struct RowHistory {
+  uint64_t insert_time_ms = 0;  // wall clock; 0 = inserted now
+  uint32_t deliveries = 0;
+  uint64_t due_ms = 0;  // wall-clock ms a queue_abort(delay) holds it back until; 0 = none
+};
+
 class QueueTable {
  public:
   virtual ~QueueTable() = default;
@@ -78,14 +87,21 @@ class QueueTable {
                                 const RowId* source_rowids, bool reset, size_t* dropped) = 0;
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
 
+  // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
+  // given in the order they were inserted. Their age, delivery count (so MAX_DELIVERIES finds
+  // the dead ones) and retry delays are in the same chunk as the rows.
+  virtual Status insert_with_history(const std::vector<std::string_view>& rows,
+                                     const std::vector<RowHistory>& history) = 0;
+
   // ---- SQL scans (handler) ---------------------------------------------
   // Next row visible to `viewer` (may be null = a connection with no Consumer) with
   // id > after. Returns false at the end. Fills *payload if non-null.
   virtual Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload,
                               bool* found) = 0;
   virtual Status read_row(RowId id, std::string* payload, bool* found) = 0;
-  // Next live row with id > after whoever owns or claims it (ALTER/OPTIMIZE copies).
-  virtual Status next_row(RowId after, RowId* id, std::string* payload, bool* found) = 0;
+  // Next live row with id > after whoever owns or claims it (copying ALTER TABLE), and
+  // (if `history` is not null) what it has been through, for insert_with_history().
+  virtual Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) = 0;
   virtual uint64_t visible_count(const Consumer* viewer) = 0;  // instant
 
   // DELETE: claim a visible row for removal (false if it is gone or owned by another

@@ -204,7 +204,7 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
   return read_uncached(r, payload);
 }
 
-Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found) {
+Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) {
   *found = false;
   UncachedRead r;
   {
@@ -215,6 +215,11 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
     const RowEntry& e = st->index.at(pos);
     *id = e.id;
     *found = true;
+    if (history) {
+      fmt::ReturnedRow kept;
+      st->kept_across_restart(e, &kept);
+      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms};
+    }
     if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
     r = st->uncached_read(e.offset, e.length);
   }

@@ -71,6 +71,10 @@ struct TableState {
   struct DelayToken {
     uint64_t token = 0;
     uint64_t due_ms = 0;
+    // A retry's delay (queue_abort(seconds)), which the file keeps; not one the row's
+    // VISIBLE_AT_COLUMN value sets: the column gives that again at open (set_visible_at) and
+    // in a copy's new table, and one dropped from the table by ALTER no longer holds the row.
+    bool retry = true;
   };
   LeaseHeap delays;
   std::unordered_map<RowId, DelayToken> delay_tokens;
@@ -107,7 +111,7 @@ struct TableState {
     out->due_ms = 0;
     if (e.state == RowState::kDelayed || e.state == RowState::kClaimedForDelete) {
       auto it = delay_tokens.find(e.id);
-      if (it != delay_tokens.end()) out->due_ms = it->second.due_ms;
+      if (it != delay_tokens.end() && it->second.retry) out->due_ms = it->second.due_ms;
     }
     return out->deliveries > 0 || out->due_ms > 0;
   }
@@ -159,6 +163,8 @@ struct WriterState {
 struct CommitRequest {
   enum Kind { kInsert, kRelayed, kRemove, kReturn } kind = kInsert;
   const std::vector<std::string_view>* rows = nullptr;  // kInsert, kRelayed
+  const RowHistory* history = nullptr;  // kInsert of a copy: one per row (insert_with_history)
+  std::vector<fmt::ReturnedRow> histories_kept;  // the leader's: their RETURN entries under the new ids
   const RowId* source_rowids = nullptr;                 // kRelayed: one per row, increasing
   uint32_t source_id = 0;
   bool reset = false;
@@ -203,7 +209,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found) override;
-  Status next_row(RowId after, RowId* id, std::string* payload, bool* found) override;
+  Status insert_with_history(const std::vector<std::string_view>& rows,
+                             const std::vector<RowHistory>& history) override;
+  Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
   bool claim_for_delete(Consumer* viewer, RowId id) override;
   Status remove_claimed(Consumer* viewer) override;
@@ -337,10 +345,15 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void offer_row(TableState& st, RowEntry& e, std::string_view payload_if_known);
   void row_became_free(TableState& st, RowEntry& e);
   // kDelayed until `delay` from now; returns that time (wall-clock ms, as kept in delay_tokens).
-  uint64_t delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay);
+  enum class DelayKind { kRetry, kVisibleAt };
+  uint64_t delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay, DelayKind kind);
   // A Free row (new, or queued when set_visible_at() came): delayed if its column says so,
   // else offered to the waiters. `now` is the wall clock in ms.
   void queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now);
+  // A new row copied with its history (insert_with_history): takes its delivery count; true
+  // if that makes it dead (MAX_DELIVERIES) or its retry delay is still ahead (then kDelayed),
+  // false if it goes to the queue as any new row (queue_row).
+  bool queue_copied_row(TableState& st, RowEntry& e, const RowHistory& history, uint64_t now_ms);
   void watch_deadline(LeaseClock::time_point at);  // the reaper calls expire_leases() by then
   // `e` is held by `claimer` for removal (a DELETE, or expiry): hidden from takes and scans
   // until remove_claimed_rows(claimer) removes it or unclaim() gives it back.

@@ -79,7 +79,7 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   release_ready(st);
 }
 
-uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay) {
+uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::milliseconds delay, DelayKind kind) {
   e.owner = nullptr;
   set_state(st, e, RowState::kDelayed);
   // Deadlines of delayed rows that were deleted meanwhile stay until due: prune them once
@@ -89,7 +89,7 @@ uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::mil
   const uint64_t token = next_lease_token();
   const LeaseClock::time_point at = LeaseClock::now() + delay;
   const uint64_t due_ms = now_ms() + static_cast<uint64_t>(delay.count());
-  st.delay_tokens[e.id] = TableState::DelayToken{token, due_ms};
+  st.delay_tokens[e.id] = TableState::DelayToken{token, due_ms, kind == DelayKind::kRetry};
   st.delays.push(LeaseDeadline{at, e.id, token});
   watch_deadline(at);
   return due_ms;
@@ -98,9 +98,20 @@ uint64_t QueueTableImpl::delay_row(TableState& st, RowEntry& e, std::chrono::mil
 void QueueTableImpl::queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now) {
   const int64_t at = st.visible_at ? visible_at_ms(*st.visible_at, payload) : 0;
   if (at > now)
-    delay_row(st, e, std::chrono::milliseconds(at - now));
+    delay_row(st, e, std::chrono::milliseconds(at - now), DelayKind::kVisibleAt);
   else
     offer_row(st, e, payload);
+}
+
+bool QueueTableImpl::queue_copied_row(TableState& st, RowEntry& e, const RowHistory& history, uint64_t now) {
+  e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history.deliveries, UINT16_MAX));  // saturates, as counted
+  if (st.dies(e)) {
+    set_state(st, e, RowState::kDead);
+    return true;
+  }
+  if (history.due_ms <= now) return false;
+  delay_row(st, e, std::chrono::milliseconds(history.due_ms - now), DelayKind::kRetry);
+  return true;
 }
 
 void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> column) {
@@ -113,7 +124,7 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
   st->for_each_payload([](const RowEntry& e) { return e.state == RowState::kFree; },
                        [&](RowEntry& e, std::string_view payload) {
                          const int64_t at = visible_at_ms(*st->visible_at, payload);
-                         if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now));
+                         if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now), DelayKind::kVisibleAt);
                        });
 }
 
@@ -414,7 +425,7 @@ bool QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::millise
   c->impl().lease_token.store(0);
   *returned = fmt::ReturnedRow{id, e->deliveries, 0};
   if (delay.count() > 0 && !st->dies(*e))  // a dead row waits for no retry
-    returned->due_ms = delay_row(*st, *e, delay);
+    returned->due_ms = delay_row(*st, *e, delay, DelayKind::kRetry);
   else
     row_became_free(*st, *e);  // may hand it out at once: *returned was taken before
   return true;
@@ -427,7 +438,7 @@ void QueueTableImpl::restore_delays(const std::unordered_map<RowId, uint64_t>& d
   for (const auto& [id, due] : due_ms) {
     if (due <= now) continue;
     RowEntry* e = st->index.find(id);
-    if (e && e->state == RowState::kFree) delay_row(*st, *e, std::chrono::milliseconds(due - now));
+    if (e && e->state == RowState::kFree) delay_row(*st, *e, std::chrono::milliseconds(due - now), DelayKind::kRetry);
   }
 }
 

@@ -71,6 +71,21 @@ def test_the_delay_survives_kill9_whichever_way_the_table_is_first_used(server):
     assert value(c, "SELECT COUNT(*) FROM jobs") == 1
 
 
+def test_the_delay_survives_a_clean_restart_and_a_copying_alter_that_keeps_the_column(server):
+    """The index snapshot of a clean close keeps retry delays only: the column's delays come
+    from the rows again when the table is first opened, and in a copying ALTER's new table."""
+    server.sql(JOBS)
+    server.sql("INSERT INTO test.jobs VALUES (1, NOW(3) + INTERVAL 1 HOUR), (2, NOW(3))")
+    server.restart(kill=False)
+    assert _delayed(server) == 1
+    server.sql("ALTER TABLE test.jobs ADD COLUMN note INT")
+    assert _delayed(server) == 1
+    c = server.connect()
+    assert query(c, "SELECT id FROM jobs WHERE queue_wait('jobs', 0)") == [(2,)]
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT queue_wait('jobs', 0)") == 0
+
+
 def test_alter_adds_and_removes_the_option_on_a_table_with_rows(server):
     server.sql("CREATE TABLE test.jobs (id INT, run_at TIMESTAMP NULL) ENGINE=QUEUE")
     server.sql("INSERT INTO test.jobs VALUES (1, NOW() + INTERVAL 1 HOUR), (2, NULL)")

@@ -153,7 +153,7 @@ TEST(next_row_sees_owned_and_claimed_rows) {
   std::string p;
   RowId id = 0;
   bool found = true;
-  while (t->next_row(id, &id, &p, &found).ok() && found) ids.push_back(id);
+  while (t->next_row(id, &id, &p, &found, nullptr).ok() && found) ids.push_back(id);
   CHECK(ids == (std::vector<RowId>{a, b, c}));
   CHECK_EQ(scan(*t).size(), 1u);  // a normal scan sees only c
 }

@@ -222,7 +222,7 @@ void verify_image(const CrashImage& img, size_t n, Workload& w, SyncMode mode, F
   RowId after = 0, id = 0, max_id = 0;
   std::string payload;
   bool found = true;
-  while (t->next_row(after, &id, &payload, &found).ok() && found) {
+  while (t->next_row(after, &id, &payload, &found, nullptr).ok() && found) {
     after = id;
     max_id = std::max(max_id, id);
     const std::string tag = tag_of(payload);
