@@ -170,6 +170,15 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO* info) {
                     MYF(0), user_table_label(thd, s).c_str(), what.c_str());
     return HA_ERR_UNSUPPORTED;
   }
+  if (info->tmp_table()) {
+    // A queue is shared by producers and consumers and kept on disk; a session's temporary
+    // table is neither (and its "#sql" file name is that of an ALTER's copy).
+    my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
+                    "QUEUE table '%s' cannot be TEMPORARY: a queue is shared by its producers and "
+                    "consumers and kept on disk; use CREATE TABLE (without TEMPORARY) ... ENGINE=QUEUE",
+                    MYF(0), user_table_label(thd, s).c_str());
+    return HA_ERR_UNSUPPORTED;
+  }
   if (form->part_info) {
     // Each partition would be a separate queue that queue_wait() cannot name.
     my_printf_error(ER_ILLEGAL_HA_CREATE_OPTION,
