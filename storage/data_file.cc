@@ -7,11 +7,28 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "stats.h"
 
 namespace q4m {
+
+namespace {
+
+// fsync/fdatasync, counted in sys_sync and timed into sync_us.
+int timed_sync(int fd, bool data_only) {
+  global_stats().sys_sync.add();
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = data_only ? ::fdatasync(fd) : ::fsync(fd);
+  const int err = errno;  // the caller reports it
+  const auto took = std::chrono::steady_clock::now() - start;
+  global_stats().sync_us.add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+  errno = err;
+  return rc;
+}
+
+}  // namespace
 
 Status io_error(const std::string& what, const std::string& path, int err) {
   ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::kNoSpace
@@ -113,8 +130,7 @@ Status DataFile::release_preallocation() {
 
 Status DataFile::sync(SyncMode mode) {
   if (mode == SyncMode::kNone) return Status::Ok();
-  global_stats().sys_sync.add();
-  int rc = mode == SyncMode::kFsync ? ::fsync(fd_) : ::fdatasync(fd_);
+  int rc = timed_sync(fd_, mode != SyncMode::kFsync);
   if (rc != 0) return io_error(mode == SyncMode::kFsync ? "fsync" : "fdatasync", path_, errno);
   unsynced_appends_ = false;
   return Status::Ok();
@@ -145,8 +161,7 @@ Status DataFile::read(uint64_t offset, size_t length, std::string* out) const {
 Status DataFile::truncate_to(uint64_t size) {
   if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return io_error("truncate", path_, errno);
   size_ = allocated_ = size;
-  global_stats().sys_sync.add();
-  if (::fsync(fd_) != 0) return io_error("fsync", path_, errno);
+  if (timed_sync(fd_, false) != 0) return io_error("fsync", path_, errno);
   return Status::Ok();
 }
 
@@ -155,8 +170,7 @@ Status sync_directory_of(const std::string& path) {
   std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return io_error("open directory", dir, errno);
-  global_stats().sys_sync.add();
-  int rc = ::fsync(fd);
+  int rc = timed_sync(fd, false);
   int e = errno;
   ::close(fd);
   if (rc != 0) return io_error("fsync directory", dir, e);

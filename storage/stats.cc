@@ -12,6 +12,7 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"sys_write", sys_write.get()},
       {"sys_read", sys_read.get()},
       {"sys_sync", sys_sync.get()},
+      {"sync_us", sync_us.get()},
       {"group_commits", group_commits.get()},
       {"unsynced_removal_commits", unsynced_removal_commits.get()},
       {"removals_answered_before_sync", removals_answered_before_sync.get()},

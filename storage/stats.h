@@ -16,6 +16,7 @@ struct Counter {
 
 struct GlobalStats {
   Counter sys_write, sys_read, sys_sync;       // I/O system calls
+  Counter sync_us;  // wall-clock microseconds spent inside those syncs: sync_us / sys_sync = the disk's latency
   Counter group_commits;                       // chunks written by the log writer
   Counter unsynced_removal_commits;  // of which, in a durable mode, removals only, none asking for a sync
   Counter removals_answered_before_sync;  // removals that waived the sync, in a batch synced for others

@@ -55,9 +55,13 @@ def test_every_scenario_runs_and_verifies(server, tmp_path):
             # durable: every message needs a sync, shared by at most all connections
             if r["sync"] == "durable":
                 assert r["syncs_per_message"] > 0, r
+                assert r["us_per_sync"] >= 0 and r["sync_busy"] >= 0, r  # from SHOW ENGINE QUEUE STATUS sync_us
             else:
                 assert r["syncs_per_message"] == 0, r
-    assert "== ceilings" in p.stdout and "/poll" in p.stdout and "/innodb" in p.stdout
+                assert r["us_per_sync"] is None and r["sync_busy"] == 0, r  # no sync, no time in one
+        elif r["engine"] == "innodb":
+            assert r["us_per_sync"] is None and r["sync_busy"] is None, r  # InnoDB does not time its syncs
+    assert "== ceilings" in p.stdout and "/poll" in p.stdout and "/innodb" in p.stdout and "us/sync" in p.stdout
     md = markdown_of(doc, tmp_path)
     for sync in ("none", "durable"):
         assert f"**ceilings, sync={sync}**" in md

@@ -1,5 +1,6 @@
 // Group commit: concurrent inserts share syncs; ids are unique and increasing.
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -62,8 +63,13 @@ TEST(multi_row_insert_is_one_commit) {
   std::vector<std::string_view> rows(storage.begin(), storage.end());
   std::vector<RowId> ids;
   uint64_t syncs_before = global_stats().sys_sync.get();
+  const uint64_t sync_us_before = global_stats().sync_us.get();
+  const auto start = std::chrono::steady_clock::now();
   REQUIRE(t->insert(rows, &ids).ok());
+  const auto wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   CHECK_EQ(global_stats().sys_sync.get() - syncs_before, 1u);
+  // sync_us counts microseconds (not a finer unit): the sync took no longer than the INSERT.
+  CHECK(global_stats().sync_us.get() - sync_us_before <= static_cast<uint64_t>(wall_us.count()) + 1);
   CHECK_EQ(ids.size(), 1000u);
   for (size_t i = 1; i < ids.size(); i++) CHECK_EQ(ids[i], ids[i - 1] + 1);
 }
@@ -74,8 +80,10 @@ TEST(sync_none_does_not_sync) {
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
   uint64_t syncs_before = global_stats().sys_sync.get();
+  const uint64_t sync_us_before = global_stats().sync_us.get();
   for (int i = 0; i < 10; i++) REQUIRE(insert1(*t, "x").ok());
   CHECK_EQ(global_stats().sys_sync.get() - syncs_before, 0u);
+  CHECK_EQ(global_stats().sync_us.get() - sync_us_before, 0u);
 }
 
 TEST(empty_insert_and_huge_row) {
@@ -97,7 +105,11 @@ TEST(empty_insert_and_huge_row) {
 TEST(stats_snapshot_names) {
   auto snap = global_stats().snapshot();
   CHECK(!snap.empty());
-  bool has_sync = false;
-  for (auto& kv : snap) has_sync = has_sync || kv.first == "sys_sync";
+  bool has_sync = false, has_sync_us = false;
+  for (auto& kv : snap) {
+    has_sync = has_sync || kv.first == "sys_sync";
+    has_sync_us = has_sync_us || kv.first == "sync_us";
+  }
   CHECK(has_sync);
+  CHECK(has_sync_us);
 }

@@ -102,6 +102,8 @@ class QueueBackend {
   virtual EngineCounters counters(client::DbConn& admin) = 0;
   // Which counter counts the syncs that make messages durable.
   virtual const char* sync_counter() const = 0;
+  // Which counter adds up the microseconds spent inside those syncs; null if none does.
+  virtual const char* sync_time_counter() const { return nullptr; }
 
   const std::string& table() const { return codec_.table(); }
   const MessageCodec& codec() const { return codec_; }

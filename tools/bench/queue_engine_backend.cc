@@ -115,6 +115,7 @@ class QueueEngineBackend : public QueueBackend {
     return read_counters(admin, "SHOW ENGINE QUEUE STATUS", 1, 2);  // Type, Name, Status
   }
   const char* sync_counter() const override { return "sys_sync"; }
+  const char* sync_time_counter() const override { return "sync_us"; }
 
  private:
   bool sync_removals_ = true;

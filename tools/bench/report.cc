@@ -150,9 +150,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
     }
     for (Scenario sc : opt.scenarios) {
       std::fprintf(out, "\n== %s  [sync %s] ==\n", scenario_name(sc), sync_desc);
-      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %9s %9s %9s  %s\n", "engine", "conc", "msg/s",
-                   "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "/select1", "/poll",
-                   "/innodb", "verified");
+      std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %8s %6s %9s %9s %9s  %s\n", "engine", "conc",
+                   "msg/s", "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "us/sync",
+                   "syncing", "/select1", "/poll", "/innodb", "verified");
       for (int c : opt.concurrency) {
         const RunResult* s1 = find_run(rep, kSelect1Scenario, "server", sync, c);
         const RunResult* poll = find_run(rep, kEmptyPollScenario, "server", sync, c);
@@ -162,12 +162,14 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
           if (!r) continue;
           std::string vs_inno = e == Engine::kQueue ? ratio(r, inno) : "";
           std::string vs_poll = e == Engine::kQueue ? ratio(r, poll) : "";
-          char syncs[32] = "-";
+          char syncs[32] = "-", sync_us[32] = "-", busy[32] = "-";
           if (r->syncs_per_message >= 0) std::snprintf(syncs, sizeof syncs, "%.3f", r->syncs_per_message);
-          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %9s %9s %9s  %s\n", r->engine.c_str(),
-                       c, r->rate, us(r->consume, false).c_str(), us(r->consume, true).c_str(),
+          if (r->us_per_sync >= 0) std::snprintf(sync_us, sizeof sync_us, "%.0f", r->us_per_sync);
+          if (r->sync_busy >= 0) std::snprintf(busy, sizeof busy, "%.0f%%", r->sync_busy * 100);
+          std::fprintf(out, "%-7s %5d %10.0f %8s %8s %8s %8s %11llu %9s %8s %6s %9s %9s %9s  %s\n",
+                       r->engine.c_str(), c, r->rate, us(r->consume, false).c_str(), us(r->consume, true).c_str(),
                        us(r->insert, false).c_str(), us(r->insert, true).c_str(),
-                       static_cast<unsigned long long>(r->empty_polls), syncs, ratio(r, s1).c_str(),
+                       static_cast<unsigned long long>(r->empty_polls), syncs, sync_us, busy, ratio(r, s1).c_str(),
                        vs_poll.c_str(), vs_inno.c_str(), r->ok() ? "ok" : "FAILED");
           if (!r->ok())
             failures.push_back(progress_line(*r) + ": " + (r->error.empty() ? "" : r->error + "; ") +
@@ -179,7 +181,9 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "\nget = obtain one message (QUEUE: one queue_wait statement, which also removes the previous "
                     "message; InnoDB: SELECT..FOR UPDATE SKIP LOCKED + DELETE + COMMIT, retried while empty);\n"
                     "put = one INSERT (InnoDB: + COMMIT). sync/msg = the engine's syncs per message (QUEUE "
-                    "sys_sync, InnoDB Innodb_data_fsyncs).\npoll = QUEUE's consume statement on an empty QUEUE "
+                    "sys_sync, InnoDB Innodb_data_fsyncs).\nus/sync = QUEUE's mean time inside one fsync/fdatasync "
+                    "(the disk's latency); syncing = that time added up over the run's time (near 100%%: syncs "
+                    "back to back, the disk sets the pace).\npoll = QUEUE's consume statement on an empty QUEUE "
                     "table with timeout 0: what that statement costs with no message to move.\n/select1, /poll and "
                     "/innodb compare msg/s at the same concurrency.\n");
   if (!failures.empty()) {
@@ -222,7 +226,8 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     std::fprintf(out,
                  "    {\"scenario\": %s, \"engine\": %s, \"sync\": %s, \"concurrency\": %d, \"messages\": %llu, "
                  "\"seconds\": %s, \"rate\": %s, \"get\": %s, \"put\": %s, \"empty_polls\": %llu, "
-                 "\"ratio_select1\": %s, \"ratio_poll\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, \"counters\": %s, "
+                 "\"ratio_select1\": %s, \"ratio_poll\": %s, \"ratio_innodb\": %s, \"syncs_per_message\": %s, "
+                 "\"us_per_sync\": %s, \"sync_busy\": %s, \"counters\": %s, "
                  "\"repeat_rates\": %s, \"ok\": %s, \"verification\": %s, \"error\": %s}%s\n",
                  json_str(r.scenario).c_str(), json_str(r.engine).c_str(), json_str(sync_name(r.sync)).c_str(),
                  r.concurrency, static_cast<unsigned long long>(r.messages), json_num(r.seconds).c_str(),
@@ -232,6 +237,8 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
                  ceiling ? "null" : json_ratio(&r, poll).c_str(),
                  r.engine == "queue" ? json_ratio(&r, inno).c_str() : "null",
                  r.syncs_per_message >= 0 ? json_num(r.syncs_per_message).c_str() : "null",
+                 r.us_per_sync >= 0 ? json_num(r.us_per_sync).c_str() : "null",
+                 r.sync_busy >= 0 ? json_num(r.sync_busy).c_str() : "null",
                  json_counters(r.counters).c_str(), json_rates(r.repeat_rates).c_str(), r.ok() ? "true" : "false",
                  json_str(r.verification).c_str(), json_str(r.error).c_str(), i + 1 < rep.runs.size() ? "," : "");
   }

@@ -163,9 +163,20 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
     r.empty_polls = out.merged.empty_polls;
     r.messages = ledger.received();
     r.rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds : 0;
-    for (const auto& [name, value] : r.counters)
-      if (name == backend.sync_counter() && r.messages)
-        r.syncs_per_message = static_cast<double>(value) / static_cast<double>(r.messages);
+    uint64_t syncs = 0, sync_us = 0;
+    bool timed = false;
+    for (const auto& [name, value] : r.counters) {
+      if (name == backend.sync_counter()) {
+        syncs = value;
+        if (r.messages) r.syncs_per_message = static_cast<double>(value) / static_cast<double>(r.messages);
+      }
+      if (backend.sync_time_counter() && name == backend.sync_time_counter()) {
+        sync_us = value;
+        timed = true;
+      }
+    }
+    if (timed && syncs) r.us_per_sync = static_cast<double>(sync_us) / static_cast<double>(syncs);
+    if (timed && r.seconds > 0) r.sync_busy = static_cast<double>(sync_us) / 1e6 / r.seconds;
     r.error = ctl.error();
     Verification v = ledger.verify(rows_left);
     r.verified = v.ok();

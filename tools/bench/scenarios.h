@@ -33,6 +33,8 @@ struct RunResult {
   uint64_t empty_polls = 0;
   EngineCounters counters;       // engine counter changes during the timed part
   double syncs_per_message = -1; // the engine's sync counter / messages; -1 = n/a
+  double us_per_sync = -1;       // mean wall-clock µs of one sync (the disk's latency); -1 = n/a
+  double sync_busy = -1;         // time spent syncing / the run's time (1.0: one sync always in flight)
   std::vector<double> repeat_rates;  // --repeat: the rate of every run of this configuration
   std::string verification;  // the ledger's findings
   bool verified = false;
