@@ -293,7 +293,7 @@ int ha_queue::end_bulk_insert() {
 q4m::Status ha_queue::commit_bulk_rows() {
   if (bulk_rows_.empty()) return q4m::Status::Ok();
   std::vector<std::string_view> views(bulk_rows_.begin(), bulk_rows_.end());
-  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_) : queue_->insert(views, nullptr);
+  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_) : insert_rows(views);
   bulk_rows_.clear();
   bulk_histories_.clear();
   bulk_bytes_ = 0;
@@ -323,8 +323,25 @@ int ha_queue::write_row(const uchar* buf) {
     return st.ok() ? 0 : raise(st);
   }
   std::vector<std::string_view> rows{encoded_};
-  q4m::Status st = queue_->insert(rows, nullptr);
+  q4m::Status st = insert_rows(rows);
   return st.ok() ? 0 : raise(st);
+}
+
+q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows) {
+  size_t duplicates = 0;
+  q4m::Status st = queue_->insert(rows, nullptr, &duplicates);
+  if (st.ok() && duplicates > 0) {
+    // Accepted, as SQS accepts a message whose deduplication id it has seen: a producer's
+    // retry must not fail. The note tells a client that looks.
+    const ha_table_option_struct* o = table_share->option_struct;
+    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_DUP_ENTRY,
+                        "QUEUE table '%s': %zu %s not inserted: a row with the same DEDUP_COLUMN `%s` value was "
+                        "inserted less than DEDUP_WINDOW (%llu s) ago",
+                        table_label().c_str(), duplicates, duplicates == 1 ? "row was" : "rows were",
+                        o && o->dedup_column ? o->dedup_column : "?",
+                        static_cast<unsigned long long>(o ? o->dedup_window : 0));
+  }
+  return st;
 }
 
 // The old table's scan left the row's history with the connection when that table is a

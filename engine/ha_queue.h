@@ -78,6 +78,8 @@ class ha_queue final : public handler {
 
  private:
   q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
+  // An INSERT's rows into the queue; notes the rows DEDUP_COLUMN dropped as duplicates.
+  q4m::Status insert_rows(const std::vector<std::string_view>& rows);
   int write_relayed_row();  // a row declared by queue_set_srcid()
   int write_copied_row();   // a row of a copying ALTER, into its new table
   int commit_relayed_rows();

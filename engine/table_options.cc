@@ -17,6 +17,10 @@ ha_create_table_option queue_table_options[] = {
     // Delivery counts saturate at 65535.
     HA_TOPTION_NUMBER("MAX_DELIVERIES", max_deliveries, 0, 0, 65535, 1),
     HA_TOPTION_STRING("MESSAGE_GROUP_COLUMN", message_group_column),
+    HA_TOPTION_STRING("DEDUP_COLUMN", dedup_column),
+    // SQS's deduplication interval by default; up to 30 days (every key of the window is
+    // kept in memory).
+    HA_TOPTION_NUMBER("DEDUP_WINDOW", dedup_window, 300, 1, 2592000, 1),
     HA_TOPTION_END,
 };
 
@@ -93,27 +97,27 @@ bool visible_at_column_of(const TABLE_SHARE* share, const TABLE* table,
   return true;
 }
 
-// The MESSAGE_GROUP_COLUMN of `share`, the same way: false if it names no column, or a
-// column whose values cannot be a group key (BLOB/TEXT/JSON, FLOAT/DOUBLE, COMPRESSED).
-bool message_group_column_of(const TABLE_SHARE* share, const TABLE* table,
-                             std::shared_ptr<const q4m::MessageGroupColumn>* out, std::string* error) {
+// The column a key option (MESSAGE_GROUP_COLUMN, DEDUP_COLUMN) of `share` names, the same
+// way: false if it names no column, or a column whose values cannot be a key (BLOB/TEXT/JSON,
+// FLOAT/DOUBLE, COMPRESSED). `what` names the key in messages ("a group key").
+bool key_column_of(const TABLE_SHARE* share, const TABLE* table, const char* option, const char* name,
+                   const char* what, std::shared_ptr<const q4m::KeyColumn>* out, std::string* error) {
   out->reset();
-  const char* name = share->option_struct ? share->option_struct->message_group_column : nullptr;
   if (!name || !*name) return true;
-  const int i = column_named(share, "MESSAGE_GROUP_COLUMN", name, error);
+  const int i = column_named(share, option, name, error);
   if (i < 0) return false;
-  auto column = std::make_shared<q4m::MessageGroupColumn>();
+  auto column = std::make_shared<q4m::KeyColumn>();
   column->schema = schema_of(share);
   column->column = static_cast<size_t>(i);
-  // Keys are kept in memory per group: no unbounded values; no floating point (where 0 and
-  // -0 are equal but stored differently); no compressed strings (their stored bytes are
-  // not the value).
+  // Keys are kept in memory: no unbounded values; no floating point (where 0 and -0 are
+  // equal but stored differently); no compressed strings (their stored bytes are not the
+  // value).
   const q4m::ColumnKind kind = column->schema.columns[i].kind;
   if (kind == q4m::ColumnKind::kBlob || kind == q4m::ColumnKind::kFloat || kind == q4m::ColumnKind::kDouble ||
       column->schema.columns[i].compressed) {
     const Field* f = share->field[i];
-    *error = std::string("MESSAGE_GROUP_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(share, table, i) +
-             "; a group key must be an integer, CHAR, VARCHAR (not COMPRESSED), BINARY, VARBINARY, DECIMAL, ENUM or "
+    *error = std::string(option) + ": column `" + f->field_name.str + "` is " + sql_type_of(share, table, i) + "; " +
+             what + " must be an integer, CHAR, VARCHAR (not COMPRESSED), BINARY, VARBINARY, DECIMAL, ENUM or "
              "temporal column";
     return false;
   }
@@ -121,6 +125,25 @@ bool message_group_column_of(const TABLE_SHARE* share, const TABLE* table,
   if (column->schema.columns[i].collate_compare) column->collate = collated_key_of(share->field[i]);
   *out = std::move(column);
   return true;
+}
+
+bool message_group_column_of(const TABLE_SHARE* share, const TABLE* table,
+                             std::shared_ptr<const q4m::KeyColumn>* out, std::string* error) {
+  const char* name = share->option_struct ? share->option_struct->message_group_column : nullptr;
+  return key_column_of(share, table, "MESSAGE_GROUP_COLUMN", name, "a group key", out, error);
+}
+
+bool dedup_column_of(const TABLE_SHARE* share, const TABLE* table, std::shared_ptr<const q4m::KeyColumn>* out,
+                     std::string* error) {
+  const char* name = share->option_struct ? share->option_struct->dedup_column : nullptr;
+  return key_column_of(share, table, "DEDUP_COLUMN", name, "a dedup key", out, error);
+}
+
+// Whether the table definition spells out option `name` (not just its default).
+bool option_given(const TABLE_SHARE* share, const char* name) {
+  for (const engine_option_value* o = share->option_list; o; o = o->next)
+    if (o->value.str && my_strcasecmp(system_charset_info, o->name.str, name) == 0) return true;
+  return false;
 }
 
 }  // namespace
@@ -135,8 +158,14 @@ bool check_options(const TABLE* table, std::string* error) {
   const TABLE_SHARE* share = table->s;
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
   if (!visible_at_column_of(share, table, &visible_at, error)) return false;
-  std::shared_ptr<const q4m::MessageGroupColumn> message_group;
+  std::shared_ptr<const q4m::KeyColumn> message_group;
   if (!message_group_column_of(share, table, &message_group, error)) return false;
+  std::shared_ptr<const q4m::KeyColumn> dedup;
+  if (!dedup_column_of(share, table, &dedup, error)) return false;
+  if (!dedup && option_given(share, "DEDUP_WINDOW")) {  // it would be ignored
+    *error = "DEDUP_WINDOW needs DEDUP_COLUMN, the column whose value tells a duplicate";
+    return false;
+  }
   // The server takes a number option it cannot read (MESSAGE_TTL='2 days') for 0.
   struct NumberOption {
     const char* name;
@@ -145,6 +174,7 @@ bool check_options(const TABLE* table, std::string* error) {
   static const NumberOption numbers[] = {
       {"MESSAGE_TTL", "a whole number of seconds (0 to 3153600000; 0 = never expire)"},
       {"MAX_DELIVERIES", "a whole number of deliveries (0 to 65535; 0 = no limit)"},
+      {"DEDUP_WINDOW", "a whole number of seconds (1 to 2592000)"},
   };
   for (const engine_option_value* o = share->option_list; o; o = o->next) {
     if (!o->value.str) continue;
@@ -165,9 +195,11 @@ QueueTableOptions options_of(const TABLE_SHARE* share) {
   o.visible_at = visible_at_column_of(share);
   std::string error;  // a wrong column leaves it null (create() refused it)
   message_group_column_of(share, nullptr, &o.message_group, &error);
+  dedup_column_of(share, nullptr, &o.dedup, &error);
   if (share->option_struct) {
     o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
+    o.dedup_window = std::chrono::seconds(share->option_struct->dedup_window);
   }
   o.max_rows = share->max_rows;
   return o;
@@ -176,6 +208,7 @@ QueueTableOptions options_of(const TABLE_SHARE* share) {
 void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
   if (options.visible_at) queue->set_visible_at(options.visible_at);
   if (options.message_group) queue->set_message_group(options.message_group);
+  if (options.dedup) queue->set_dedup(options.dedup, options.dedup_window);
   queue->set_message_ttl(options.message_ttl);
   queue->set_max_deliveries(options.max_deliveries);
   queue->set_max_rows(options.max_rows);
@@ -188,8 +221,12 @@ bool options_change_in_place(const ha_table_option_struct* from, const ha_table_
   auto group = [](const ha_table_option_struct* o) {
     return std::string(o && o->message_group_column ? o->message_group_column : "");
   };
+  auto dedup = [](const ha_table_option_struct* o) {
+    return std::string(o && o->dedup_column ? o->dedup_column : "");
+  };
   return my_strcasecmp(system_charset_info, visible_at(from).c_str(), visible_at(to).c_str()) == 0 &&
-         my_strcasecmp(system_charset_info, group(from).c_str(), group(to).c_str()) == 0;
+         my_strcasecmp(system_charset_info, group(from).c_str(), group(to).c_str()) == 0 &&
+         my_strcasecmp(system_charset_info, dedup(from).c_str(), dedup(to).c_str()) == 0;
 }
 
 }  // namespace q4m_engine

@@ -3,6 +3,8 @@
 //   MESSAGE_TTL=seconds      a queued row older than this is removed (0, the default: never).
 //   MAX_DELIVERIES=n         a row back from its n-th delivery is dead (0, the default: never).
 //   MESSAGE_GROUP_COLUMN='col'  rows with the same value in it go out one at a time, in order.
+//   DEDUP_COLUMN='col'       a row whose value in it was inserted less than DEDUP_WINDOW
+//   DEDUP_WINDOW=seconds     seconds ago (default 300) is dropped as a duplicate.
 // and one of the server's own: MAX_ROWS=n, the most rows the table holds (an INSERT past it
 // fails with "table is full", as a MEMORY table's does).
 #pragma once
@@ -23,6 +25,8 @@ struct ha_table_option_struct {
   ulonglong message_ttl;  // seconds
   ulonglong max_deliveries;
   const char* message_group_column;
+  const char* dedup_column;
+  ulonglong dedup_window;  // seconds
 };
 
 namespace q4m_engine {
@@ -44,7 +48,9 @@ struct QueueTableOptions {
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // null if not set
   std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
   uint32_t max_deliveries = 0;                             // 0: no limit
-  std::shared_ptr<const q4m::MessageGroupColumn> message_group;  // null if not set
+  std::shared_ptr<const q4m::KeyColumn> message_group;  // null if not set
+  std::shared_ptr<const q4m::KeyColumn> dedup;          // DEDUP_COLUMN; null if not set
+  std::chrono::milliseconds dedup_window{0};
   uint64_t max_rows = 0;  // the server's own MAX_ROWS table option; 0: no limit
 };
 QueueTableOptions options_of(const TABLE_SHARE* share);
@@ -53,9 +59,10 @@ QueueTableOptions options_of(const TABLE_SHARE* share);
 void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
 
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
-// options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES). VISIBLE_AT_COLUMN decides which
-// queued rows start delayed, and MESSAGE_GROUP_COLUMN which rows wait for which, so
-// changing either copies the rows. (MAX_ROWS, a server option, also changes in place.)
+// options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES, DEDUP_WINDOW).
+// VISIBLE_AT_COLUMN decides which queued rows start delayed, MESSAGE_GROUP_COLUMN which rows
+// wait for which, and DEDUP_COLUMN which keys the window holds, so changing one of them
+// copies the rows. (MAX_ROWS, a server option, also changes in place.)
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 
 }  // namespace q4m_engine

@@ -37,6 +37,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"dead_rows", info.dead_rows},
       {"message_groups", info.message_groups},
       {"max_rows", info.max_rows},
+      {"dedup_keys", info.dedup_keys},
       {"waiters", info.waiters},
       {"file_bytes", info.file_bytes},
       {"removed_bytes", info.removed_bytes},
@@ -52,6 +53,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"lease_expiries", c.lease_expiries.get()},
       {"rows_expired", c.rows_expired.get()},
       {"rows_refused", c.rows_refused.get()},
+      {"rows_deduplicated", c.rows_deduplicated.get()},
       {"compactions", c.compactions.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);

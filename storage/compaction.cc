@@ -154,6 +154,9 @@ Status QueueTableImpl::compact_now() {
   // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
   if (!returned.empty()) out.add_returns(returned);
   for (const auto& src : w->sources) out.add_srcid(src.first, src.second);
+  // DEDUP_COLUMN: the keys of the window, whose rows may be gone (consumed) and so not copied.
+  if (w->dedup_column)
+    w->dedup.for_each(now_ms(), [&](const std::string& key, uint64_t time_ms) { out.add_dedup_key(time_ms, key); });
   fmt::Meta final_meta;  // authoritative counters as of the end of the copy
   final_meta.next_rowid = w->next_rowid;
   final_meta.rows_inserted = counters_.rows_inserted.get();

@@ -83,6 +83,14 @@ void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
   add_counted(kReturn, kReturnEntrySize, rows, count, put_returned_row);
 }
 
+void ChunkBuilder::add_dedup_key(uint64_t time_ms, std::string_view key) {
+  reserve_record(kDedupKeyHeaderSize + key.size());
+  out_->push_back(static_cast<char>(kDedupKey));
+  put_u64(out_, time_ms);
+  put_u32(out_, static_cast<uint32_t>(key.size()));
+  out_->append(key);
+}
+
 void ChunkBuilder::finish() {
   if (!open_) return;
   open_ = false;
@@ -152,6 +160,14 @@ bool RecordReader::next(Record* r) {
       return true;
     case kReturn:
       return counted(kReturnEntrySize);
+    case kDedupKey:
+      if (!need(kDedupKeyHeaderSize)) return false;
+      r->time_ms = get_u64(p + 1);
+      r->length = get_u32(p + 9);
+      if (!need(kDedupKeyHeaderSize + size_t(r->length))) return false;
+      r->payload_pos = pos_ + kDedupKeyHeaderSize;
+      pos_ += kDedupKeyHeaderSize + r->length;
+      return true;
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +
            std::to_string(pos_);

@@ -24,7 +24,7 @@ using RowId = uint64_t;
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-constexpr uint32_t kFormatVersion = 3;   // written by this build (3 added RETURN records)
+constexpr uint32_t kFormatVersion = 4;   // written by this build (3 added RETURN records, 4 DEDUP_KEY)
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -38,13 +38,14 @@ constexpr uint32_t kChunkUnsynced = 1u << 31;
 constexpr size_t kSplitChunkBody = 256u << 20;
 constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
-enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5 };
+enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6 };
 constexpr size_t kRowHeaderSize = 1 + 8 + 8 + 4;
 constexpr size_t kRemoveHeaderSize = 1 + 4;
 constexpr size_t kSrcIdSize = 1 + 4 + 8;
 constexpr size_t kMetaSize = 1 + 8 + 8 + 8;
 constexpr size_t kReturnHeaderSize = 1 + 4;
 constexpr size_t kReturnEntrySize = 8 + 4 + 8;
+constexpr size_t kDedupKeyHeaderSize = 1 + 8 + 4;  // then the key's bytes
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -112,6 +113,9 @@ class ChunkBuilder {
   void add_srcid(uint32_t source_id, RowId last_rowid);
   void add_meta(const Meta& meta);
   void add_returns(const ReturnedRow* rows, size_t count);
+  // DEDUP_COLUMN: the key of a row inserted at time_ms, kept by compaction after the row
+  // itself is gone, so that the key still counts until the table's dedup window is over.
+  void add_dedup_key(uint64_t time_ms, std::string_view key);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -138,7 +142,7 @@ std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out);
 
 struct Record {
   RecordType type = kRow;
-  // kRow
+  // kRow (kDedupKey: time_ms, and the key at payload_pos, `length` bytes)
   RowId rowid = 0;
   uint64_t time_ms = 0;
   size_t payload_pos = 0;  // offset of the payload inside the body

@@ -154,7 +154,7 @@ uint64_t inserted_at(const CommitRequest& r, size_t i, uint64_t now) {
 void add_kept_histories(fmt::ChunkBuilder& chunk, CommitRequest* r) {
   r->histories_kept.clear();
   for (size_t i = 0; i < r->ids.size(); i++) {
-    const RowHistory& h = r->history[i];
+    const RowHistory& h = r->history[r->written[i]];  // a copy: every row is written
     if (h.deliveries > 0 || h.due_ms > 0) r->histories_kept.push_back(fmt::ReturnedRow{r->ids[i], h.deliveries, h.due_ms});
   }
   if (!r->histories_kept.empty()) chunk.add_returns(r->histories_kept.data(), r->histories_kept.size());
@@ -181,29 +181,47 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   // lose them. Recovery then cuts both as a lost tail; neither caller had been answered.
   fmt::ChunkBuilder chunk(&w->buffer, !sync || w->file->has_unsynced_appends());
   RowRoom room(max_rows_.load(std::memory_order_relaxed), rows_.load(), &counters_.rows_refused);
+  std::vector<std::pair<std::string, uint64_t>> dedup_undo;  // keys this batch put in the window
+  uint64_t deduplicated = 0;
+  std::vector<size_t> rows;  // of one request: the indices of the rows to write
+  // The rows of r to write are in `rows`: checks their room under MAX_ROWS (else takes their
+  // keys out of the window again, from undo position `undo_from`) and appends them.
+  auto write_rows = [&](CommitRequest* r, size_t undo_from) {
+    if (!room.take(rows.size(), &r->status)) {
+      w->dedup.forget_batch(std::vector<std::pair<std::string, uint64_t>>(dedup_undo.begin() + undo_from, dedup_undo.end()));
+      dedup_undo.resize(undo_from);
+      return false;
+    }
+    for (size_t i : rows) {
+      r->ids.push_back(next);
+      r->written.push_back(i);
+      r->offsets.push_back(chunk.add_row(next++, inserted_at(*r, i, now), (*r->rows)[i]));
+    }
+    deduplicated += r->deduplicated;
+    return true;
+  };
   for (CommitRequest* r : batch) {
     switch (r->kind) {
-      case CommitRequest::kInsert:
-        if (!room.take(r->rows->size(), &r->status)) break;
-        for (size_t i = 0; i < r->rows->size(); i++) {
-          r->ids.push_back(next);
-          r->offsets.push_back(chunk.add_row(next++, inserted_at(*r, i, now), (*r->rows)[i]));
-        }
+      case CommitRequest::kInsert: {
+        rows.clear();
+        const size_t undo_from = dedup_undo.size();
+        r->deduplicated = unique_rows(*w, *r, 0, now, &rows, &dedup_undo);
+        if (!write_rows(r, undo_from)) break;
         if (r->history) add_kept_histories(chunk, r);
         break;
+      }
       case CommitRequest::kRelayed: {
         auto it = w->sources.find(r->source_id);
         const RowId last = (r->reset || it == w->sources.end()) ? 0 : it->second;
         const size_t n = r->rows->size();
         while (r->dropped < n && r->source_rowids[r->dropped] <= last) r->dropped++;  // received before
         if (r->dropped == n) break;
-        if (!room.take(n - r->dropped, &r->status)) break;
+        rows.clear();
+        const size_t undo_from = dedup_undo.size();
+        r->deduplicated = unique_rows(*w, *r, r->dropped, now, &rows, &dedup_undo);
+        if (!write_rows(r, undo_from)) break;
         old_sources.emplace_back(r->source_id, it == w->sources.end() ? 0 : it->second);
-        w->sources[r->source_id] = r->source_rowids[n - 1];
-        for (size_t i = r->dropped; i < n; i++) {
-          r->ids.push_back(next);
-          r->offsets.push_back(chunk.add_row(next++, now, (*r->rows)[i]));
-        }
+        w->sources[r->source_id] = r->source_rowids[n - 1];  // duplicates were received too
         chunk.add_srcid(r->source_id, r->source_rowids[n - 1]);  // same chunk as the rows: atomic
         break;
       }
@@ -216,7 +234,10 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
     }
   }
   chunk.finish();
-  if (chunk.empty()) return;  // nothing to write (empty insert, duplicate relay)
+  if (chunk.empty()) {  // nothing to write (empty insert, duplicate relay, only dedup duplicates)
+    counters_.rows_deduplicated.add(deduplicated);
+    return;
+  }
 
   const uint64_t base = w->file->size();
   Status s = invalidate_snapshot(*w);
@@ -228,6 +249,8 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
   }
   if (!s.ok()) {
+    w->dedup.forget_batch(dedup_undo);  // a retry of these rows must not be taken for a duplicate
+    dedup_keys_.store(w->dedup.size(), std::memory_order_relaxed);
     for (auto it = old_sources.rbegin(); it != old_sources.rend(); ++it) {
       if (it->second) w->sources[it->first] = it->second;
       else w->sources.erase(it->first);
@@ -241,6 +264,8 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   }
   w->next_rowid = next;
   next_rowid_.store(next);
+  counters_.rows_deduplicated.add(deduplicated);
+  if (w->dedup_column) dedup_keys_.store(w->dedup.size(), std::memory_order_relaxed);
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
   if (!sync && mode != SyncMode::kNone &&
@@ -310,17 +335,18 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
       RowEntry e;
       e.id = r->ids[i];
       e.offset = base + r->offsets[i];
-      e.time_ms = inserted_at(*r, i, now);  // kRelayed: no history
+      const size_t row = r->written[i];
+      e.time_ms = inserted_at(*r, row, now);  // kRelayed: no history
       oldest_ms = std::min(oldest_ms, e.time_ms);
-      std::string_view payload = (*r->rows)[r->dropped + i];  // kInsert: dropped = 0
+      std::string_view payload = (*r->rows)[row];
       e.length = static_cast<uint32_t>(payload.size());
       std::string key;
-      e.grouped = st->message_group && message_group_key(*st->message_group, payload, &key);
+      e.grouped = st->message_group && row_key(*st->message_group, payload, &key);
       st->index.append(e);
       inserted++;
       if (e.grouped) st->groups.add(e.id, key, group_lookup(*st));
       RowEntry& added = *st->index.find(e.id);
-      if (r->history && queue_copied_row(*st, added, r->history[i], now)) {
+      if (r->history && queue_copied_row(*st, added, r->history[row], now)) {
         copied_history = true;
         continue;
       }
@@ -356,15 +382,18 @@ Status QueueTableImpl::check_row_lengths(const std::vector<std::string_view>& ro
   return Status::Ok();
 }
 
-Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) {
+Status QueueTableImpl::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
+                              size_t* deduplicated) {
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   if (ids) ids->clear();
+  if (deduplicated) *deduplicated = 0;
   if (rows.empty()) return Status::Ok();
   CommitRequest req;
   req.kind = CommitRequest::kInsert;
   req.rows = &rows;
   commit(&req);
   if (req.status.ok() && ids) *ids = std::move(req.ids);
+  if (req.status.ok() && deduplicated) *deduplicated = req.deduplicated;
   return req.status;
 }
 

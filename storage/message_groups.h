@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "message_group_column.h"
+#include "key_column.h"
 
 namespace q4m {
 

@@ -16,7 +16,7 @@
 
 #include "stats.h"
 #include "status.h"
-#include "message_group_column.h"
+#include "key_column.h"
 #include "visible_at.h"
 
 namespace q4m {
@@ -31,6 +31,7 @@ struct TableCounters {  // per-table, persisted across reopen where noted
   Counter waits, ends, aborts, handoffs, compactions, lease_expiries;
   Counter rows_expired;  // removed by MESSAGE_TTL (set_message_ttl)
   Counter rows_refused;  // not inserted: past MAX_ROWS (set_max_rows)
+  Counter rows_deduplicated;  // not inserted: duplicates within the dedup window (set_dedup)
 };
 
 struct TableInfo {
@@ -40,6 +41,7 @@ struct TableInfo {
   uint64_t dead_rows = 0;      // back after MAX_DELIVERIES deliveries (set_max_deliveries)
   uint64_t message_groups = 0; // groups with rows in the table (set_message_group)
   uint64_t max_rows = 0;       // the row limit (set_max_rows); 0 = none
+  uint64_t dedup_keys = 0;     // keys in the dedup window (set_dedup)
   uint64_t waiters = 0;
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction
@@ -74,8 +76,11 @@ class QueueTable {
   // ---- producers -------------------------------------------------------
   // Appends rows; returns once durable per settings().sync() (group commit with
   // every other concurrent insert/remove on this table). Then hands rows to waiters.
-  // `ids` (optional) receives the assigned row ids.
-  virtual Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) = 0;
+  // `ids` (optional) receives the assigned row ids. With a DEDUP_COLUMN (set_dedup), rows
+  // whose key was inserted within the window are dropped, not written: *deduplicated
+  // (optional) counts them, and `ids` has none for them.
+  virtual Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
+                        size_t* deduplicated = nullptr) = 0;
 
   // Relay dedup (queue_set_srcid): rows[i] is row source_rowids[i] of source_id; the ids
   // strictly increase. Rows whose id is not newer than the last row id recorded for
@@ -141,7 +146,15 @@ class QueueTable {
   // The engine's MESSAGE_GROUP_COLUMN (message_groups.h): rows with the same non-NULL value
   // in `column` are handed out one at a time, in row-id order. The rows in the table now
   // (each read once) and every row inserted from now on. The first call wins.
-  virtual void set_message_group(std::shared_ptr<const MessageGroupColumn> column) = 0;
+  virtual void set_message_group(std::shared_ptr<const KeyColumn> column) = 0;
+  // The engine's DEDUP_COLUMN and DEDUP_WINDOW (dedup_window.h): an insert (or relayed row)
+  // whose non-NULL key equals that of a row inserted less than `window` before is dropped,
+  // whatever became of that row since (queued, consumed, deleted, expired). The keys come
+  // from the file: the rows inserted within the window, removed ones included, and the
+  // DEDUP_KEY records compaction keeps for rows it drops. The first call with a column reads
+  // them (one pass over the file); later calls change the window only. A copy's rows
+  // (insert_with_history) are never dropped; their keys count from their insert times.
+  virtual void set_dedup(std::shared_ptr<const KeyColumn> column, std::chrono::milliseconds window) = 0;
 
   virtual TableInfo info() = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are

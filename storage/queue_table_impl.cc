@@ -252,6 +252,7 @@ TableInfo QueueTableImpl::info() {
   i.dead_rows = st->dead_ids.size();
   i.message_groups = st->groups.group_count();
   i.max_rows = max_rows_.load(std::memory_order_relaxed);
+  i.dedup_keys = dedup_keys_.load(std::memory_order_relaxed);
   i.waiters = st->waiters.size();
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;

@@ -26,6 +26,7 @@
 
 #include "consumer.h"
 #include "data_file.h"
+#include "dedup_window.h"
 #include "guarded.h"
 #include "lease.h"
 #include "message_groups.h"
@@ -79,7 +80,7 @@ struct TableState {
   LeaseHeap delays;
   std::unordered_map<RowId, DelayToken> delay_tokens;
   std::shared_ptr<const VisibleAtColumn> visible_at;  // set_visible_at(): new rows may start delayed
-  std::shared_ptr<const MessageGroupColumn> message_group;  // set_message_group()
+  std::shared_ptr<const KeyColumn> message_group;  // set_message_group()
   MessageGroups groups;  // of the grouped rows (RowEntry::grouped), when message_group is set
   uint64_t ttl_ms = 0;       // set_message_ttl(); 0 = rows never expire
   uint32_t max_deliveries = 0;  // set_max_deliveries(); 0 = no limit
@@ -158,6 +159,9 @@ struct WriterState {
   Status broken;       // sticky: after a failed sync the file's content is unknown
   uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
   bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
+  // DEDUP_COLUMN (set_dedup): the column and the keys inserted within the window.
+  std::shared_ptr<const KeyColumn> dedup_column;
+  DedupWindow dedup;
 };
 
 struct CommitRequest {
@@ -179,7 +183,9 @@ struct CommitRequest {
   // results, written by the leader
   std::vector<RowId> ids;
   std::vector<uint64_t> offsets;  // payload offsets inside the chunk buffer
+  std::vector<size_t> written;    // for each of ids: its row's index in *rows
   size_t dropped = 0;             // kRelayed: leading rows already received (not in ids)
+  size_t deduplicated = 0;        // rows dropped as duplicates within the dedup window (not in ids)
   Status status;
   // How the caller learns what to do, without touching the commit_ lock once woken:
   // kQueued -> kTryLead (the turn is free: lead the next batch if still pending) or
@@ -203,7 +209,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   ~QueueTableImpl() override;
 
   // QueueTable
-  Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids) override;
+  Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
+                size_t* deduplicated = nullptr) override;
   Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
                         bool reset, size_t* dropped) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
@@ -223,7 +230,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void set_message_ttl(std::chrono::milliseconds ttl) override;
   void set_max_deliveries(uint32_t max) override;
   void set_max_rows(uint64_t max) override { max_rows_.store(max, std::memory_order_relaxed); }
-  void set_message_group(std::shared_ptr<const MessageGroupColumn> column) override;
+  void set_message_group(std::shared_ptr<const KeyColumn> column) override;
+  void set_dedup(std::shared_ptr<const KeyColumn> column, std::chrono::milliseconds window) override;
   TableInfo info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
@@ -299,6 +307,11 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
   // batch that syncs for others: published and answered once written, before the sync;
   // they leave the batch (nullptr).
+  // DEDUP_COLUMN, for the leader (table_dedup.cc): appends to *rows the indices of r's rows
+  // from `first` on that are not duplicates (their keys go into the window, with `undo` to
+  // take them back); returns how many were.
+  size_t unique_rows(WriterState& w, const CommitRequest& r, size_t first, uint64_t now_ms, std::vector<size_t>* rows,
+                     std::vector<std::pair<std::string, uint64_t>>* undo);
   void answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
   // Drops r's removed rows from the index; returns how many.
   uint64_t publish_removal(TableState& st, const CommitRequest& r);
@@ -394,6 +407,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, owned_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<uint64_t> max_rows_{0};  // set_max_rows(); 0 = no limit
+  std::atomic<bool> dedup_on_{false};  // set_dedup() named a column (the writer state has it)
+  std::atomic<uint64_t> dedup_window_ms_{0}, dedup_keys_{0};  // set_dedup(); keys in the window
   std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};

@@ -116,6 +116,8 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
       case fmt::kSrcId:
         t->sources[rec.source_id] = rec.last_rowid;
         break;
+      case fmt::kDedupKey:  // read by the dedup window when the engine names DEDUP_COLUMN
+        break;
       case fmt::kMeta:  // absolute state as of this point of the file
         if (rec.meta.next_rowid > t->next_rowid) t->next_rowid = rec.meta.next_rowid;
         t->rows_inserted = rec.meta.rows_inserted;
@@ -190,6 +192,30 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
     pos = end;
   }
   global_stats().recoveries.add();
+  return Status::Ok();
+}
+
+Status for_each_record(const DataFile& file, uint64_t size,
+                       const std::function<void(const fmt::Record& r, std::string_view body)>& fn) {
+  BlockReader reader(file, size);
+  uint64_t pos = fmt::kFileHeaderSize;
+  while (pos < size) {
+    uint64_t end = 0;
+    bool unsynced = false;
+    Status s;
+    const std::string why = check_chunk(reader, pos, size, &end, &unsynced, &s);
+    if (!s.ok()) return s;
+    if (!why.empty()) return corrupt(file, pos, why);
+    const unsigned char* p = nullptr;
+    s = reader.get(pos + fmt::kChunkHeaderSize, end - pos - fmt::kChunkHeaderSize, &p);
+    if (!s.ok()) return s;
+    const std::string_view body(reinterpret_cast<const char*>(p), end - pos - fmt::kChunkHeaderSize);
+    fmt::RecordReader rr(body);
+    fmt::Record rec;
+    while (rr.next(&rec)) fn(rec, body);
+    if (!rr.error().empty()) return corrupt(file, pos, rr.error());
+    pos = end;
+  }
   return Status::Ok();
 }
 

@@ -6,6 +6,8 @@
 //    kCorrupt "file <path>: corrupt chunk at offset N: <why>" and nothing is changed.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <unordered_map>
 
 #include "data_file.h"
@@ -34,5 +36,11 @@ struct RecoveredTable {
 void apply_returned_row(const fmt::ReturnedRow& r, RecoveredTable* t);
 
 Status recover_table(DataFile& file, RecoveredTable* out);
+
+// Every record of the file's chunks up to `size`, in file order, with the chunk body it is
+// in (for the dedup window's keys: rows and DEDUP_KEY records). The file was recovered or
+// checked when it was opened; a bad chunk ends the walk with kCorrupt.
+Status for_each_record(const DataFile& file, uint64_t size,
+                       const std::function<void(const fmt::Record& r, std::string_view body)>& fn);
 
 }  // namespace q4m

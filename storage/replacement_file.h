@@ -23,6 +23,7 @@ class ReplacementFile {
   void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
   void add_returns(const std::vector<fmt::ReturnedRow>& rows) { chunk_.add_returns(rows.data(), rows.size()); }
+  void add_dedup_key(uint64_t time_ms, std::string_view key) { chunk_.add_dedup_key(time_ms, key); }
   Status flush_if_over(uint64_t flush_bytes);
   // Writes out and fdatasyncs everything added so far, so that install() (run while
   // writers wait) only has to sync what is added after this.

@@ -33,7 +33,7 @@ void QueueTableImpl::release_ready(TableState& st) {
   }
 }
 
-void QueueTableImpl::set_message_group(std::shared_ptr<const MessageGroupColumn> column) {
+void QueueTableImpl::set_message_group(std::shared_ptr<const KeyColumn> column) {
   auto st = state_.lock();
   if (st->message_group || !column || !st->file) return;
   st->message_group = std::move(column);
@@ -42,7 +42,7 @@ void QueueTableImpl::set_message_group(std::shared_ptr<const MessageGroupColumn>
   const MessageGroups::RowLookup lookup = group_lookup(*st);
   std::string key;
   st->for_each_payload([](const RowEntry&) { return true; }, [&](RowEntry& e, std::string_view payload) {
-    if (!message_group_key(*st->message_group, payload, &key)) return;
+    if (!row_key(*st->message_group, payload, &key)) return;
     e.grouped = true;
     st->groups.add(e.id, key, lookup);
   });

@@ -23,7 +23,7 @@ Status QueueTableImpl::truncate() {
   meta.rows_inserted = counters_.rows_inserted.get();
   meta.rows_removed = counters_.rows_removed.get() + live;
   out.add_meta(meta);
-  for (const auto& src : w->sources) out.add_srcid(src.first, src.second);
+  for (const auto& src : w->sources) out.add_srcid(src.first, src.second);  // relay state is kept
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
   if (!fresh) return s;
@@ -34,6 +34,8 @@ Status QueueTableImpl::truncate() {
     st->install_file(fresh);
   }
   counters_.rows_removed.add(live);
+  w->dedup.clear();  // the new file holds no key: TRUNCATE forgets them too
+  dedup_keys_.store(0, std::memory_order_relaxed);
   w->file = fresh;
   w->generation++;  // a concurrent compaction's copy is void
   file_bytes_.store(fresh->size());

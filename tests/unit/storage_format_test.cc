@@ -136,20 +136,46 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
   }
 }
 
-// Versions 1 (no unsynced flag) and 2 (no RETURN records) are still read; newer versions
-// are refused by name.
+// Versions 1 (no unsynced flag), 2 (no RETURN records) and 3 (no DEDUP_KEY records) are
+// still read; newer versions are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 3u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 4u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 4u}) {
+  for (uint32_t v : {1u, 2u, 3u, 5u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 4) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 4 (this build reads 1 to 3)") != std::string::npos);
+    if (v < 5) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 5 (this build reads 1 to 4)") != std::string::npos);
   }
+}
+
+// DEDUP_KEY records round-trip next to other records, keys of any bytes (a collation's sort
+// key may hold zeros).
+TEST(dedup_key_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  b.add_row(7, 1000, "x");
+  const std::string binary_key("k\0\xff", 3);
+  b.add_dedup_key(1'800'000'000'000ull, binary_key);
+  b.add_dedup_key(5, "");
+  b.finish();
+  fmt::RecordReader rr(std::string_view(buf).substr(fmt::kChunkHeaderSize));
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kRow);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kDedupKey);
+  CHECK_EQ(r.time_ms, 1'800'000'000'000ull);
+  CHECK(buf.substr(fmt::kChunkHeaderSize + r.payload_pos, r.length) == binary_key);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kDedupKey);
+  CHECK_EQ(r.time_ms, 5u);
+  CHECK_EQ(r.length, 0u);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
 }
 
 // RETURN records round-trip, split like REMOVE lists, next to other records.

@@ -18,8 +18,8 @@ using std::chrono::milliseconds;
 namespace {
 
 // Rows of (grp VARCHAR NULL, label VARCHAR NOT NULL): one null-flag byte, grp's flag is bit 1.
-std::shared_ptr<const MessageGroupColumn> group_column() {
-  auto c = std::make_shared<MessageGroupColumn>();
+std::shared_ptr<const KeyColumn> group_column() {
+  auto c = std::make_shared<KeyColumn>();
   c->schema.table_name = "test.jobs";
   c->schema.null_bytes = 1;
   ColumnInfo grp{"grp", ColumnKind::kVarchar, 0, false, 0, 0, 2};
@@ -89,21 +89,21 @@ struct LabelFilter : RowFilter {
 
 TEST(the_key_is_the_column_bytes_and_null_means_no_group) {
   std::string key;
-  CHECK(message_group_key(*group_column(), row("cust-7", "x"), &key));
+  CHECK(row_key(*group_column(), row("cust-7", "x"), &key));
   CHECK_EQ(key, std::string("cust-7"));
-  CHECK(!message_group_key(*group_column(), row("", "x"), &key));
-  CHECK(!message_group_key(*group_column(), "\x00\x05" "ab", &key));  // does not decode
+  CHECK(!row_key(*group_column(), row("", "x"), &key));
+  CHECK(!row_key(*group_column(), "\x00\x05" "ab", &key));  // does not decode
 }
 
 // The engine hands in the column's collation; here, one that ignores case.
 TEST(values_the_collation_calls_equal_are_one_group) {
-  auto column = std::make_shared<MessageGroupColumn>(*group_column());
+  auto column = std::make_shared<KeyColumn>(*group_column());
   column->collate = [](std::string_view v, std::string* key) {
     key->clear();
     for (char ch : v) key->push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
   };
   std::string key;
-  CHECK(message_group_key(*column, row("Cust-7", "x"), &key));
+  CHECK(row_key(*column, row("Cust-7", "x"), &key));
   CHECK_EQ(key, std::string("cust-7"));
   TempDir dir;
   auto t = create_and_open(dir.file("t"));

@@ -1,10 +1,10 @@
-#include "message_group_column.h"
+#include "key_column.h"
 
 #include <vector>
 
 namespace q4m {
 
-bool message_group_key(const MessageGroupColumn& c, std::string_view payload, std::string* key) {
+bool row_key(const KeyColumn& c, std::string_view payload, std::string* key) {
   thread_local std::vector<RowPayloadView::Column> columns;
   if (c.column >= c.schema.columns.size() || !RowPayloadView::decode(c.schema, payload, &columns)) return false;
   const RowPayloadView::Column& v = columns[c.column];

@@ -1,5 +1,6 @@
-// The column a table's rows are grouped by (the engine's MESSAGE_GROUP_COLUMN), and the
-// group key of a row. The rules for handing grouped rows out are in message_groups.h.
+// A column whose value is a row's key: the column a table's rows are grouped by (the
+// engine's MESSAGE_GROUP_COLUMN; the rules for handing grouped rows out are in
+// message_groups.h) or deduplicated by (DEDUP_COLUMN, dedup_window.h).
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -10,9 +11,9 @@
 
 namespace q4m {
 
-struct MessageGroupColumn {
+struct KeyColumn {
   TableSchema schema;  // of the table's rows
-  size_t column = 0;   // index of the group column in schema.columns
+  size_t column = 0;   // index of the key column in schema.columns
   // The key of a non-NULL value, such that values the column's collation calls equal get
   // the same key ('A' and 'a' under a case-insensitive collation, 'a' and 'a ' under a PAD
   // SPACE one). Null: the stored bytes are the key. The engine sets it: only the server
@@ -20,8 +21,8 @@ struct MessageGroupColumn {
   std::function<void(std::string_view value, std::string* key)> collate;
 };
 
-// The group key of the row with this payload. False if the column is NULL (the row is in
-// no group) or the payload does not decode.
-bool message_group_key(const MessageGroupColumn& c, std::string_view payload, std::string* key);
+// The key of the row with this payload. False if the column is NULL (the row has no key:
+// it is in no group, never a duplicate) or the payload does not decode.
+bool row_key(const KeyColumn& c, std::string_view payload, std::string* key);
 
 }  // namespace q4m
