@@ -6,6 +6,7 @@ dropped. The keys come back from the data file after a restart or kill -9, and c
 keeps the keys of consumed rows."""
 import json
 import threading
+import time
 
 import pymysql
 
@@ -167,3 +168,90 @@ def test_a_copying_alter_keeps_the_keys_of_the_rows_it_copies(server):
     server.sql("ALTER TABLE test.jobs ADD COLUMN note INT")
     server.sql("INSERT INTO test.jobs (job_key, body) VALUES ('queued', '2'), ('new', '3')")
     assert server.sql("SELECT job_key, body FROM test.jobs") == [("queued", "1"), ("new", "3")]
+
+
+def test_kill9_under_load_never_lets_a_key_in_twice_nor_loses_one(fresh_server):
+    """Producers insert keys from a small key space (each key asked for by several of them)
+    while consumers take rows; the server is killed mid-load, three times. Per key at most
+    one row may ever be handed out (an owned row may come back after a kill: the same row),
+    every key whose INSERT returned without a duplicate note is handed out, and after each
+    restart every key seen so far is still a duplicate."""
+    server = fresh_server
+    server.sql("SET GLOBAL queue_sync_mode = 'fdatasync'")
+    server.sql("CREATE TABLE test.jobs (job_key VARCHAR(32) NOT NULL, producer INT, seq INT) ENGINE=QUEUE "
+               "DEDUP_COLUMN='job_key'")
+    lock = threading.Lock()
+    inserted = {}   # key -> (producer, seq) of the INSERT that went in without a note
+    delivered = {}  # key -> set of (producer, seq) handed out
+    twice = []      # keys two INSERTs put in without a note
+    keys_so_far = 0
+    for cycle in range(3):
+        stop, killing = threading.Event(), threading.Event()
+        errors = []
+        key_space = [f"c{cycle}-k{i}" for i in range(300)]
+
+        def produce(p):
+            rng_keys = key_space[p::2] + key_space  # each key asked for by several producers
+            try:
+                c = server.connect()
+                for seq, key in enumerate(rng_keys):
+                    if stop.is_set():
+                        return
+                    query(c, f"INSERT INTO jobs VALUES ('{key}', {p}, {seq})")
+                    if not query(c, "SHOW WARNINGS"):
+                        with lock:
+                            if key in inserted:
+                                twice.append((key, inserted[key], (p, seq)))
+                            inserted[key] = (p, seq)
+            except Exception as e:  # noqa: BLE001 - the kill closes the connections under the threads
+                if not killing.is_set():
+                    errors.append(e)
+
+        def consume():
+            try:
+                c = server.connect()
+                while not stop.is_set():
+                    for key, p, seq in query(c, "SELECT job_key, producer, seq FROM jobs WHERE queue_wait('jobs', 1)"):
+                        with lock:
+                            delivered.setdefault(key, set()).add((p, seq))
+            except Exception as e:  # noqa: BLE001 - as above
+                if not killing.is_set():
+                    errors.append(e)
+
+        threads = [threading.Thread(target=produce, args=(p,)) for p in range(4)]
+        threads += [threading.Thread(target=consume) for _ in range(2)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10
+        while len(inserted) < keys_so_far + 100 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        killing.set()
+        server.kill9()
+        stop.set()
+        for t in threads:
+            t.join()
+        assert not errors, f"cycle {cycle}: {errors[:3]}"
+        server.start()
+        c = server.connect()
+        for key, p, seq in _take_all_rows(c):
+            delivered.setdefault(key, set()).add((p, seq))
+        keys_so_far = len(inserted)
+        assert not twice, f"cycle {cycle}: keys inserted twice: {twice[:3]}"
+        for key, rows in delivered.items():
+            assert len(rows) == 1, f"cycle {cycle}: key {key} handed out as {rows}"
+        assert set(inserted) <= set(delivered), f"cycle {cycle}: lost {sorted(set(inserted) - set(delivered))[:5]}"
+        # Every key seen so far (also those whose INSERT was in flight at the kill) is still known.
+        known = sorted(set(inserted) | set(delivered))
+        query(c, "INSERT INTO jobs VALUES " + ", ".join(f"('{k}', 9, 9)" for k in known))
+        assert value(c, "SELECT COUNT(*) FROM jobs") == 0, f"cycle {cycle}: a known key went in again"
+    assert keys_so_far >= 300
+    print(f"dedup kill -9 test: {len(inserted)} keys in, {sum(len(r) for r in delivered.values())} handed out")
+
+
+def _take_all_rows(c):
+    got = []
+    while True:
+        rows = query(c, "SELECT job_key, producer, seq FROM jobs WHERE queue_wait('jobs', 0)")
+        if not rows:
+            return got
+        got += rows

@@ -359,7 +359,12 @@ void run(SyncMode mode, uint64_t default_seed, bool unsynced_removals = false, u
                f.opened, f.images, f.acked_present, f.acked_absent, static_cast<unsigned long long>(seen.writes),
                static_cast<unsigned long long>(seen.syncs), static_cast<unsigned long long>(seen.renames));
   CHECK_EQ(f.opened + f.before_create, images.size());
-  if (mode != SyncMode::kNone) CHECK(f.acked_present > (max_rows ? 50 : 1000) && f.acked_absent > 100);  // MAX_ROWS keeps few rows present
+  // MAX_ROWS keeps few rows present. With unsynced removals too, a removal is covered only by
+  // a later synced INSERT, and most INSERTs are refused: the removals checked ranged from 4
+  // to 4,234 over 5 runs, so a floor there only made the test flaky (its point is the
+  // refused rows and the limit, checked in every image).
+  const size_t absent_floor = max_rows && unsynced_removals ? 0 : 100;
+  if (mode != SyncMode::kNone) CHECK(f.acked_present > (max_rows ? 50 : 1000) && f.acked_absent >= absent_floor);
   if (max_rows) CHECK(w.acks.refused_count() > 0);  // else the limit was never tested
 }
 
