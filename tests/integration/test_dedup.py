@@ -22,11 +22,11 @@ def _stats(server):
     return json.loads(server.value("SELECT queue_stats('test.jobs')"))
 
 
-def _take_all(c):
+def _take_all(c, columns="job_key, body"):
     """Takes and consumes every row: the last, empty wait removes the last row taken."""
     got = []
     while True:
-        rows = query(c, "SELECT job_key, body FROM jobs WHERE queue_wait('jobs', 0)")
+        rows = query(c, f"SELECT {columns} FROM jobs WHERE queue_wait('jobs', 0)")
         if not rows:
             return got
         got.append(rows[0])
@@ -233,7 +233,7 @@ def test_kill9_under_load_never_lets_a_key_in_twice_nor_loses_one(fresh_server):
         assert not errors, f"cycle {cycle}: {errors[:3]}"
         server.start()
         c = server.connect()
-        for key, p, seq in _take_all_rows(c):
+        for key, p, seq in _take_all(c, "job_key, producer, seq"):
             delivered.setdefault(key, set()).add((p, seq))
         keys_so_far = len(inserted)
         assert not twice, f"cycle {cycle}: keys inserted twice: {twice[:3]}"
@@ -247,11 +247,3 @@ def test_kill9_under_load_never_lets_a_key_in_twice_nor_loses_one(fresh_server):
     assert keys_so_far >= 300
     print(f"dedup kill -9 test: {len(inserted)} keys in, {sum(len(r) for r in delivered.values())} handed out")
 
-
-def _take_all_rows(c):
-    got = []
-    while True:
-        rows = query(c, "SELECT job_key, producer, seq FROM jobs WHERE queue_wait('jobs', 0)")
-        if not rows:
-            return got
-        got += rows
