@@ -17,6 +17,16 @@ void DedupWindow::remember(const std::string& key, uint64_t time_ms,
   by_time_.emplace_back(time_ms, key);
 }
 
+bool DedupWindow::admit(const std::string& key, uint64_t now_ms, std::vector<std::pair<std::string, uint64_t>>* undo) {
+  expire(now_ms);
+  auto [it, added] = time_of_.emplace(key, now_ms);
+  if (!added && inside(it->second, now_ms)) return false;
+  undo->emplace_back(key, added ? 0 : it->second);
+  it->second = now_ms;
+  by_time_.emplace_back(now_ms, key);
+  return true;
+}
+
 void DedupWindow::forget_batch(const std::vector<std::pair<std::string, uint64_t>>& undo) {
   for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
     if (it->second == 0)

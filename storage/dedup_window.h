@@ -25,7 +25,10 @@ class DedupWindow {
   // A row with `key` inserted at time_ms (the latest time of a key wins). With `undo`, what
   // forget_batch() needs to take it back.
   void remember(const std::string& key, uint64_t time_ms, std::vector<std::pair<std::string, uint64_t>>* undo = nullptr);
-  // Takes back the remember() calls that filled `undo` (their batch was not written).
+  // A new row with `key` at now_ms: false if the key is inside the window (a duplicate),
+  // else remembers it as remember() does and returns true. One lookup for both.
+  bool admit(const std::string& key, uint64_t now_ms, std::vector<std::pair<std::string, uint64_t>>* undo);
+  // Takes back the remember() and admit() calls that filled `undo` (their batch was not written).
   void forget_batch(const std::vector<std::pair<std::string, uint64_t>>& undo);
   void clear();
   size_t size() const { return time_of_.size(); }

@@ -27,11 +27,10 @@ size_t QueueTableImpl::unique_rows(WriterState& w, const CommitRequest& r, size_
       rows->push_back(i);
       continue;
     }
-    if (w.dedup.contains(key, now_ms)) {  // also a row earlier in this batch
+    if (!w.dedup.admit(key, now_ms, undo)) {  // also a row earlier in this batch
       duplicates++;
       continue;
     }
-    w.dedup.remember(key, now_ms, undo);
     rows->push_back(i);
   }
   return duplicates;

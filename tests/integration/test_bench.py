@@ -165,6 +165,20 @@ def test_batch_consumers_receive_every_message_once(server, tmp_path, protocol):
     assert "up to 16 messages per statement" in p.stdout
 
 
+def test_queue_table_options_go_into_the_create_table(server, tmp_path):
+    """--queue-options: the QUEUE table's own options, e.g. deduplication on the message id
+    (which never repeats: every message still arrives, the option's cost is measured)."""
+    p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", "3", "--engines", "queue",
+                       "--scenarios", "multirw,enqueue", "--queue-options", "DEDUP_COLUMN='v' DEDUP_WINDOW=60",
+                       "--wait-timeout", "0.2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert all(r["ok"] and r["messages"] == 300 for r in doc["runs"]), doc["runs"]
+    assert any("ENGINE=QUEUE DEDUP_COLUMN='v' DEDUP_WINDOW=60" in sql for sql in doc["sql"]["queue"])
+    p, _ = run_bench(server, tmp_path, "--messages", "30", "--engines", "queue", "--scenarios", "multirw",
+                     "--queue-options", "DEDUP_COLUMN='nope'")
+    assert p.returncode != 0 and "DEDUP_COLUMN: the table has no column `nope`" in p.stdout + p.stderr
+
+
 def test_bad_option_is_a_clear_error(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--messages", "0")
     assert p.returncode != 0 and "--messages must be > 0" in p.stderr

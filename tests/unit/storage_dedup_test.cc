@@ -76,6 +76,14 @@ TEST(window_forgets_old_keys_and_undoes_a_batch) {
   CHECK(!w.contains("c", 20'600));
   CHECK(w.contains("b", 20'999));  // back to its earlier time...
   CHECK(!w.contains("b", 21'000));  // ...and its window
+  undo.clear();
+  CHECK(w.admit("d", 30'000, &undo));
+  CHECK(!w.admit("d", 30'999, &undo));  // inside the window: a duplicate, nothing to undo
+  CHECK(w.admit("d", 31'000, &undo));   // the window is over: in again, from 31'000
+  CHECK(!w.admit("d", 31'999, &undo));
+  CHECK_EQ(undo.size(), 2u);
+  w.forget_batch(undo);
+  CHECK(w.admit("d", 31'999, &undo));  // both taken back
 }
 
 TEST(a_key_inserted_within_the_window_is_dropped_whatever_became_of_its_row) {

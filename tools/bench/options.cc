@@ -48,6 +48,8 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --protocol P          text (default) or prepared: every timed statement (queue,
                         InnoDB and ceilings) as COM_QUERY text or as a server-side
                         prepared statement executed with parameters (binary protocol)
+  --queue-options TEXT  table options for the QUEUE table, appended to its CREATE TABLE
+                        (e.g. "DEDUP_COLUMN='v'": column v holds the message id)
   --hold-read-view      another connection holds an InnoDB read view (START TRANSACTION
                         WITH CONSISTENT SNAPSHOT) during each queue run, so purge
                         cannot remove what the run deletes (a long report, an idle BEGIN)
@@ -152,6 +154,8 @@ Options parse_options(int argc, char** argv) {
       if (p == "text") o.protocol = client::Protocol::kText;
       else if (p == "prepared") o.protocol = client::Protocol::kPrepared;
       else usage_error("--protocol: expected text or prepared, got '" + p + "'");
+    } else if (arg == "--queue-options") {
+      o.queue_table_options = value();
     } else if (arg == "--hold-read-view") {
       o.hold_read_view = true;
     } else if (arg == "--engines") {

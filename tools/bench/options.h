@@ -37,6 +37,7 @@ struct Options {
                                      Scenario::kEnqueue};
   uint64_t batch = 100;  // enqueue: rows per INSERT statement
   uint64_t consume_batch = 1;  // multireader, multiwait: messages taken per consume statement
+  std::string queue_table_options;  // appended to the QUEUE table's CREATE TABLE (e.g. DEDUP_COLUMN='v')
   bool select1 = true;
   bool empty_poll = true;  // the consume statement on an empty QUEUE table (needs the QUEUE engine)
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.

@@ -127,7 +127,9 @@ EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsi
 
 // consume_batch > 1: each consume statement takes up to that many messages; the session
 // hands them out one per consume() call.
-std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
+// table_options: appended to the table's CREATE TABLE (q4m-bench --queue-options).
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const std::string& table_options, const PayloadSpec& payload,
+                                                        double wait_timeout_s,
                                                         uint64_t consume_batch, client::Protocol protocol);
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
                                                   uint64_t consume_batch, client::Protocol protocol);

@@ -75,9 +75,12 @@ class QueueEngineSession : public QueueSession {
 
 class QueueEngineBackend : public QueueBackend {
  public:
-  QueueEngineBackend(const PayloadSpec& payload, double wait_timeout_s, uint64_t consume_batch,
-                     client::Protocol protocol)
-      : QueueBackend(MessageCodec("q4m_bench_queue", payload)), protocol_(protocol), consume_batch_(consume_batch) {
+  QueueEngineBackend(std::string table_options, const PayloadSpec& payload, double wait_timeout_s,
+                     uint64_t consume_batch, client::Protocol protocol)
+      : QueueBackend(MessageCodec("q4m_bench_queue", payload)),
+        table_options_(std::move(table_options)),
+        protocol_(protocol),
+        consume_batch_(consume_batch) {
     char timeout[32];
     std::snprintf(timeout, sizeof timeout, "%g", wait_timeout_s);
     consume_sql_ = consume_batch > 1 ? "SELECT * FROM " + table() + " WHERE queue_wait_batch('" + table() + "', " +
@@ -121,9 +124,11 @@ class QueueEngineBackend : public QueueBackend {
   bool sync_removals_ = true;
   std::string create_sql() const {
     return "CREATE TABLE " + table() + " (v BIGINT UNSIGNED NOT NULL" +
-           (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=QUEUE";
+           (codec_.payload().enabled() ? ", s LONGBLOB NOT NULL" : "") + ") ENGINE=QUEUE" +
+           (table_options_.empty() ? "" : " " + table_options_);
   }
 
+  const std::string table_options_;
   const client::Protocol protocol_;
   const uint64_t consume_batch_;
   std::string consume_sql_;
@@ -131,9 +136,10 @@ class QueueEngineBackend : public QueueBackend {
 
 }  // namespace
 
-std::unique_ptr<QueueBackend> make_queue_engine_backend(const PayloadSpec& payload, double wait_timeout_s,
-                                                        uint64_t consume_batch, client::Protocol protocol) {
-  return std::make_unique<QueueEngineBackend>(payload, wait_timeout_s, consume_batch, protocol);
+std::unique_ptr<QueueBackend> make_queue_engine_backend(const std::string& table_options, const PayloadSpec& payload,
+                                                        double wait_timeout_s, uint64_t consume_batch,
+                                                        client::Protocol protocol) {
+  return std::make_unique<QueueEngineBackend>(table_options, payload, wait_timeout_s, consume_batch, protocol);
 }
 
 }  // namespace q4m::bench
