@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups, kMaxRows };
+              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups, kMaxRows, kDedupKeys };
 
 ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -40,6 +40,7 @@ ST_FIELD_INFO queue_tables_fields[] = {
     Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
     Show::Column("MESSAGE_GROUPS", Show::ULonglong(), NOT_NULL),
     Show::Column("MAX_ROWS", Show::ULonglong(), NOT_NULL),  // 0: no limit
+    Show::Column("DEDUP_KEYS", Show::ULonglong(), NOT_NULL),  // keys in the DEDUP_WINDOW
     Show::CEnd()};
 
 std::string decoded_name(const std::string& file_name) {
@@ -57,7 +58,7 @@ bool may_see(THD* thd, const std::string& db, const std::string& name) {
 }
 
 // A table no statement has opened since the server started has not been given its options
-// yet (MAX_DELIVERIES, MESSAGE_TTL, VISIBLE_AT_COLUMN, MESSAGE_GROUP_COLUMN), so its counts
+// yet (MAX_DELIVERIES, MESSAGE_TTL, VISIBLE_AT_COLUMN, MESSAGE_GROUP_COLUMN, DEDUP_COLUMN), so its counts
 // (DEAD_ROWS, MESSAGE_GROUPS) would be off: give them now. Skipped while DDL holds the table
 // (the DDL applies them).
 void apply_current_options(THD* thd, const std::string& db, const std::string& name, q4m::QueueTable& queue) {
@@ -134,6 +135,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
     t->field[kDeadRows]->store(info.dead_rows, true);
     t->field[kMessageGroups]->store(info.message_groups, true);
     t->field[kMaxRows]->store(info.max_rows, true);
+    t->field[kDedupKeys]->store(info.dedup_keys, true);
     return schema_table_store_record(thd, t) ? 1 : 0;
   });
 }

@@ -54,6 +54,8 @@ def test_a_repeated_key_is_accepted_but_not_queued_and_a_note_says_so(server):
     assert query(c, "SELECT job_key, body FROM jobs") == [(None, "a"), (None, "b"), ("report:7", "x")]
     stats = _stats(server)
     assert stats["rows_deduplicated"] == 3 and stats["dedup_keys"] == 3
+    assert server.value("SELECT DEDUP_KEYS FROM information_schema.QUEUE_TABLES "
+                        "WHERE TABLE_SCHEMA='test' AND TABLE_NAME='jobs'") == 3
 
 
 def test_keys_compare_under_the_columns_collation(server):

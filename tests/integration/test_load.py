@@ -12,7 +12,7 @@ FUNCTIONS = ["queue_wait", "queue_take_dead", "queue_end", "queue_abort", "queue
              "queue_renew_lease", "queue_set_srcid", "queue_compact", "queue_stats"]
 QUEUE_TABLES_COLUMNS = ["TABLE_SCHEMA", "TABLE_NAME", "ROWS", "OWNED_ROWS", "WAITERS", "FILE_BYTES",
                         "REMOVED_BYTES", "OLDEST_AGE_MS", "NEXT_ROWID", "DELAYED_ROWS", "DEAD_ROWS",
-                        "MESSAGE_GROUPS", "MAX_ROWS"]
+                        "MESSAGE_GROUPS", "MAX_ROWS", "DEDUP_KEYS"]
 
 
 def test_engine_is_listed(server):
