@@ -302,7 +302,10 @@ q4m::Status ha_queue::commit_bulk_rows() {
 
 int ha_queue::write_row(const uchar* buf) {
   encode_row(table, buf, &encoded_);
-  if (copy_target_) return write_copied_row();
+  if (copy_target_) {
+    bulk_histories_.push_back(copied_history());
+    return buffer_row();
+  }
   if (!relaying_) {
     ConnectionState* cs = find_connection_state(ha_thd());
     if (cs && cs->has_pending_relay()) {
@@ -314,14 +317,7 @@ int ha_queue::write_row(const uchar* buf) {
     }
   }
   if (relaying_) return write_relayed_row();
-  if (bulk_insert_) {
-    bulk_bytes_ += encoded_.size();
-    bulk_rows_.push_back(std::move(encoded_));
-    encoded_ = std::string();
-    if (bulk_bytes_ < kBulkFlushBytes) return 0;
-    q4m::Status st = commit_bulk_rows();
-    return st.ok() ? 0 : raise(st);
-  }
+  if (bulk_insert_) return buffer_row();
   std::vector<std::string_view> rows{encoded_};
   q4m::Status st = insert_rows(rows);
   return st.ok() ? 0 : raise(st);
@@ -344,19 +340,24 @@ q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows) {
   return st;
 }
 
-// The old table's scan left the row's history with the connection when that table is a
-// QUEUE table (its age, delivery count, retry delay): the row keeps it, so a dead row stays
-// dead and MESSAGE_TTL counts from its INSERT. From any other engine a row is new.
-int ha_queue::write_copied_row() {
-  ConnectionState* cs = find_connection_state(ha_thd());
-  std::optional<q4m::RowHistory> history = cs ? cs->take_copied_history(ha_thd()->query_id) : std::nullopt;
-  bulk_histories_.push_back(history.value_or(q4m::RowHistory{}));
+// Adds encoded_ to the rows commit_bulk_rows() writes together; commits them once they
+// reach kBulkFlushBytes, or at once outside a multi-row INSERT (a copy may come without one).
+int ha_queue::buffer_row() {
   bulk_bytes_ += encoded_.size();
   bulk_rows_.push_back(std::move(encoded_));
   encoded_ = std::string();
   if (bulk_insert_ && bulk_bytes_ < kBulkFlushBytes) return 0;
   q4m::Status st = commit_bulk_rows();
   return st.ok() ? 0 : raise(st);
+}
+
+// The old table's scan left the row's history with the connection when that table is a
+// QUEUE table (its age, delivery count, retry delay): the row keeps it, so a dead row stays
+// dead and MESSAGE_TTL counts from its INSERT. From any other engine a row is new.
+q4m::RowHistory ha_queue::copied_history() {
+  ConnectionState* cs = find_connection_state(ha_thd());
+  std::optional<q4m::RowHistory> history = cs ? cs->take_copied_history(ha_thd()->query_id) : std::nullopt;
+  return history.value_or(q4m::RowHistory{});
 }
 
 // Row relay_ids_used_ + relayed_rows_.size() of the declared ones. A multi-row INSERT keeps

@@ -81,7 +81,8 @@ class ha_queue final : public handler {
   // An INSERT's rows into the queue; notes the rows DEDUP_COLUMN dropped as duplicates.
   q4m::Status insert_rows(const std::vector<std::string_view>& rows);
   int write_relayed_row();  // a row declared by queue_set_srcid()
-  int write_copied_row();   // a row of a copying ALTER, into its new table
+  int buffer_row();         // encoded_, for commit_bulk_rows()
+  q4m::RowHistory copied_history();  // of the row a copying ALTER writes into its new table
   int commit_relayed_rows();
   void forget_unused_relay_ids();
   q4m::Status commit_claims();     // rows claimed by delete_row()

@@ -27,12 +27,14 @@ bool DedupWindow::admit(const std::string& key, uint64_t now_ms, std::vector<std
   return true;
 }
 
-void DedupWindow::forget_batch(const std::vector<std::pair<std::string, uint64_t>>& undo) {
-  for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
-    if (it->second == 0)
-      time_of_.erase(it->first);
+void DedupWindow::forget_batch(std::vector<std::pair<std::string, uint64_t>>* undo, size_t from) {
+  while (undo->size() > from) {  // newest first
+    const auto& [key, earlier] = undo->back();
+    if (earlier == 0)
+      time_of_.erase(key);
     else
-      time_of_[it->first] = it->second;
+      time_of_[key] = earlier;
+    undo->pop_back();
   }
   // by_time_ may keep entries for them: expire() checks each against time_of_.
 }

@@ -18,7 +18,6 @@ namespace q4m {
 class DedupWindow {
  public:
   void set_window_ms(uint64_t ms) { window_ms_ = ms; }
-  uint64_t window_ms() const { return window_ms_; }
   // Whether a row with `key` was inserted less than the window before now_ms. Forgets keys
   // that are out of it on the way.
   bool contains(const std::string& key, uint64_t now_ms);
@@ -28,8 +27,9 @@ class DedupWindow {
   // A new row with `key` at now_ms: false if the key is inside the window (a duplicate),
   // else remembers it as remember() does and returns true. One lookup for both.
   bool admit(const std::string& key, uint64_t now_ms, std::vector<std::pair<std::string, uint64_t>>* undo);
-  // Takes back the remember() and admit() calls that filled `undo` (their batch was not written).
-  void forget_batch(const std::vector<std::pair<std::string, uint64_t>>& undo);
+  // Takes back the remember() and admit() calls that filled `undo` from position `from` on
+  // (their rows were not written), and drops those entries from it.
+  void forget_batch(std::vector<std::pair<std::string, uint64_t>>* undo, size_t from = 0);
   void clear();
   size_t size() const { return time_of_.size(); }
   // Every key still inside the window at now_ms, with the time it was inserted.

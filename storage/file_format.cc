@@ -132,17 +132,22 @@ bool RecordReader::next(Record* r) {
     pos_ += kRemoveHeaderSize + entry_size * size_t(r->count);
     return true;
   };
+  // ROW and DEDUP_KEY: a header ending in time_ms and a u32 length, then that many bytes.
+  auto with_bytes = [&](size_t header_size) {
+    if (!need(header_size)) return false;
+    r->time_ms = get_u64(p + header_size - 12);
+    r->length = get_u32(p + header_size - 4);
+    if (!need(header_size + size_t(r->length))) return false;
+    r->payload_pos = pos_ + header_size;
+    pos_ += header_size + r->length;
+    return true;
+  };
   r->type = static_cast<RecordType>(static_cast<unsigned char>(p[0]));
   switch (r->type) {
     case kRow:
       if (!need(kRowHeaderSize)) return false;
       r->rowid = get_u64(p + 1);
-      r->time_ms = get_u64(p + 9);
-      r->length = get_u32(p + 17);
-      if (!need(kRowHeaderSize + size_t(r->length))) return false;
-      r->payload_pos = pos_ + kRowHeaderSize;
-      pos_ += kRowHeaderSize + r->length;
-      return true;
+      return with_bytes(kRowHeaderSize);
     case kRemove:
       return counted(8);
     case kSrcId:
@@ -161,13 +166,7 @@ bool RecordReader::next(Record* r) {
     case kReturn:
       return counted(kReturnEntrySize);
     case kDedupKey:
-      if (!need(kDedupKeyHeaderSize)) return false;
-      r->time_ms = get_u64(p + 1);
-      r->length = get_u32(p + 9);
-      if (!need(kDedupKeyHeaderSize + size_t(r->length))) return false;
-      r->payload_pos = pos_ + kDedupKeyHeaderSize;
-      pos_ += kDedupKeyHeaderSize + r->length;
-      return true;
+      return with_bytes(kDedupKeyHeaderSize);
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +
            std::to_string(pos_);

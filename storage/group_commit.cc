@@ -188,8 +188,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   // keys out of the window again, from undo position `undo_from`) and appends them.
   auto write_rows = [&](CommitRequest* r, size_t undo_from) {
     if (!room.take(rows.size(), &r->status)) {
-      w->dedup.forget_batch(std::vector<std::pair<std::string, uint64_t>>(dedup_undo.begin() + undo_from, dedup_undo.end()));
-      dedup_undo.resize(undo_from);
+      w->dedup.forget_batch(&dedup_undo, undo_from);
       return false;
     }
     for (size_t i : rows) {
@@ -249,7 +248,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
   }
   if (!s.ok()) {
-    w->dedup.forget_batch(dedup_undo);  // a retry of these rows must not be taken for a duplicate
+    w->dedup.forget_batch(&dedup_undo);  // a retry of these rows must not be taken for a duplicate
     dedup_keys_.store(w->dedup.size(), std::memory_order_relaxed);
     for (auto it = old_sources.rbegin(); it != old_sources.rend(); ++it) {
       if (it->second) w->sources[it->first] = it->second;

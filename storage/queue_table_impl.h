@@ -304,14 +304,14 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
   // Writes (and syncs) the batch. Requests it answers early leave the batch as nullptr.
   void run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
-  // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
-  // batch that syncs for others: published and answered once written, before the sync;
-  // they leave the batch (nullptr).
   // DEDUP_COLUMN, for the leader (table_dedup.cc): appends to *rows the indices of r's rows
   // from `first` on that are not duplicates (their keys go into the window, with `undo` to
   // take them back); returns how many were.
   size_t unique_rows(WriterState& w, const CommitRequest& r, size_t first, uint64_t now_ms, std::vector<size_t>* rows,
                      std::vector<std::pair<std::string, uint64_t>>* undo);
+  // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
+  // batch that syncs for others: published and answered once written, before the sync;
+  // they leave the batch (nullptr).
   void answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
   // Drops r's removed rows from the index; returns how many.
   uint64_t publish_removal(TableState& st, const CommitRequest& r);

@@ -72,7 +72,7 @@ TEST(window_forgets_old_keys_and_undoes_a_batch) {
   w.remember("b", 20'000);
   w.remember("b", 20'500, &undo);  // a later row of the key
   w.remember("c", 20'500, &undo);
-  w.forget_batch(undo);
+  w.forget_batch(&undo);
   CHECK(!w.contains("c", 20'600));
   CHECK(w.contains("b", 20'999));  // back to its earlier time...
   CHECK(!w.contains("b", 21'000));  // ...and its window
@@ -82,7 +82,7 @@ TEST(window_forgets_old_keys_and_undoes_a_batch) {
   CHECK(w.admit("d", 31'000, &undo));   // the window is over: in again, from 31'000
   CHECK(!w.admit("d", 31'999, &undo));
   CHECK_EQ(undo.size(), 2u);
-  w.forget_batch(undo);
+  w.forget_batch(&undo);
   CHECK(w.admit("d", 31'999, &undo));  // both taken back
 }
 
