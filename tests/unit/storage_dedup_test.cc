@@ -17,26 +17,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Rows of (k VARCHAR NULL, label VARCHAR NOT NULL): one null-flag byte, k's flag is bit 1.
-std::shared_ptr<const KeyColumn> key_column() {
-  auto c = std::make_shared<KeyColumn>();
-  c->schema.table_name = "test.jobs";
-  c->schema.null_bytes = 1;
-  c->schema.columns = {ColumnInfo{"k", ColumnKind::kVarchar, 0, false, 0, 0, 2},
-                       ColumnInfo{"label", ColumnKind::kVarchar, 0, false, 0, 0, 0}};
-  c->column = 0;
-  return c;
-}
+// Rows of (k VARCHAR NULL, label VARCHAR NOT NULL), deduplicated by k.
+std::shared_ptr<const KeyColumn> key_column() { return key_label_column("k"); }
 
 // The payload of a row labelled `label` with key `key` ("" = NULL: no key).
-std::string row(const std::string& key, const std::string& label) {
-  std::string out;
-  RowPayloadWriter w(&out);
-  w.begin(std::string(1, key.empty() ? '\x02' : '\x00'));
-  if (!key.empty()) w.add(key);
-  w.add(label);
-  return out;
-}
+std::string row(const std::string& key, const std::string& label) { return key_label_row(key, label); }
 
 const milliseconds kWindow(300000);  // longer than any test: only expiry tests shorten it
 

@@ -17,27 +17,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Rows of (grp VARCHAR NULL, label VARCHAR NOT NULL): one null-flag byte, grp's flag is bit 1.
-std::shared_ptr<const KeyColumn> group_column() {
-  auto c = std::make_shared<KeyColumn>();
-  c->schema.table_name = "test.jobs";
-  c->schema.null_bytes = 1;
-  ColumnInfo grp{"grp", ColumnKind::kVarchar, 0, false, 0, 0, 2};
-  ColumnInfo label{"label", ColumnKind::kVarchar, 0, false, 0, 0, 0};
-  c->schema.columns = {grp, label};
-  c->column = 0;
-  return c;
-}
+// Rows of (grp VARCHAR NULL, label VARCHAR NOT NULL), grouped by grp.
+std::shared_ptr<const KeyColumn> group_column() { return key_label_column("grp"); }
 
 // The payload of a row labelled `label`, in group `group` ("" = NULL: no group).
-std::string row(const std::string& group, const std::string& label) {
-  std::string out;
-  RowPayloadWriter w(&out);
-  w.begin(std::string(1, group.empty() ? '\x02' : '\x00'));
-  if (!group.empty()) w.add(group);
-  w.add(label);
-  return out;
-}
+std::string row(const std::string& group, const std::string& label) { return key_label_row(group, label); }
 
 std::string label_of(const std::string& payload) {
   std::vector<RowPayloadView::Column> cols;

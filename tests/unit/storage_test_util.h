@@ -32,6 +32,28 @@ class TempDir {
   std::string path_;
 };
 
+// Rows of (<key_name> VARCHAR NULL, label VARCHAR NOT NULL) whose first column is the
+// table's KeyColumn (MESSAGE_GROUP_COLUMN, DEDUP_COLUMN): one null-flag byte, the key's is bit 1.
+inline std::shared_ptr<const q4m::KeyColumn> key_label_column(const std::string& key_name) {
+  auto c = std::make_shared<q4m::KeyColumn>();
+  c->schema.table_name = "test.jobs";
+  c->schema.null_bytes = 1;
+  c->schema.columns = {q4m::ColumnInfo{key_name, q4m::ColumnKind::kVarchar, 0, false, 0, 0, 2},
+                       q4m::ColumnInfo{"label", q4m::ColumnKind::kVarchar, 0, false, 0, 0, 0}};
+  c->column = 0;
+  return c;
+}
+
+// The payload of such a row labelled `label` with key `key` ("" = NULL: no key).
+inline std::string key_label_row(const std::string& key, const std::string& label) {
+  std::string out;
+  q4m::RowPayloadWriter w(&out);
+  w.begin(std::string(1, key.empty() ? '\x02' : '\x00'));
+  if (!key.empty()) w.add(key);
+  w.add(label);
+  return out;
+}
+
 inline std::shared_ptr<q4m::QueueTable> create_and_open(const std::string& path) {
   auto& reg = q4m::TableRegistry::instance();
   if (!reg.create(path).ok()) return nullptr;
