@@ -5,28 +5,31 @@ BUILD := build
 CXX ?= g++
 JOBS ?= 2
 
-# Queue core (storage/, cond/): plain C++17, no MariaDB headers.
-CORE_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -pthread -fno-omit-frame-pointer
+# Queue core (core/, cond/): plain C++17, no MariaDB headers (none are on its include path).
+# Includes are written from the repository root ("core/table/queue_table.h").
+CORE_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -pthread -fno-omit-frame-pointer -I.
 # Engine + functions: compiled against the server's own headers; these defines change
 # the layout of server structs and must match Debian's build (see docs/build.md).
 PLUGIN_CXXFLAGS := -std=gnu++17 -O2 -g -fPIC -fno-omit-frame-pointer -fstack-protector-strong \
   -D_FORTIFY_SOURCE=2 -DHAVE_CONFIG_H -DMYSQL_DYNAMIC_PLUGIN -D_FILE_OFFSET_BITS=64 -DDBUG_OFF -DNDEBUG \
-  -Wall -Wno-unused-parameter \
+  -Wall -Wno-unused-parameter -I. \
   -I$(SDK)/gen -I$(SDK)/src/include/providers -I$(SDK)/src/include -I$(SDK)/src/sql \
   -I$(SDK)/devroot/usr/include/mariadb/server -I$(SDK)/src/wsrep-lib/include \
   -I$(SDK)/src/wsrep-lib/wsrep-API/v26
 SERVICES_LIB := $(SDK)/devroot/usr/lib/x86_64-linux-gnu/libmysqlservices.a
 
-CORE_SRC := $(wildcard storage/*.cc cond/*.cc)
+CORE_SRC := $(wildcard core/*/*.cc cond/*.cc)
+CORE_HDR := $(wildcard core/*/*.h cond/*.h)
 CORE_OBJ := $(CORE_SRC:%.cc=$(BUILD)/%.o)
-PLUGIN_SRC := $(wildcard engine/*.cc functions/*.cc)
+PLUGIN_SRC := $(wildcard engine/*.cc functions/*.cc plugin/*.cc)
+PLUGIN_HDR := $(wildcard engine/*.h functions/*.h)
 PLUGIN_OBJ := $(PLUGIN_SRC:%.cc=$(BUILD)/%.o)
 PLUGIN := $(BUILD)/plugin/ha_queue.so
 
 UNIT_SRC := $(wildcard tests/unit/*_test.cc)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.cc=$(BUILD)/tests/%)
 
-TOOL_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -pthread $(shell mariadb_config --cflags 2>/dev/null)
+TOOL_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -pthread -I. $(shell mariadb_config --cflags 2>/dev/null)
 TOOL_LIBS := $(shell mariadb_config --libs 2>/dev/null) -pthread
 BENCH_SRC := $(wildcard tools/bench/*.cc)
 FORWARD_SRC := $(wildcard tools/forward/*.cc)
@@ -49,16 +52,19 @@ tools: $(TOOLS)
 unit-tests: $(UNIT_BIN)
 test-clients: $(TEST_CLIENTS)
 
-$(BUILD)/storage/%.o: storage/%.cc $(wildcard storage/*.h)
+$(BUILD)/core/%.o: core/%.cc $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
-$(BUILD)/cond/%.o: cond/%.cc $(wildcard cond/*.h storage/*.h)
+$(BUILD)/cond/%.o: cond/%.cc $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
-$(BUILD)/engine/%.o: engine/%.cc $(wildcard engine/*.h functions/*.h storage/*.h cond/*.h) | $(SDK)/.complete
+$(BUILD)/engine/%.o: engine/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
 	@mkdir -p $(dir $@)
 	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
-$(BUILD)/functions/%.o: functions/%.cc $(wildcard engine/*.h functions/*.h storage/*.h cond/*.h) | $(SDK)/.complete
+$(BUILD)/functions/%.o: functions/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
+	@mkdir -p $(dir $@)
+	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
+$(BUILD)/plugin/%.o: plugin/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
 	@mkdir -p $(dir $@)
 	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
 
@@ -66,7 +72,7 @@ $(PLUGIN): $(PLUGIN_OBJ) $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CXX) -shared -o $@ $^ -Wl,-z,relro -Wl,-z,now -Wl,--no-undefined-version $(SERVICES_LIB) -pthread
 
-$(BUILD)/tests/%_test: tests/unit/%_test.cc $(CORE_OBJ) $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%_test: tests/unit/%_test.cc $(CORE_OBJ) $(wildcard tests/unit/*.h) $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CORE_CXXFLAGS) $< $(CORE_OBJ) -o $@ $(TEST_LDFLAGS)
 

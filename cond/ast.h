@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "token.h"
+#include "cond/token.h"
 
 namespace q4m::cond {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "program.h"
+#include "cond/program.h"
 
 namespace q4m::cond::decode {
 

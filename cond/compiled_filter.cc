@@ -1,9 +1,9 @@
-#include "compiled_filter.h"
+#include "cond/compiled_filter.h"
 
 #include <vector>
 
-#include "../storage/stats.h"
-#include "evaluator.h"
+#include "core/util/stats.h"
+#include "cond/evaluator.h"
 
 namespace q4m::cond {
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <string_view>
 
-#include "../storage/row_filter.h"
-#include "program.h"
+#include "core/row/filter.h"
+#include "cond/program.h"
 
 namespace q4m::cond {
 

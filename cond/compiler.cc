@@ -1,11 +1,11 @@
-#include "compiler.h"
+#include "cond/compiler.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "evaluator.h"
-#include "temporal_literal.h"
+#include "cond/evaluator.h"
+#include "cond/temporal_literal.h"
 
 namespace q4m::cond {
 namespace {

@@ -3,10 +3,10 @@
 // strings with strings, date/time literals converted for temporal columns),
 // folds constant sub-expressions and plans the payload walk.
 #pragma once
-#include "../storage/row_payload.h"
-#include "ast.h"
-#include "cond_error.h"
-#include "program.h"
+#include "core/row/payload.h"
+#include "cond/ast.h"
+#include "cond/cond_error.h"
+#include "cond/program.h"
 
 namespace q4m::cond {
 

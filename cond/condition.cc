@@ -1,12 +1,12 @@
-#include "condition.h"
+#include "cond/condition.h"
 
 #include <string>
 #include <utility>
 
-#include "../storage/stats.h"
-#include "compiled_filter.h"
-#include "compiler.h"
-#include "parser.h"
+#include "core/util/stats.h"
+#include "cond/compiled_filter.h"
+#include "cond/compiler.h"
+#include "cond/parser.h"
 
 namespace q4m::cond {
 namespace {

@@ -4,9 +4,9 @@
 #include <memory>
 #include <string_view>
 
-#include "../storage/row_filter.h"
-#include "../storage/row_payload.h"
-#include "../storage/status.h"
+#include "core/row/filter.h"
+#include "core/row/payload.h"
+#include "core/util/status.h"
 
 namespace q4m::cond {
 

@@ -1,8 +1,8 @@
-#include "evaluator.h"
+#include "cond/evaluator.h"
 
 #include <cmath>
 
-#include "column_decode.h"
+#include "cond/column_decode.h"
 
 namespace q4m::cond {
 namespace {

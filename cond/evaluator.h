@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "program.h"
+#include "cond/program.h"
 
 namespace q4m::cond {
 

@@ -1,4 +1,4 @@
-#include "lexer.h"
+#include "cond/lexer.h"
 
 #include <charconv>
 #include <cstring>

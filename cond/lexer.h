@@ -3,8 +3,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cond_error.h"
-#include "token.h"
+#include "cond/cond_error.h"
+#include "cond/token.h"
 
 namespace q4m::cond {
 

@@ -1,9 +1,9 @@
-#include "parser.h"
+#include "cond/parser.h"
 
 #include <utility>
 #include <vector>
 
-#include "lexer.h"
+#include "cond/lexer.h"
 
 namespace q4m::cond {
 namespace {

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string_view>
 
-#include "ast.h"
-#include "cond_error.h"
+#include "cond/ast.h"
+#include "cond/cond_error.h"
 
 namespace q4m::cond {
 

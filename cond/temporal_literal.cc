@@ -1,4 +1,4 @@
-#include "temporal_literal.h"
+#include "cond/temporal_literal.h"
 
 namespace q4m::cond {
 namespace {

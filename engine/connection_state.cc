@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-#include "connection_state.h"
-#include "plugin.h"
-#include "sysvars.h"
+#include "engine/connection_state.h"
+#include "engine/handlerton.h"
+#include "engine/sysvars.h"
 
 namespace q4m_engine {
 

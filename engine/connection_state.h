@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../storage/consumer.h"
-#include "../storage/queue_table.h"
+#include "core/table/consumer.h"
+#include "core/table/queue_table.h"
 
 class THD;
 

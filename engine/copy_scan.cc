@@ -1,4 +1,4 @@
-#include "copy_scan.h"
+#include "engine/copy_scan.h"
 
 namespace q4m_engine {
 

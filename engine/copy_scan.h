@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../storage/queue_table.h"
+#include "core/table/queue_table.h"
 
 namespace q4m_engine {
 

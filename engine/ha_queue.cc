@@ -4,14 +4,14 @@
 #include <sql_lex.h>
 #include <log.h>
 
-#include "ha_queue.h"
+#include "engine/ha_queue.h"
 
-#include "../storage/table_registry.h"
-#include "connection_state.h"
-#include "row_codec.h"
-#include "sql_errors.h"
-#include "sysvars.h"
-#include "table_options.h"
+#include "core/table/registry.h"
+#include "engine/connection_state.h"
+#include "engine/row_codec.h"
+#include "engine/sql_errors.h"
+#include "engine/sysvars.h"
+#include "engine/table_options.h"
 
 namespace q4m_engine {
 

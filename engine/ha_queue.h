@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "../storage/queue_table.h"
-#include "connection_state.h"
-#include "copy_scan.h"
+#include "core/table/queue_table.h"
+#include "engine/connection_state.h"
+#include "engine/copy_scan.h"
 
 namespace q4m_engine {
 

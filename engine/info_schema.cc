@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <string>
 
-#include "../storage/table_registry.h"
-#include "info_schema.h"
-#include "plugin.h"
-#include "table_options.h"
+#include "core/table/registry.h"
+#include "engine/info_schema.h"
+#include "engine/handlerton.h"
+#include "engine/table_options.h"
 
 bool schema_table_store_record(THD* thd, TABLE* table);
 

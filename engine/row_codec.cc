@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "../storage/row_payload.h"
-#include "row_codec.h"
-#include "schema.h"
+#include "core/row/payload.h"
+#include "engine/row_codec.h"
+#include "engine/schema.h"
 
 namespace q4m_engine {
 

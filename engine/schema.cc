@@ -4,7 +4,7 @@
 #include <field.h>
 #include <table.h>
 
-#include "schema.h"
+#include "engine/schema.h"
 
 namespace q4m_engine {
 

@@ -1,7 +1,7 @@
 // Describes a QUEUE table's columns for cond::compile (storage/row_payload.h):
 // the same column kinds the row codec writes.
 #pragma once
-#include "../storage/row_payload.h"
+#include "core/row/payload.h"
 
 struct TABLE_SHARE;
 struct charset_info_st;

@@ -4,7 +4,7 @@
 #include <mysqld_error.h>
 #include <sql_class.h>
 
-#include "sql_errors.h"
+#include "engine/sql_errors.h"
 
 namespace q4m_engine {
 

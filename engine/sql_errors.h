@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "../storage/status.h"
+#include "core/util/status.h"
 
 namespace q4m_engine {
 

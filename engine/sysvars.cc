@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "../storage/settings.h"
-#include "sysvars.h"
+#include "core/util/settings.h"
+#include "engine/sysvars.h"
 
 namespace q4m_engine {
 

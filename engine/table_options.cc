@@ -1,11 +1,11 @@
 #define MYSQL_SERVER 1
-#include "table_options.h"
+#include "engine/table_options.h"
 
 #include <sql_class.h>
 #include <field.h>
 #include <table.h>
 
-#include "schema.h"
+#include "engine/schema.h"
 #include <create_options.h>
 
 namespace q4m_engine {

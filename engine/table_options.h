@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "../storage/queue_table.h"
-#include "../storage/message_groups.h"
-#include "../storage/visible_at.h"
+#include "core/table/queue_table.h"
+#include "core/policy/message_groups.h"
+#include "core/row/visible_at.h"
 
 // The server parses the options into this struct (share->option_struct); the name is fixed.
 struct ha_table_option_struct {

@@ -7,11 +7,11 @@
 
 #include <string>
 
-#include "../engine/sql_errors.h"
-#include "function_plugins.h"
-#include "queue_item.h"
-#include "stats_json.h"
-#include "table_resolver.h"
+#include "engine/sql_errors.h"
+#include "functions/function_plugins.h"
+#include "functions/queue_item.h"
+#include "functions/stats_json.h"
+#include "functions/table_resolver.h"
 
 namespace q4m_functions {
 

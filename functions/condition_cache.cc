@@ -1,7 +1,7 @@
-#include "condition_cache.h"
+#include "functions/condition_cache.h"
 
-#include "../cond/condition.h"
-#include "../storage/stats.h"
+#include "cond/condition.h"
+#include "core/util/stats.h"
 
 namespace q4m_functions {
 

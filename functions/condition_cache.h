@@ -8,10 +8,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "../storage/guarded.h"
-#include "../storage/row_filter.h"
-#include "../storage/row_payload.h"
-#include "../storage/status.h"
+#include "core/util/guarded.h"
+#include "core/row/filter.h"
+#include "core/row/payload.h"
+#include "core/util/status.h"
 
 namespace q4m_functions {
 

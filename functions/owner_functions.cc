@@ -6,12 +6,12 @@
 #include <item_create.h>
 #include <mysql/plugin_function.h>
 
-#include "../engine/connection_state.h"
-#include "../engine/sql_errors.h"
-#include "../engine/sysvars.h"
-#include "function_plugins.h"
-#include "queue_item.h"
-#include "wait_arguments.h"
+#include "engine/connection_state.h"
+#include "engine/sql_errors.h"
+#include "engine/sysvars.h"
+#include "functions/function_plugins.h"
+#include "functions/queue_item.h"
+#include "functions/wait_arguments.h"
 
 namespace q4m_functions {
 

@@ -11,14 +11,14 @@
 
 #include <vector>
 
-#include "../engine/connection_state.h"
-#include "../engine/sql_errors.h"
-#include "../engine/sysvars.h"
-#include "function_plugins.h"
-#include "queue_item.h"
-#include "statement_yield.h"
-#include "table_resolver.h"
-#include "wait_arguments.h"
+#include "engine/connection_state.h"
+#include "engine/sql_errors.h"
+#include "engine/sysvars.h"
+#include "functions/function_plugins.h"
+#include "functions/queue_item.h"
+#include "functions/statement_yield.h"
+#include "functions/table_resolver.h"
+#include "functions/wait_arguments.h"
 
 namespace q4m_functions {
 

@@ -9,10 +9,10 @@
 
 #include <string>
 
-#include "../engine/connection_state.h"
-#include "function_plugins.h"
-#include "queue_item.h"
-#include "wait_arguments.h"  // kMaxBatchRows: a relayed batch is at most one queue_wait_batch()
+#include "engine/connection_state.h"
+#include "functions/function_plugins.h"
+#include "functions/queue_item.h"
+#include "functions/wait_arguments.h"  // kMaxBatchRows: a relayed batch is at most one queue_wait_batch()
 
 namespace q4m_functions {
 

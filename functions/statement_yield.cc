@@ -6,7 +6,7 @@
 #include <table.h>
 #include <table_cache.h>
 
-#include "statement_yield.h"
+#include "functions/statement_yield.h"
 
 namespace q4m_functions {
 

@@ -4,7 +4,7 @@
 // for its whole wait. Without this the DDL, and every statement queued behind it, would
 // wait for the consumer's timeout (60 s by default).
 #pragma once
-#include "../storage/consumer.h"
+#include "core/table/consumer.h"
 
 class THD;
 

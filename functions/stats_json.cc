@@ -1,4 +1,4 @@
-#include "stats_json.h"
+#include "functions/stats_json.h"
 
 #include <cstdio>
 #include <utility>

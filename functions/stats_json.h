@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "../storage/queue_table.h"
+#include "core/table/queue_table.h"
 
 namespace q4m_functions {
 

@@ -6,15 +6,15 @@
 #include <table_cache.h>
 #include <mdl.h>
 
-#include "table_resolver.h"
+#include "functions/table_resolver.h"
 
-#include "../engine/ha_queue.h"
-#include "../engine/plugin.h"
-#include "../engine/schema.h"
-#include "../engine/sql_errors.h"
-#include "../engine/table_options.h"
-#include "../storage/table_registry.h"
-#include "condition_cache.h"
+#include "engine/ha_queue.h"
+#include "engine/handlerton.h"
+#include "engine/schema.h"
+#include "engine/sql_errors.h"
+#include "engine/table_options.h"
+#include "core/table/registry.h"
+#include "functions/condition_cache.h"
 
 namespace q4m_functions {
 

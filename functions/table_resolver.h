@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "../storage/consumer.h"
+#include "core/table/consumer.h"
 
 class THD;
 class Item;

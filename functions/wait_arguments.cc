@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "wait_arguments.h"
+#include "functions/wait_arguments.h"
 
 namespace q4m_functions {
 

@@ -2,10 +2,10 @@
 // split: the parts that decide whether a benchmark run passes. They need no
 // server; the .cc files are included because the unit-test rule links only the
 // queue core.
-#include "../../tools/bench/delivery_ledger.cc"
-#include "../../tools/bench/latency.cc"
-#include "../../tools/bench/payload.cc"
-#include "../../tools/bench/work_split.h"
+#include "tools/bench/delivery_ledger.cc"
+#include "tools/bench/latency.cc"
+#include "tools/bench/payload.cc"
+#include "tools/bench/work_split.h"
 #include <thread>
 #include <vector>
 

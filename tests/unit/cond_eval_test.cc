@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "cond_test_util.h"
-#include "../../storage/stats.h"
+#include "core/util/stats.h"
 
 using namespace cond_test;
 

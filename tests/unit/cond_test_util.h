@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "../../cond/condition.h"
-#include "../../storage/row_payload.h"
+#include "cond/condition.h"
+#include "core/row/payload.h"
 
 namespace cond_test {
 

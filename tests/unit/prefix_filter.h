@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "../../storage/row_filter.h"
+#include "core/row/filter.h"
 
 namespace q4m_test {
 

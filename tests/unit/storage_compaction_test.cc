@@ -1,6 +1,6 @@
 // Compaction: live rows keep their ids, payloads and owners; the file shrinks;
 // automatic compaction follows the settings.
-#include "../../storage/stats.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <thread>
 
-#include "../../storage/blocking.h"
-#include "../../storage/row_filter.h"
-#include "../../storage/stats.h"
+#include "core/util/blocking.h"
+#include "core/row/filter.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "prefix_filter.h"
 #include "storage_test_util.h"

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "../../storage/dedup_window.h"
+#include "core/policy/dedup_window.h"
 #include "check.h"
 #include "storage_test_util.h"
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "../../storage/row_filter.h"
+#include "core/row/filter.h"
 #include "check.h"
 #include "prefix_filter.h"
 #include "storage_test_util.h"

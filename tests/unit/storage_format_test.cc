@@ -1,8 +1,8 @@
 // Encoding level: CRC32C and the chunk/record format.
 #include <cstring>
 
-#include "../../storage/crc32c.h"
-#include "../../storage/file_format.h"
+#include "core/util/crc32c.h"
+#include "core/file/format.h"
 #include "check.h"
 
 using namespace q4m;

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include "../../storage/data_file.h"
+#include "core/file/data_file.h"
 #include "check.h"
 #include "storage_test_util.h"
 

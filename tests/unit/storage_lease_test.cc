@@ -5,8 +5,8 @@
 #include <random>
 #include <thread>
 
-#include "../../storage/lease.h"
-#include "../../storage/stats.h"
+#include "core/table/lease.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

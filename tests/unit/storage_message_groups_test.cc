@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "../../storage/message_groups.h"
+#include "core/policy/message_groups.h"
 #include "check.h"
 #include "storage_test_util.h"
 

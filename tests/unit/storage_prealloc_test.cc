@@ -3,7 +3,7 @@
 // tail worth reporting, or for corruption; and they must never end up between chunks.
 #include <sys/stat.h>
 
-#include "../../storage/data_file.h"
+#include "core/file/data_file.h"
 #include "check.h"
 #include "storage_test_util.h"
 

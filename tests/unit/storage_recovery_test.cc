@@ -1,7 +1,7 @@
 // Crash recovery: torn tails are cut, damage in the middle is reported, nothing
 // acknowledged is lost and nothing is invented.
-#include "../../storage/crc32c.h"
-#include "../../storage/file_format.h"
+#include "core/util/crc32c.h"
+#include "core/file/format.h"
 #include "check.h"
 #include "storage_test_util.h"
 

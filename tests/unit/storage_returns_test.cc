@@ -5,10 +5,10 @@
 #include <chrono>
 #include <thread>
 
-#include "../../storage/crc32c.h"
-#include "../../storage/index_snapshot.h"
-#include "../../storage/recovery.h"
-#include "../../storage/stats.h"
+#include "core/util/crc32c.h"
+#include "core/file/index_snapshot.h"
+#include "core/file/recovery.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

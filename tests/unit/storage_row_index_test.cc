@@ -4,7 +4,7 @@
 #include <random>
 
 #include "check.h"
-#include "../../storage/row_index.h"
+#include "core/row/index.h"
 
 using namespace q4m;
 

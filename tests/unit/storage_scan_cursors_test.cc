@@ -6,7 +6,7 @@
 #include <new>
 #include <vector>
 
-#include "../../storage/scan_cursors.h"
+#include "core/table/scan_cursors.h"
 #include "check.h"
 #include "prefix_filter.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "../../storage/stats.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "../../storage/spin_wait.h"
-#include "../../storage/stats.h"
+#include "core/util/spin_wait.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

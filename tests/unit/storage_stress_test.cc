@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "../../storage/stats.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

@@ -8,8 +8,8 @@
 
 #include "check.h"
 #include "storage_test_util.h"
-#include "../../storage/read_ahead_window.h"
-#include "../../storage/tail_cache.h"
+#include "core/table/read_ahead_window.h"
+#include "core/table/tail_cache.h"
 
 using namespace q4m;
 using namespace q4m_test;

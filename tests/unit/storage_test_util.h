@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../../storage/consumer.h"
-#include "../../storage/queue_table.h"
-#include "../../storage/settings.h"
-#include "../../storage/table_registry.h"
+#include "core/table/consumer.h"
+#include "core/table/queue_table.h"
+#include "core/util/settings.h"
+#include "core/table/registry.h"
 
 namespace q4m_test {
 

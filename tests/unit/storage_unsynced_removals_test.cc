@@ -2,9 +2,9 @@
 // removal is written without a sync, its chunk is flagged `unsynced`, and the first synced
 // chunk after unsynced ones is flagged too (docs/file-format.md). The power-cut side is in
 // storage_power_loss_test.cc.
-#include "../../storage/file_format.h"
-#include "../../storage/index_snapshot.h"
-#include "../../storage/stats.h"
+#include "core/file/format.h"
+#include "core/file/index_snapshot.h"
+#include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
 

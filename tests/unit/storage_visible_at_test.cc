@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "../../storage/visible_at.h"
+#include "core/row/visible_at.h"
 #include "check.h"
 #include "storage_test_util.h"
 

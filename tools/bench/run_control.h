@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../../storage/guarded.h"
+#include "core/util/guarded.h"
 #include "latency.h"
 
 namespace q4m::bench {

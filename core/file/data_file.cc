@@ -1,0 +1,212 @@
+#include "core/file/data_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/util/stats.h"
+
+namespace q4m {
+
+namespace {
+
+// fsync/fdatasync, counted in sys_sync and timed into sync_us.
+int timed_sync(int fd, bool data_only) {
+  global_stats().sys_sync.add();
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = data_only ? ::fdatasync(fd) : ::fsync(fd);
+  const int err = errno;  // the caller reports it
+  const auto took = std::chrono::steady_clock::now() - start;
+  global_stats().sync_us.add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+  errno = err;
+  return rc;
+}
+
+}  // namespace
+
+Status io_error(const std::string& what, const std::string& path, int err) {
+  ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::kNoSpace
+                   : err == ENOENT                 ? ErrorCode::kNotFound
+                                                   : ErrorCode::kIo;
+  return Status(code, "file " + path + ": " + what + " failed: " + std::strerror(err));
+}
+
+DataFile::DataFile(int fd, std::string path, uint64_t size)
+    : fd_(fd), path_(std::move(path)), size_(size), allocated_(size) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+DataFile::~DataFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status DataFile::open(const std::string& path, std::shared_ptr<DataFile>* out) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return io_error("open", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return io_error("stat", path, e);
+  }
+  out->reset(new DataFile(fd, path, static_cast<uint64_t>(st.st_size)));
+  (*out)->unsynced_appends_ = true;  // unknown: a crashed server may have left unsynced chunks
+  return Status::Ok();
+}
+
+Status DataFile::create(const std::string& path, std::shared_ptr<DataFile>* out) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660);
+  if (fd < 0) {
+    if (errno == EEXIST) return Status(ErrorCode::kExists, "file " + path + " already exists");
+    return io_error("create", path, errno);
+  }
+  out->reset(new DataFile(fd, path, 0));
+  return Status::Ok();
+}
+
+Status DataFile::write_at(uint64_t offset, const char* data, size_t length, const char* what) {
+  size_t done = 0;
+  while (done < length) {
+    global_stats().sys_write.add();
+    ssize_t n = ::pwrite(fd_, data + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return io_error(what, path_, n < 0 ? errno : EIO);
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status DataFile::append(const std::string& bytes, bool preallocate) {
+  if (!preallocate && allocated_ > size_) {
+    Status s = release_preallocation();
+    if (!s.ok()) return s;
+  }
+  Status s = write_at(size_, bytes.data(), bytes.size(), "write");
+  if (!s.ok()) {
+    // Take the torn bytes back (and any preallocation): the next append must not follow garbage.
+    if (int e = cut_to_data_end()) return io_error("write (and cutting back the partial write)", path_, e);
+    return s;
+  }
+  size_ += bytes.size();
+  unsynced_appends_ = true;
+  if (size_ > allocated_) allocated_ = size_;
+  if (preallocate && allocated_ == size_) preallocate_after_data();
+  return Status::Ok();
+}
+
+// Zero-fills up to the next step boundary. Only an optimization: on failure (ENOSPC)
+// the file is cut back and appends simply extend it as without preallocation.
+void DataFile::preallocate_after_data() {
+  static const char kZeros[64 * 1024] = {};
+  const uint64_t target = (size_ / kPreallocStep + 1) * kPreallocStep;
+  while (allocated_ < target) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(kZeros), target - allocated_));
+    if (!write_at(allocated_, kZeros, n, "preallocate").ok()) {
+      cut_to_data_end();  // if even the cut fails, the tail is zeros up to allocated_: still valid
+      return;
+    }
+    allocated_ += n;
+  }
+}
+
+int DataFile::cut_to_data_end() {
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) return errno;
+  allocated_ = size_;
+  return 0;
+}
+
+Status DataFile::release_preallocation() {
+  if (allocated_ == size_) return Status::Ok();
+  if (int e = cut_to_data_end()) return io_error("truncate", path_, e);
+  return Status::Ok();
+}
+
+Status DataFile::sync(SyncMode mode) {
+  if (mode == SyncMode::kNone) return Status::Ok();
+  int rc = timed_sync(fd_, mode != SyncMode::kFsync);
+  if (rc != 0) return io_error(mode == SyncMode::kFsync ? "fsync" : "fdatasync", path_, errno);
+  unsynced_appends_ = false;
+  return Status::Ok();
+}
+
+Status DataFile::overwrite(uint64_t offset, const std::string& bytes) {
+  if (offset + bytes.size() > size_) return Status(ErrorCode::kInvalid, "file " + path_ + ": overwrite past the end");
+  Status s = write_at(offset, bytes.data(), bytes.size(), "write");
+  return s.ok() ? sync(SyncMode::kFdatasync) : s;
+}
+
+Status DataFile::read(uint64_t offset, size_t length, std::string* out) const {
+  out->resize(length);
+  size_t done = 0;
+  while (done < length) {
+    global_stats().sys_read.add();
+    ssize_t n = ::pread(fd_, &(*out)[done], length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("read", path_, errno);
+    if (n == 0)
+      return Status(ErrorCode::kCorrupt, "file " + path_ + ": unexpected end of file reading " +
+                                             std::to_string(length) + " bytes at offset " + std::to_string(offset));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status DataFile::truncate_to(uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return io_error("truncate", path_, errno);
+  size_ = allocated_ = size;
+  if (timed_sync(fd_, false) != 0) return io_error("fsync", path_, errno);
+  return Status::Ok();
+}
+
+Status sync_directory_of(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error("open directory", dir, errno);
+  int rc = timed_sync(fd, false);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) return io_error("fsync directory", dir, e);
+  return Status::Ok();
+}
+
+Status write_file_atomically(const std::string& path, const std::string& contents, bool exclusive) {
+  if (exclusive && file_exists(path)) return Status(ErrorCode::kExists, "file " + path + " already exists");
+  std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  std::shared_ptr<DataFile> f;
+  Status s = DataFile::create(tmp, &f);
+  if (!s.ok()) return s;
+  s = f->append(contents);
+  if (s.ok()) s = f->sync(SyncMode::kFsync);
+  f.reset();
+  if (s.ok()) s = rename_file(tmp, path);
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s;
+}
+
+Status rename_file(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return io_error("rename to " + to, from, errno);
+  Status s = sync_directory_of(to);
+  if (s.ok() && from.substr(0, from.rfind('/')) != to.substr(0, to.rfind('/'))) s = sync_directory_of(from);
+  return s;
+}
+
+Status remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error("unlink", path, errno);
+  return Status::Ok();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace q4m

@@ -1,0 +1,176 @@
+#include "core/file/format.h"
+
+#include <cstring>
+
+#include "core/util/crc32c.h"
+
+namespace q4m::fmt {
+
+std::string file_header() {
+  std::string h(kFileMagic, sizeof(kFileMagic));
+  put_u32(&h, kFormatVersion);
+  put_u32(&h, crc32c(h));
+  return h;
+}
+
+std::string check_file_header(std::string_view b) {
+  if (b.size() < kFileHeaderSize) return "file header is truncated";
+  if (std::memcmp(b.data(), kFileMagic, sizeof(kFileMagic)) != 0) return "not a QUEUE data file (bad magic)";
+  if (crc32c(b.data(), 12) != get_u32(b.data() + 12)) return "file header checksum mismatch";
+  uint32_t version = get_u32(b.data() + 8);
+  if (version < kOldestFormatVersion || version > kFormatVersion)
+    return "unsupported format version " + std::to_string(version) + " (this build reads " +
+           std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) + ")";
+  return "";
+}
+
+void ChunkBuilder::reserve_record(size_t size) {
+  if (open_ && out_->size() - chunk_start_ - kChunkHeaderSize + size > kSplitChunkBody) finish();
+  if (!open_) {
+    chunk_start_ = out_->size();
+    out_->append(kChunkHeaderSize, '\0');
+    open_ = true;
+  }
+}
+
+size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payload) {
+  reserve_record(kRowHeaderSize + payload.size());
+  out_->push_back(static_cast<char>(kRow));
+  put_u64(out_, id);
+  put_u64(out_, time_ms);
+  put_u32(out_, static_cast<uint32_t>(payload.size()));
+  size_t pos = out_->size();
+  out_->append(payload);
+  return pos;
+}
+
+static_assert(kRemoveHeaderSize == kReturnHeaderSize, "counted records share one header layout: type, u32 count");
+
+template <typename Item, typename Put>
+void ChunkBuilder::add_counted(RecordType type, size_t entry_size, const Item* items, size_t count, Put put) {
+  constexpr size_t kMaxPerRecord = 1u << 20;
+  while (count > 0) {
+    size_t n = count < kMaxPerRecord ? count : kMaxPerRecord;
+    reserve_record(kRemoveHeaderSize + entry_size * n);
+    out_->push_back(static_cast<char>(type));
+    put_u32(out_, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; i++) put(out_, items[i]);
+    items += n;
+    count -= n;
+  }
+}
+
+void ChunkBuilder::add_remove(const RowId* ids, size_t count) {
+  add_counted(kRemove, 8, ids, count, [](std::string* o, RowId id) { put_u64(o, id); });
+}
+
+void ChunkBuilder::add_srcid(uint32_t source_id, RowId last_rowid) {
+  reserve_record(kSrcIdSize);
+  out_->push_back(static_cast<char>(kSrcId));
+  put_u32(out_, source_id);
+  put_u64(out_, last_rowid);
+}
+
+void ChunkBuilder::add_meta(const Meta& m) {
+  reserve_record(kMetaSize);
+  out_->push_back(static_cast<char>(kMeta));
+  put_u64(out_, m.next_rowid);
+  put_u64(out_, m.rows_inserted);
+  put_u64(out_, m.rows_removed);
+}
+
+void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
+  add_counted(kReturn, kReturnEntrySize, rows, count, put_returned_row);
+}
+
+void ChunkBuilder::add_dedup_key(uint64_t time_ms, std::string_view key) {
+  reserve_record(kDedupKeyHeaderSize + key.size());
+  out_->push_back(static_cast<char>(kDedupKey));
+  put_u64(out_, time_ms);
+  put_u32(out_, static_cast<uint32_t>(key.size()));
+  out_->append(key);
+}
+
+void ChunkBuilder::finish() {
+  if (!open_) return;
+  open_ = false;
+  char* h = &(*out_)[chunk_start_];
+  const char* body = h + kChunkHeaderSize;
+  size_t body_len = out_->size() - chunk_start_ - kChunkHeaderSize;
+  store_u32(h, kChunkMagic);
+  store_u32(h + 4, static_cast<uint32_t>(body_len) | (unsynced_ ? kChunkUnsynced : 0));
+  store_u32(h + 8, crc32c(body, body_len));
+  store_u32(h + 12, crc32c(h, 12));
+}
+
+std::string parse_chunk_header(const unsigned char* p, ChunkHeader* out) {
+  if (get_u32(p) != kChunkMagic) return "bad chunk magic";
+  if (crc32c(p, 12) != get_u32(p + 12)) return "chunk header checksum mismatch";
+  const uint32_t flags_and_len = get_u32(p + 4);
+  out->body_len = flags_and_len & ~kChunkUnsynced;
+  out->unsynced = (flags_and_len & kChunkUnsynced) != 0;
+  out->body_crc = get_u32(p + 8);
+  if (out->body_len > kMaxChunkBody) return "chunk length " + std::to_string(out->body_len) + " too large";
+  return "";
+}
+
+bool RecordReader::next(Record* r) {
+  if (pos_ >= body_.size()) return false;
+  const char* p = body_.data() + pos_;
+  size_t left = body_.size() - pos_;
+  auto need = [&](size_t n) {
+    if (left >= n) return true;
+    error_ = "record at body offset " + std::to_string(pos_) + " is truncated";
+    return false;
+  };
+  // REMOVE and RETURN: `count` entries of entry_size bytes after the shared header.
+  auto counted = [&](size_t entry_size) {
+    if (!need(kRemoveHeaderSize)) return false;
+    r->count = get_u32(p + 1);
+    if (!need(kRemoveHeaderSize + entry_size * size_t(r->count))) return false;
+    r->ids_pos = pos_ + kRemoveHeaderSize;
+    pos_ += kRemoveHeaderSize + entry_size * size_t(r->count);
+    return true;
+  };
+  // ROW and DEDUP_KEY: a header ending in time_ms and a u32 length, then that many bytes.
+  auto with_bytes = [&](size_t header_size) {
+    if (!need(header_size)) return false;
+    r->time_ms = get_u64(p + header_size - 12);
+    r->length = get_u32(p + header_size - 4);
+    if (!need(header_size + size_t(r->length))) return false;
+    r->payload_pos = pos_ + header_size;
+    pos_ += header_size + r->length;
+    return true;
+  };
+  r->type = static_cast<RecordType>(static_cast<unsigned char>(p[0]));
+  switch (r->type) {
+    case kRow:
+      if (!need(kRowHeaderSize)) return false;
+      r->rowid = get_u64(p + 1);
+      return with_bytes(kRowHeaderSize);
+    case kRemove:
+      return counted(8);
+    case kSrcId:
+      if (!need(kSrcIdSize)) return false;
+      r->source_id = get_u32(p + 1);
+      r->last_rowid = get_u64(p + 5);
+      pos_ += kSrcIdSize;
+      return true;
+    case kMeta:
+      if (!need(kMetaSize)) return false;
+      r->meta.next_rowid = get_u64(p + 1);
+      r->meta.rows_inserted = get_u64(p + 9);
+      r->meta.rows_removed = get_u64(p + 17);
+      pos_ += kMetaSize;
+      return true;
+    case kReturn:
+      return counted(kReturnEntrySize);
+    case kDedupKey:
+      return with_bytes(kDedupKeyHeaderSize);
+  }
+  error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +
+           std::to_string(pos_);
+  return false;
+}
+
+}  // namespace q4m::fmt

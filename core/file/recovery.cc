@@ -1,0 +1,222 @@
+#include "core/file/recovery.h"
+
+#include <cstring>
+
+#include "core/file/block_reader.h"
+#include "core/util/crc32c.h"
+#include "core/util/stats.h"
+
+namespace q4m {
+namespace {
+
+// Why the chunk at `pos` is bad ("" if it is valid). *end = offset after it and
+// *unsynced = its kChunkUnsynced flag, set whenever its header is valid (its length can
+// then be trusted), else left 0 / false.
+std::string check_chunk(BlockReader& r, uint64_t pos, uint64_t size, uint64_t* end, bool* unsynced, Status* io) {
+  *end = 0;
+  *unsynced = false;
+  if (size - pos < fmt::kChunkHeaderSize) return "chunk header is truncated";
+  const unsigned char* p = nullptr;
+  *io = r.get(pos, fmt::kChunkHeaderSize, &p);
+  if (!io->ok()) return "read failed";
+  fmt::ChunkHeader h;
+  std::string why = fmt::parse_chunk_header(p, &h);
+  if (!why.empty()) return why;
+  *end = pos + fmt::kChunkHeaderSize + h.body_len;
+  *unsynced = h.unsynced;
+  if (size - pos - fmt::kChunkHeaderSize < h.body_len) return "chunk body is truncated";
+  *io = r.get(pos + fmt::kChunkHeaderSize, h.body_len, &p);
+  if (!io->ok()) return "read failed";
+  if (crc32c(p, h.body_len) != h.body_crc) return "chunk body checksum mismatch";
+  return "";
+}
+
+// Is there a valid chunk written in a durable sync mode starting at or after `from`?
+// (Then the bad chunk before it is corruption: that chunk was synced before the later
+// one was written.) Every byte offset is tried: a damaged header gives no length.
+// Chunks flagged kChunkUnsynced do not count: without a sync, a power cut may keep a
+// later one and lose an earlier one.
+Status durable_chunk_from(const DataFile& f, uint64_t from, uint64_t size, bool* found) {
+  *found = false;
+  BlockReader scan(f, size), verify(f, size);
+  unsigned char magic[4];
+  for (int i = 0; i < 4; i++) magic[i] = static_cast<unsigned char>(fmt::kChunkMagic >> (8 * i));
+  for (uint64_t pos = from; pos + fmt::kChunkHeaderSize <= size; pos++) {
+    const unsigned char* p = nullptr;
+    Status s = scan.get(pos, 4, &p);
+    if (!s.ok()) return s;
+    if (std::memcmp(p, magic, 4) != 0) continue;
+    uint64_t end;
+    bool unsynced = false;
+    std::string why = check_chunk(verify, pos, size, &end, &unsynced, &s);
+    if (!s.ok()) return s;
+    if (why.empty() && !unsynced) {
+      *found = true;
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+// Is [from, size) all zero bytes? (The zero-filled preallocation of a durable-mode
+// table that was not closed cleanly: no data, nothing to report.)
+Status all_zero(const DataFile& f, uint64_t from, uint64_t size, bool* zero) {
+  *zero = true;
+  BlockReader r(f, size);
+  constexpr uint64_t kStep = 64 * 1024;
+  for (uint64_t pos = from; pos < size && *zero; pos += kStep) {
+    size_t n = static_cast<size_t>(size - pos < kStep ? size - pos : kStep);
+    const unsigned char* p = nullptr;
+    Status s = r.get(pos, n, &p);
+    if (!s.ok()) return s;
+    for (size_t i = 0; i < n; i++)
+      if (p[i] != 0) {
+        *zero = false;
+        break;
+      }
+  }
+  return Status::Ok();
+}
+
+Status corrupt(const DataFile& f, uint64_t pos, const std::string& why) {
+  return Status(ErrorCode::kCorrupt, "file " + f.path() + ": corrupt chunk at offset " + std::to_string(pos) + ": " + why);
+}
+
+Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, RecoveredTable* t, RowId* last_row) {
+  fmt::RecordReader rr(body);
+  fmt::Record rec;
+  uint64_t body_pos = pos + fmt::kChunkHeaderSize;
+  while (rr.next(&rec)) {
+    switch (rec.type) {
+      case fmt::kRow: {
+        if (rec.rowid == 0 || rec.rowid <= *last_row)
+          return corrupt(f, pos, "row id " + std::to_string(rec.rowid) + " is not increasing");
+        *last_row = rec.rowid;
+        RowEntry e;
+        e.id = rec.rowid;
+        e.offset = body_pos + rec.payload_pos;
+        e.length = rec.length;
+        e.time_ms = rec.time_ms;
+        t->index.append(e);
+        t->rows_inserted++;
+        if (rec.rowid >= t->next_rowid) t->next_rowid = rec.rowid + 1;
+        break;
+      }
+      case fmt::kRemove:
+        for (uint32_t i = 0; i < rec.count; i++) {
+          const RowId id = rr.removed_id(rec, i);
+          if (!t->index.remove(id)) continue;
+          t->rows_removed++;
+          if (!t->due_ms.empty()) t->due_ms.erase(id);
+        }
+        break;
+      case fmt::kReturn:
+        for (uint32_t i = 0; i < rec.count; i++) apply_returned_row(rr.returned_row(rec, i), t);
+        break;
+      case fmt::kSrcId:
+        t->sources[rec.source_id] = rec.last_rowid;
+        break;
+      case fmt::kDedupKey:  // read by the dedup window when the engine names DEDUP_COLUMN
+        break;
+      case fmt::kMeta:  // absolute state as of this point of the file
+        if (rec.meta.next_rowid > t->next_rowid) t->next_rowid = rec.meta.next_rowid;
+        t->rows_inserted = rec.meta.rows_inserted;
+        t->rows_removed = rec.meta.rows_removed;
+        break;
+    }
+  }
+  if (!rr.error().empty()) return corrupt(f, pos, rr.error());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void apply_returned_row(const fmt::ReturnedRow& r, RecoveredTable* t) {
+  RowEntry* e = t->index.find(r.id);
+  if (!e) return;  // removed since, or truncated away
+  const uint16_t deliveries = r.deliveries > UINT16_MAX ? UINT16_MAX : static_cast<uint16_t>(r.deliveries);
+  if (deliveries < e->deliveries) return;  // an older return, written after a newer one
+  e->deliveries = deliveries;
+  if (r.due_ms) t->due_ms[r.id] = r.due_ms;
+  else if (!t->due_ms.empty()) t->due_ms.erase(r.id);
+}
+
+Status recover_table(DataFile& file, RecoveredTable* out) {
+  uint64_t size = file.size();
+  std::string header;
+  if (size < fmt::kFileHeaderSize)
+    return Status(ErrorCode::kCorrupt, "file " + file.path() + ": file header is truncated");
+  Status s = file.read(0, fmt::kFileHeaderSize, &header);
+  if (!s.ok()) return s;
+  std::string why = fmt::check_file_header(header);
+  if (!why.empty()) return Status(ErrorCode::kCorrupt, "file " + file.path() + ": " + why);
+
+  BlockReader reader(file, size);
+  RowId last_row = 0;
+  uint64_t pos = fmt::kFileHeaderSize;
+  while (pos < size) {
+    uint64_t end = 0;
+    bool unsynced = false;
+    why = check_chunk(reader, pos, size, &end, &unsynced, &s);
+    if (!s.ok()) return s;
+    if (!why.empty()) {
+      bool preallocated = false;
+      s = all_zero(file, pos, size, &preallocated);
+      if (!s.ok()) return s;
+      if (preallocated) {
+        s = file.truncate_to(pos);
+        if (!s.ok()) return s;
+        break;
+      }
+      // With an intact header, nothing can start inside its body (which may hold any
+      // bytes, even a chunk image inside a payload): look only past its end.
+      bool later_durable = false;
+      s = durable_chunk_from(file, end ? end : pos + 1, size, &later_durable);
+      if (!s.ok()) return s;
+      if (later_durable) return corrupt(file, pos, why);
+      // A torn write at the tail (nothing after it was acknowledged), or a power cut in
+      // sync mode none that lost part of the unsynced tail (which was only ever promised
+      // to survive a server crash): cut, keep everything before.
+      out->dropped_tail_bytes = size - pos;
+      s = file.truncate_to(pos);
+      if (!s.ok()) return s;
+      break;
+    }
+    const unsigned char* body = nullptr;
+    s = reader.get(pos + fmt::kChunkHeaderSize, end - pos - fmt::kChunkHeaderSize, &body);
+    if (!s.ok()) return s;
+    s = apply_chunk(file, pos, std::string_view(reinterpret_cast<const char*>(body), end - pos - fmt::kChunkHeaderSize),
+                    out, &last_row);
+    if (!s.ok()) return s;
+    out->chunks++;
+    pos = end;
+  }
+  global_stats().recoveries.add();
+  return Status::Ok();
+}
+
+Status for_each_record(const DataFile& file, uint64_t size,
+                       const std::function<void(const fmt::Record& r, std::string_view body)>& fn) {
+  BlockReader reader(file, size);
+  uint64_t pos = fmt::kFileHeaderSize;
+  while (pos < size) {
+    uint64_t end = 0;
+    bool unsynced = false;
+    Status s;
+    const std::string why = check_chunk(reader, pos, size, &end, &unsynced, &s);
+    if (!s.ok()) return s;
+    if (!why.empty()) return corrupt(file, pos, why);
+    const unsigned char* p = nullptr;
+    s = reader.get(pos + fmt::kChunkHeaderSize, end - pos - fmt::kChunkHeaderSize, &p);
+    if (!s.ok()) return s;
+    const std::string_view body(reinterpret_cast<const char*>(p), end - pos - fmt::kChunkHeaderSize);
+    fmt::RecordReader rr(body);
+    fmt::Record rec;
+    while (rr.next(&rec)) fn(rec, body);
+    if (!rr.error().empty()) return corrupt(file, pos, rr.error());
+    pos = end;
+  }
+  return Status::Ok();
+}
+
+}  // namespace q4m

@@ -1,0 +1,46 @@
+// Recovery: rebuilds a table's state by walking the chunks of its data file.
+//  - a bad chunk with no valid durable chunk anywhere after it is a torn write (or, in
+//    sync mode none, a power cut that lost part of the unsynced tail): the file is cut
+//    back to the last good chunk (reported in dropped_tail_bytes, not an error);
+//  - a bad chunk followed by a valid chunk written in a durable sync mode is corruption:
+//    kCorrupt "file <path>: corrupt chunk at offset N: <why>" and nothing is changed.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/file/data_file.h"
+#include "core/file/format.h"
+#include "core/row/index.h"
+
+namespace q4m {
+
+using SourceMap = std::unordered_map<uint32_t, RowId>;  // relay source -> last row id
+
+struct RecoveredTable {
+  RowIndex index;
+  RowId next_rowid = 1;
+  SourceMap sources;
+  uint64_t rows_inserted = 0;
+  uint64_t rows_removed = 0;
+  uint64_t dropped_tail_bytes = 0;  // torn tail cut off by this recovery
+  uint64_t chunks = 0;
+  // Live rows given back with a retry delay (RETURN records): wall-clock ms when each may be
+  // handed out again. Entries may lie in the past; rows removed later have none.
+  std::unordered_map<RowId, uint64_t> due_ms;
+};
+
+// A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so
+// far: the entry with the most deliveries wins, so out-of-order records do no harm.
+void apply_returned_row(const fmt::ReturnedRow& r, RecoveredTable* t);
+
+Status recover_table(DataFile& file, RecoveredTable* out);
+
+// Every record of the file's chunks up to `size`, in file order, with the chunk body it is
+// in (for the dedup window's keys: rows and DEDUP_KEY records). The file was recovered or
+// checked when it was opened; a bad chunk ends the walk with kCorrupt.
+Status for_each_record(const DataFile& file, uint64_t size,
+                       const std::function<void(const fmt::Record& r, std::string_view body)>& fn);
+
+}  // namespace q4m

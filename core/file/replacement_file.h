@@ -1,0 +1,47 @@
+// ReplacementFile: builds a new data file at "<path>.tmp" (compaction, truncate) and
+// installs it: sync, rename over <path>, fsync the directory, reopen <path>.
+// Until install() succeeds the old file is untouched; a crash leaves only the .tmp,
+// which the next open deletes.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/file/data_file.h"
+#include "core/file/format.h"
+
+namespace q4m {
+
+class ReplacementFile {
+ public:
+  ~ReplacementFile();  // abandons (removes the .tmp) unless installed
+  Status create(const std::string& data_path);
+
+  // Records are buffered and written in pieces of at least `flush_bytes`.
+  uint64_t add_row(RowId id, uint64_t time_ms, std::string_view payload);  // payload's file offset
+  void add_remove(const std::vector<RowId>& ids) { chunk_.add_remove(ids.data(), ids.size()); }
+  void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
+  void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
+  void add_returns(const std::vector<fmt::ReturnedRow>& rows) { chunk_.add_returns(rows.data(), rows.size()); }
+  void add_dedup_key(uint64_t time_ms, std::string_view key) { chunk_.add_dedup_key(time_ms, key); }
+  Status flush_if_over(uint64_t flush_bytes);
+  // Writes out and fdatasyncs everything added so far, so that install() (run while
+  // writers wait) only has to sync what is added after this.
+  Status sync_written();
+
+  // Makes the new file the data file. If *fresh is set the rename happened and the
+  // caller must switch to it, even when the returned status (directory sync) is an error.
+  Status install(std::shared_ptr<DataFile>* fresh);
+  uint64_t size() const { return flushed_ + buffer_.size(); }
+
+ private:
+  Status flush();
+  std::string data_path_, tmp_path_;
+  std::shared_ptr<DataFile> tmp_;
+  std::string buffer_;
+  fmt::ChunkBuilder chunk_{&buffer_};
+  uint64_t flushed_ = 0;
+  bool installed_ = false;
+};
+
+}  // namespace q4m

@@ -1,0 +1,192 @@
+// Compaction: rewrites the live rows (ids, insert times, payloads), the relay sources
+// and META into "<path>.tmp", then renames it over the data file.
+//
+// Concurrent (settings().use_concurrent_compaction): phase 1 copies the rows that
+// existed when it started without holding the writer turn, so INSERTs and queue_end()
+// carry on; phase 2 takes the turn and copies only what changed meanwhile: rows
+// appended since (larger ids), a REMOVE record for copied rows removed since, the
+// current relay sources and a final META. Otherwise the turn is held throughout.
+#include <algorithm>
+
+#include "core/file/block_reader.h"
+#include "core/table/queue_table_impl.h"
+#include "core/file/replacement_file.h"
+#include "core/util/settings.h"
+
+namespace q4m {
+namespace {
+
+struct Copied {
+  RowId id;
+  uint64_t offset;  // of the payload in the new file
+};
+
+constexpr size_t kBatch = 4096;  // rows collected per state-lock hold
+
+}  // namespace
+
+// Copies the live rows with after < id <= upto, a batch per state-lock hold.
+static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId after, RowId upto,
+                        uint64_t flush_bytes, std::vector<Copied>* copied) {
+  std::vector<RowEntry> batch;
+  std::shared_ptr<DataFile> file;
+  for (;;) {
+    batch.clear();
+    {
+      auto st = state.lock();
+      file = st->file;
+      for (size_t p = st->index.lower_bound(after + 1); p < st->index.end_pos() && batch.size() < kBatch; p++) {
+        const RowEntry& e = st->index.at(p);
+        if (e.id > upto) break;
+        if (e.state != RowState::kRemoved) batch.push_back(e);
+      }
+    }
+    if (batch.empty()) return Status::Ok();
+    // Rows are in id order, which is file order: read them a block at a time, never past
+    // the batch's last row (bytes known to be written, which never change).
+    uint64_t limit = 0;
+    for (const RowEntry& e : batch) limit = std::max(limit, e.offset + e.length);
+    BlockReader reader(*file, limit);
+    for (const RowEntry& e : batch) {
+      const unsigned char* p = nullptr;
+      Status s = reader.get(e.offset, e.length, &p);
+      if (!s.ok()) return s;
+      std::string_view payload(reinterpret_cast<const char*>(p), e.length);
+      copied->push_back(Copied{e.id, out.add_row(e.id, e.time_ms, payload)});
+      s = out.flush_if_over(flush_bytes);
+      if (!s.ok()) return s;
+    }
+    after = batch.back().id;
+  }
+}
+
+Status QueueTableImpl::compact() {
+  std::lock_guard<std::mutex> one(compaction_mu_);
+  return compact_now();
+}
+
+void QueueTableImpl::maybe_auto_compact() {
+  auto due = [this] {
+    const StorageSettings& cfg = settings();
+    uint64_t file = file_bytes_.load();
+    if (file < cfg.compaction_min_file_bytes.load(std::memory_order_relaxed)) return false;
+    uint64_t live = fmt::kFileHeaderSize + live_bytes_.load() + rows_.load() * fmt::kRowHeaderSize;
+    uint64_t reclaimable = file > live ? file - live : 0;
+    int percent = std::max(0, cfg.compaction_removed_percent.load(std::memory_order_relaxed));
+    return reclaimable * 100 >= static_cast<uint64_t>(percent) * file;
+  };
+  if (dropped_.load() || !due()) return;
+  std::unique_lock<std::mutex> one(compaction_mu_, std::try_to_lock);
+  if (!one.owns_lock() || !due()) return;  // someone else is at it / just did it
+  compact_now();  // a failure leaves the old file in place; a later commit retries
+}
+
+Status QueueTableImpl::compact_now() {
+  const StorageSettings& cfg = settings();
+  const bool concurrent = cfg.use_concurrent_compaction.load();
+  // Phase 1 never blocks writers, so "bytes copied between serving writers" becomes
+  // the size of each write to the new file.
+  const uint64_t flush_bytes = std::max<uint64_t>(64u << 10, cfg.concurrent_compaction_interval.load());
+  // The replaced file, closed only after every lock below is released: closing the last
+  // descriptor of a large unlinked file frees its blocks, which takes a while.
+  std::shared_ptr<DataFile> retired;
+  std::unique_ptr<WriterTurn> turn;
+  if (!concurrent) turn.reset(new WriterTurn(*this));
+
+  // Snapshot point: holding writer_ means no commit is between write and publish.
+  uint64_t generation;
+  RowId snapshot_last = 0;
+  fmt::Meta start;
+  std::string path;
+  {
+    auto w = writer_.lock();
+    if (dropped_.load()) return dropped_status();
+    if (!w->broken.ok()) return w->broken;
+    generation = w->generation;
+    start.next_rowid = w->next_rowid;
+    start.rows_inserted = counters_.rows_inserted.get();
+    start.rows_removed = counters_.rows_removed.get();
+    auto st = state_.lock();
+    if (st->index.end_pos() > 0) snapshot_last = st->index.at(st->index.end_pos() - 1).id;
+    path = this->path();
+  }
+  ReplacementFile out;
+  Status s = out.create(path);
+  if (!s.ok()) return s;
+  out.add_meta(start);  // next_rowid first: ids stay monotonic whatever follows
+  std::vector<Copied> copied;
+  s = copy_rows(state_, out, 0, snapshot_last, flush_bytes, &copied);  // phase 1
+  if (!s.ok()) return s;
+  // Sync phase 1's bytes while writers still run: phase 2 then syncs only its delta.
+  if (concurrent) s = out.sync_written();
+  if (!s.ok()) return s;
+
+  if (!turn) turn.reset(new WriterTurn(*this));
+  auto w = writer_.lock();
+  if (dropped_.load()) return dropped_status();
+  if (w->generation != generation) return Status::Ok();  // truncated/renamed meanwhile: nothing to do
+  if (!w->broken.ok()) return w->broken;
+  // Phase 2. With writer_ held the set of rows is frozen (only owners change).
+  s = copy_rows(state_, out, snapshot_last, ~RowId(0), flush_bytes, &copied);
+  if (!s.ok()) return s;
+  std::vector<RowId> gone;
+  std::vector<fmt::ReturnedRow> returned;  // delivery counts and retry delays, as of now
+  uint64_t live_copied = 0, live_now = 0;
+  for (size_t i = 0; i < copied.size(); i += kBatch) {
+    auto st = state_.lock();
+    for (size_t k = i; k < std::min(copied.size(), i + kBatch); k++) {
+      const RowEntry* e = st->index.find(copied[k].id);
+      if (!e) {
+        gone.push_back(copied[k].id);
+        continue;
+      }
+      live_copied++;
+      fmt::ReturnedRow r;
+      if (st->kept_across_restart(*e, &r)) returned.push_back(r);
+    }
+    live_now = st->index.live();
+  }
+  if (copied.empty()) live_now = state_.lock()->index.live();
+  if (live_copied != live_now)  // never expected; refuse to install a file missing rows
+    return Status(ErrorCode::kIo, "file " + path + ": compaction copied " + std::to_string(live_copied) +
+                                      " of " + std::to_string(live_now) + " rows; not installed");
+  if (!gone.empty()) out.add_remove(gone);
+  // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
+  if (!returned.empty()) out.add_returns(returned);
+  for (const auto& src : w->sources) out.add_srcid(src.first, src.second);
+  // DEDUP_COLUMN: the keys of the window, whose rows may be gone (consumed) and so not copied.
+  if (w->dedup_column)
+    w->dedup.for_each(now_ms(), [&](const std::string& key, uint64_t time_ms) { out.add_dedup_key(time_ms, key); });
+  fmt::Meta final_meta;  // authoritative counters as of the end of the copy
+  final_meta.next_rowid = w->next_rowid;
+  final_meta.rows_inserted = counters_.rows_inserted.get();
+  final_meta.rows_removed = counters_.rows_removed.get();
+  out.add_meta(final_meta);
+
+  s = invalidate_snapshot(*w);
+  if (!s.ok()) return s;
+  std::shared_ptr<DataFile> fresh;
+  s = out.install(&fresh);
+  if (!fresh) return s;
+  if (!s.ok()) w->broken = s;  // renamed, but not durably: stop appending
+  {
+    auto st = state_.lock();
+    // Both sequences are in id order: one merge walk assigns the new offsets.
+    size_t i = 0;
+    for (size_t p = 0; p < st->index.end_pos(); p++) {
+      RowEntry& e = st->index.at(p);
+      if (e.state == RowState::kRemoved) continue;
+      while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
+      e.offset = copied[i].offset;
+    }
+    retired = st->file;
+    st->install_file(fresh);
+  }
+  w->file = fresh;
+  file_bytes_.store(fresh->size());
+  counters_.compactions.add();
+  global_stats().compactions.add();
+  return s;
+}
+
+}  // namespace q4m

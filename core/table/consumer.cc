@@ -1,0 +1,347 @@
+// Consumer: owner mode and queue_wait().
+#include "core/table/consumer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "core/util/blocking.h"
+
+#include "core/table/consumer_impl.h"
+#include "core/table/queue_table_impl.h"
+
+namespace q4m {
+
+bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
+  auto mb = mailbox.lock();
+  if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
+  mb->handed = true;
+  mb->waiting = false;
+  mb->handed_sub = sub_index;
+  mb->handed_rowid = id;
+  mb->handed_deliveries = deliveries;
+  wake.notify_one();
+  return true;
+}
+
+void Consumer::Impl::table_dropped(const std::string& message) {
+  auto mb = mailbox.lock();
+  if (!mb->waiting || mb->dropped) return;
+  mb->dropped = true;
+  mb->dropped_message = message;
+  wake.notify_one();
+}
+
+Consumer::Consumer(uint64_t connection_id) : impl_(new Impl(this, connection_id)) {}
+
+Consumer::~Consumer() { release(); }
+
+uint64_t Consumer::connection_id() const { return impl_->connection_id; }
+bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
+QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
+RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
+uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned_rowid()); }
+size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
+uint32_t Consumer::delivery_count_of(RowId id) const {
+  const Impl& c = *impl_;
+  if (!c.owned_table.load()) return 0;
+  if (c.batch_ids.empty()) return id == c.owned_rowid.load() ? c.owned_deliveries : 0;
+  auto it = std::lower_bound(c.batch_ids.begin(), c.batch_ids.end(), id);
+  return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
+}
+
+namespace {
+
+// Out of owner mode no lease is live, so the reaper no longer touches these fields.
+void leave_owner_mode(Consumer::Impl& c) {
+  c.owned_table.store(nullptr);
+  c.owned_rowid.store(0);
+  c.owned.reset();
+  c.batch_ids.clear();
+  c.batch_deliveries.clear();
+  c.lease_token.store(0);
+  c.lease_expired.store(false);
+  c.expired_token.store(0);
+}
+
+// After a row of `table` was handed to c's wait (mailbox `handed`).
+void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& table,
+                      const Consumer::Impl::Mailbox& handed) {
+  c.owned = std::static_pointer_cast<QueueTableImpl>(table);
+  c.owned_rowid.store(handed.handed_rowid);
+  c.owned_deliveries = handed.handed_deliveries;
+  c.owned_table.store(c.owned.get());
+}
+
+// Gives every owned row still held back to the queue (those a lease expiry returned
+// already, or a DELETE removed, are skipped by abort_row).
+void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+  std::vector<fmt::ReturnedRow> returned;
+  fmt::ReturnedRow r;
+  for (RowId id : OwnedIds(c))
+    if (c.owned->abort_row(c.self, id, delay, &r)) returned.push_back(r);
+  c.owned->record_returns(returned);  // one record for a batch
+}
+
+// After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
+// ahead go back too (the expired one is back already), then owner mode is left.
+void leave_after_expiry(Consumer::Impl& c) {
+  if (!c.batch_ids.empty()) return_owned_rows(c);
+  leave_owner_mode(c);
+}
+
+Status not_owner(const char* fn) {
+  return Status(ErrorCode::kNotOwner, std::string(fn) + ": this connection does not own a row");
+}
+
+// A deadline far enough for any timeout without overflowing the clock.
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  const auto cap = std::chrono::hours(24 * 365 * 10);
+  auto now = std::chrono::steady_clock::now();
+  return timeout > cap ? now + cap : now + timeout;
+}
+
+}  // namespace
+
+void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms.store(lease.count()); }
+void Consumer::set_sync_removals(bool sync) { impl_->sync_removals = sync; }
+bool Consumer::sync_removals() const { return impl_->sync_removals; }
+
+Status Consumer::renew_lease(std::chrono::milliseconds lease) {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_renew_lease()");
+  if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
+  const OwnedIds ids(c);
+  Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
+  if (s.code() == ErrorCode::kLeaseExpired) leave_after_expiry(c);
+  return s;
+}
+
+Status Consumer::end() {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_end()");
+  const OwnedIds ids(c);
+  // Token before expired: expiry writes them the other way round (consumer_impl.h).
+  if (c.lease_token.load() != 0 || c.lease_expired.load()) {
+    Status s = c.owned->settle_lease(c, ids.front(), ids.size());
+    if (!s.ok()) {
+      leave_after_expiry(c);
+      return s;
+    }
+  }
+  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
+  if (!s.ok()) return s;  // still in owner mode: no row was removed
+  c.owned->counters().ends.add();
+  global_stats().ends.add();
+  leave_owner_mode(c);
+  return Status::Ok();
+}
+
+Status Consumer::abort(std::chrono::milliseconds delay) {
+  Impl& c = *impl_;
+  if (!c.owned) return not_owner("queue_abort()");
+  return_owned_rows(c, delay);
+  c.owned->counters().aborts.add();
+  global_stats().aborts.add();
+  leave_owner_mode(c);
+  return Status::Ok();
+}
+
+void Consumer::release() {
+  Impl& c = *impl_;
+  if (c.owned) {
+    return_owned_rows(c);
+    global_stats().disconnect_returns.add();
+    leave_owner_mode(c);
+  }
+  std::vector<std::weak_ptr<QueueTableImpl>> tables;
+  tables.swap(*c.claim_tables.lock());
+  for (auto& w : tables)
+    if (auto t = w.lock()) t->release_claims(this);
+}
+
+void Consumer::interrupt() {
+  auto mb = impl_->mailbox.lock();
+  mb->interrupt_pending = true;
+  impl_->wake.notify_one();
+}
+
+void Consumer::clear_interrupt() { impl_->mailbox.lock()->interrupt_pending = false; }
+
+namespace {
+
+Status interrupted_status() {
+  global_stats().wait_interrupts.add();
+  return Status(ErrorCode::kInterrupted, "queue_wait(): interrupted");
+}
+
+// Consumes a pending interrupt (caller holds the mailbox lock).
+Status take_interrupt(Consumer::Impl::Mailbox& mb) {
+  mb.interrupt_pending = false;
+  return interrupted_status();
+}
+
+// The start of every take (wait(), take_dead()): a KILL that came first wins and keeps the
+// owned row; else the mailbox is cleared, the owned row ended, and (unless a KILL came
+// meanwhile) the mailbox accepts a row. The caller resets `waiting` when it is done.
+Status begin_take(Consumer& self, Consumer::Impl& c) {
+  {
+    auto mb = c.mailbox.lock();
+    if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
+    *mb = Consumer::Impl::Mailbox();
+  }
+  if (c.owned) {
+    Status s = self.end();
+    if (!s.ok()) return s;
+  }
+  auto mb = c.mailbox.lock();
+  if (mb->interrupt_pending) return take_interrupt(*mb);
+  mb->waiting = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::milliseconds timeout, int* index,
+                      const WaitYield* yield) {
+  Impl& c = *impl_;
+  *index = 0;
+  if (subs.empty()) return Status(ErrorCode::kInvalid, "queue_wait(): at least one table is required");
+  for (const Subscription& s : subs)
+    if (!s.table) return Status(ErrorCode::kInvalid, "queue_wait(): null table");
+  global_stats().waits.add();
+  struct LeaveWait {  // no hand-off once wait() returns
+    Impl& c;
+    ~LeaveWait() { c.mailbox.lock()->waiting = false; }
+  } leave{c};
+  if (Status s = begin_take(*this, c); !s.ok()) return s;
+
+  const bool block = timeout.count() > 0;
+  const auto deadline = deadline_after(timeout);
+  std::vector<QueueTableImpl*> registered;
+  std::string dropped_message;
+  for (size_t i = 0; i < subs.size(); i++) {
+    QueueTableImpl* t = impl_of(subs[i].table.get());
+    t->counters().waits.add();
+    auto r = t->take_or_register(c, static_cast<int>(i), subs[i].filter, block);
+    if (r == QueueTableImpl::Take::kRegistered) {
+      if (std::find(registered.begin(), registered.end(), t) == registered.end()) registered.push_back(t);
+      continue;
+    }
+    if (r == QueueTableImpl::Take::kDropped) {
+      dropped_message = t->dropped_status().message();
+      break;
+    }
+    if (r != QueueTableImpl::Take::kNone) break;  // taken now, or handed by an earlier table
+  }
+
+  Impl::Mailbox result;
+  bool interrupted = false;
+  std::optional<BlockingScope> sleeping;
+  {
+    auto mb = c.mailbox.lock();
+    auto must_sleep = [&] {
+      return block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending;
+    };
+    if (must_sleep()) {  // announced outside our lock: the server takes its own locks
+      mb.unique_lock().unlock();
+      sleeping.emplace(BlockingWait::kRow);
+      mb.unique_lock().lock();
+    }
+    while (must_sleep()) {
+      // Spurious wake-ups loop; only the deadline itself is a timeout.
+      const auto until = yield ? std::min(deadline, std::chrono::steady_clock::now() + yield->every) : deadline;
+      if (c.wake.wait_until(mb.unique_lock(), until) != std::cv_status::timeout) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      if (yield && now >= until) {
+        mb.unique_lock().unlock();  // the check takes the server's locks
+        const bool give_up = yield->should_yield();
+        mb.unique_lock().lock();
+        if (give_up) {  // a row handed meanwhile is still taken below
+          global_stats().wait_yields.add();
+          break;
+        }
+      }
+    }
+    mb->waiting = false;  // no hand-off after this point
+    result = *mb;
+    // A row or a drop wins over a KILL; the interrupt is consumed only when reported.
+    interrupted = !result.handed && dropped_message.empty() && !result.dropped && result.interrupt_pending;
+    if (interrupted) mb->interrupt_pending = false;
+  }
+  sleeping.reset();
+  for (QueueTableImpl* t : registered) t->unregister(c);
+
+  if (result.handed) {
+    enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
+    *index = result.handed_sub + 1;
+    return Status::Ok();
+  }
+  if (!dropped_message.empty() || result.dropped) {
+    return Status(ErrorCode::kDropped, !dropped_message.empty() ? dropped_message : result.dropped_message);
+  }
+  if (interrupted) return interrupted_status();
+  global_stats().wait_timeouts.add();
+  return Status::Ok();
+}
+
+Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout,
+                            size_t* taken, const WaitYield* yield) {
+  Impl& c = *impl_;
+  *taken = 0;
+  if (max_rows == 0) return Status(ErrorCode::kInvalid, "queue_wait_batch(): max_rows must be at least 1");
+  int index = 0;
+  Status s = wait({sub}, timeout, &index, yield);
+  if (!s.ok() || index == 0) return s;
+  std::vector<std::pair<RowId, uint32_t>> rows{{c.owned_rowid.load(), c.owned_deliveries}};
+  QueueTableImpl* t = c.owned.get();
+  c.taking_more = true;
+  while (rows.size() < max_rows) {
+    {
+      auto mb = c.mailbox.lock();
+      mb->handed = false;
+      mb->waiting = true;
+    }
+    // Never registers: only rows free now. Stops at kNone (no more), kConsumerDone (its
+    // lease ran out meanwhile) and kDropped (the rows vanish with the table anyway).
+    const QueueTableImpl::Take r = t->take_or_register(c, 0, sub.filter, false);
+    auto mb = c.mailbox.lock();
+    mb->waiting = false;
+    if (r != QueueTableImpl::Take::kTaken) break;
+    rows.emplace_back(mb->handed_rowid, mb->handed_deliveries);
+  }
+  c.taking_more = false;
+  *taken = rows.size();
+  if (rows.size() > 1) {
+    std::sort(rows.begin(), rows.end());
+    for (const auto& r : rows) {
+      c.batch_ids.push_back(r.first);
+      c.batch_deliveries.push_back(r.second);
+    }
+    c.owned_rowid.store(rows.front().first);
+  }
+  return Status::Ok();
+}
+
+Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken) {
+  Impl& c = *impl_;
+  *taken = false;
+  if (!table) return Status(ErrorCode::kInvalid, "queue_take_dead(): null table");
+  if (Status s = begin_take(*this, c); !s.ok()) return s;
+  QueueTableImpl* t = impl_of(table.get());
+  const QueueTableImpl::Take r = t->take_dead(c);
+  Impl::Mailbox result;
+  {
+    auto mb = c.mailbox.lock();
+    mb->waiting = false;
+    result = *mb;
+  }
+  if (r == QueueTableImpl::Take::kDropped) return t->dropped_status();
+  if (result.handed) {
+    enter_owner_mode(c, table, result);
+    *taken = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace q4m

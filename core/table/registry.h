@@ -1,0 +1,28 @@
+// TableRegistry: the one open QueueTable per data file path, shared by all handlers
+// and consumers. Paths are the data file paths the engine builds (".../db/t.Q4M").
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/table/queue_table.h"
+#include "core/util/status.h"
+
+namespace q4m {
+
+constexpr const char* kDataFileExtension = ".Q4M";
+
+class TableRegistry {
+ public:
+  static TableRegistry& instance();
+
+  Status create(const std::string& path);  // new empty data file (kExists if present)
+  // Opens (with crash recovery) or returns the already open table.
+  Status acquire(const std::string& path, std::shared_ptr<QueueTable>* out);
+  // Drop: waiters on it return kDropped, owned rows vanish, the file is deleted.
+  Status drop(const std::string& path);
+  Status rename(const std::string& from, const std::string& to);
+  // Plugin unload / server shutdown: close every table cleanly (fast next open).
+  void close_all();
+};
+
+}  // namespace q4m

@@ -1,0 +1,57 @@
+// The library's plugins, in one maria_declare_plugin list (one .so, one INSTALL SONAME):
+// the QUEUE storage engine (engine/), INFORMATION_SCHEMA.QUEUE_TABLES and QUEUE_OWNED_ROWS,
+// and the queue_* SQL functions (functions/). The one place that ties the two together.
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <item_create.h>
+#include <mysql/plugin.h>
+#include <mysql/plugin_function.h>
+
+#include "engine/handlerton.h"
+#include "engine/info_schema.h"
+#include "engine/sysvars.h"
+#include "functions/function_plugins.h"
+
+namespace {
+
+constexpr unsigned kVersion = 0x0100;
+constexpr const char* kVersionText = "1.0";
+constexpr const char* kAuthor = "q4m authors";
+
+}  // namespace
+
+using namespace q4m_engine;
+using namespace q4m_functions;
+
+#define Q4M_FUNCTION(descriptor, name, what)                                              \
+  {MariaDB_FUNCTION_PLUGIN, &descriptor, name, kAuthor, what, PLUGIN_LICENSE_GPL, nullptr, \
+   nullptr, kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE}
+
+maria_declare_plugin(queue){
+    MYSQL_STORAGE_ENGINE_PLUGIN, &engine_descriptor, "QUEUE", kAuthor,
+    "Q4M message queue storage engine", PLUGIN_LICENSE_GPL, engine_init, engine_deinit,
+    kVersion, nullptr, queue_system_variables, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
+{
+    MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_tables_descriptor, "QUEUE_TABLES", kAuthor,
+    "Per-table state of QUEUE tables", PLUGIN_LICENSE_GPL, queue_tables_init, nullptr,
+    kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
+{
+    MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_owned_rows_descriptor, "QUEUE_OWNED_ROWS", kAuthor,
+    "Rows of QUEUE tables that connections own", PLUGIN_LICENSE_GPL, queue_owned_rows_init, nullptr,
+    kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
+    Q4M_FUNCTION(queue_wait_plugin, "queue_wait", "queue_wait(tbl [, tbl ...] [, timeout])"),
+    Q4M_FUNCTION(queue_wait_batch_plugin, "queue_wait_batch", "queue_wait_batch(tbl, max_rows [, timeout])"),
+    Q4M_FUNCTION(queue_take_dead_plugin, "queue_take_dead", "queue_take_dead(tbl): take a dead row (MAX_DELIVERIES)"),
+    Q4M_FUNCTION(queue_end_plugin, "queue_end", "queue_end(): remove the owned row"),
+    Q4M_FUNCTION(queue_abort_plugin, "queue_abort", "queue_abort(): return the owned row"),
+    Q4M_FUNCTION(queue_rowid_plugin, "queue_rowid", "queue_rowid(): id of the owned row"),
+    Q4M_FUNCTION(queue_delivery_count_plugin, "queue_delivery_count",
+                 "queue_delivery_count(): how often the owned row has been handed out"),
+    Q4M_FUNCTION(queue_renew_lease_plugin, "queue_renew_lease",
+                 "queue_renew_lease([seconds]): extend the owned row's lease"),
+    Q4M_FUNCTION(queue_set_srcid_plugin, "queue_set_srcid",
+                 "queue_set_srcid(source_id, mode, rowid): relay dedup"),
+    Q4M_FUNCTION(queue_compact_plugin, "queue_compact", "queue_compact(tbl): compact now"),
+    Q4M_FUNCTION(queue_stats_plugin, "queue_stats", "queue_stats(tbl): counters as JSON")
+maria_declare_plugin_end;
