@@ -11,6 +11,7 @@
 #include "engine/row_codec.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
+#include "engine/table_definition.h"
 #include "engine/table_options.h"
 
 namespace q4m_engine {
@@ -214,13 +215,17 @@ int ha_queue::open(const char* name, int, uint) {
     return raise_status_error(
         q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   }
-  QueueTableOptions options = options_of(table_share);
+  std::shared_ptr<const q4m::TableOptions> options = definition_of(table_share)->options;
   // A copying ALTER fills its new table before it takes the table's name: every row moves,
   // as many as there are (rows past a lowered MAX_ROWS stay, as with an in-place ALTER).
   // The next statement that opens the table under its name sets the limit.
   copy_target_ = is_alter_copy(name);
-  if (copy_target_) options.max_rows = 0;
-  apply_options(options, queue_.get());
+  if (copy_target_ && options->max_rows != 0) {
+    auto unlimited = std::make_shared<q4m::TableOptions>(*options);
+    unlimited->max_rows = 0;
+    options = std::move(unlimited);
+  }
+  queue_->configure(std::move(options));
   return 0;
 }
 
@@ -242,8 +247,8 @@ enum_alter_inplace_result ha_queue::check_if_supported_inplace_alter(TABLE* alte
 }
 
 bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_info*, bool commit) {
-  // Statements that open the table later hand the queue the same options (apply_options).
-  if (commit && queue_) apply_options(options_of(altered_table->s), queue_.get());
+  // Statements that open the table later hand the queue the same options (configure()).
+  if (commit && queue_) queue_->configure(options_of(altered_table->s));
   return false;
 }
 
@@ -529,7 +534,7 @@ int ha_queue::info(uint flag) {
     stats.deleted = 0;
   }
   if (flag & HA_STATUS_VARIABLE_EXTRA) {  // SHOW TABLE STATUS, I_S.TABLES: not per statement
-    q4m::TableInfo ti = queue_->info();
+    q4m::TableStats ti = queue_->info();
     stats.data_file_length = ti.file_bytes;
     stats.delete_length = ti.removed_bytes;
     uint64_t live = ti.file_bytes > ti.removed_bytes ? ti.file_bytes - ti.removed_bytes : 0;

@@ -10,7 +10,7 @@
 
 #include "engine/handlerton.h"
 
-#include "core/table/lease.h"
+#include "core/table/reaper.h"
 #include "core/table/registry.h"
 #include "core/util/blocking.h"
 #include "core/util/stats.h"
@@ -116,7 +116,7 @@ int engine_init(void* p) {
 
 int engine_deinit(void*) {
   q4m::TableRegistry::instance().close_all();
-  q4m::LeaseReaper::instance().stop();  // no thread of ours outlives the plugin
+  q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   q4m::set_blocking_hooks(q4m::BlockingHooks());
   queue_hton = nullptr;
   return 0;

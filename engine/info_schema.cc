@@ -9,11 +9,12 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/table/registry.h"
 #include "engine/info_schema.h"
 #include "engine/handlerton.h"
-#include "engine/table_options.h"
+#include "engine/table_definition.h"
 
 bool schema_table_store_record(THD* thd, TABLE* table);
 
@@ -23,25 +24,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum Column { kSchema, kName, kRows, kOwnedRows, kWaiters, kFileBytes, kRemovedBytes,
-              kOldestAgeMs, kNextRowid, kDelayedRows, kDeadRows, kMessageGroups, kMaxRows, kDedupKeys };
+// TABLE_SCHEMA, TABLE_NAME, then the figures of core/policy/table_stats.h that name a column.
+constexpr int kSchema = 0;
 
-ST_FIELD_INFO queue_tables_fields[] = {
-    Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
-    Show::Column("TABLE_NAME", Show::Name(), NOT_NULL),
-    Show::Column("ROWS", Show::ULonglong(), NOT_NULL),
-    Show::Column("OWNED_ROWS", Show::ULonglong(), NOT_NULL),
-    Show::Column("WAITERS", Show::ULonglong(), NOT_NULL),
-    Show::Column("FILE_BYTES", Show::ULonglong(), NOT_NULL),
-    Show::Column("REMOVED_BYTES", Show::ULonglong(), NOT_NULL),
-    Show::Column("OLDEST_AGE_MS", Show::ULonglong(), NOT_NULL),
-    Show::Column("NEXT_ROWID", Show::ULonglong(), NOT_NULL),
-    Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
-    Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
-    Show::Column("MESSAGE_GROUPS", Show::ULonglong(), NOT_NULL),
-    Show::Column("MAX_ROWS", Show::ULonglong(), NOT_NULL),  // 0: no limit
-    Show::Column("DEDUP_KEYS", Show::ULonglong(), NOT_NULL),  // keys in the DEDUP_WINDOW
-    Show::CEnd()};
+ST_FIELD_INFO* queue_tables_fields() {
+  static std::vector<ST_FIELD_INFO> fields = [] {
+    std::vector<ST_FIELD_INFO> f{Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
+                                 Show::Column("TABLE_NAME", Show::Name(), NOT_NULL)};
+    for (const q4m::Figure& figure : q4m::kTableFigures)
+      if (figure.column) f.push_back(Show::Column(figure.column, Show::ULonglong(), NOT_NULL));
+    f.push_back(Show::CEnd());
+    return f;
+  }();
+  return fields.data();
+}
 
 std::string decoded_name(const std::string& file_name) {
   char buf[NAME_LEN + 1];
@@ -70,7 +66,7 @@ void apply_current_options(THD* thd, const std::string& db, const std::string& n
   TABLE_LIST tl;
   tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
   if (TABLE_SHARE* share = tdc_acquire_share(thd, &tl, GTS_TABLE)) {
-    if (share->db_type() == queue_hton) apply_options(options_of(share), &queue);
+    if (share->db_type() == queue_hton) queue.configure(definition_of(share)->options);
     tdc_release_share(share);
   } else {
     thd->clear_error();  // dropped meanwhile: listed as it was
@@ -122,20 +118,11 @@ void store_name(TABLE* t, int schema_field, const std::string& db, const std::st
 int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
   TABLE* t = tables->table;
   return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
-    q4m::TableInfo info = queue.info();
+    const q4m::TableStats info = queue.info();
     store_name(t, kSchema, db, name);
-    t->field[kRows]->store(info.rows, true);
-    t->field[kOwnedRows]->store(info.owned_rows, true);
-    t->field[kWaiters]->store(info.waiters, true);
-    t->field[kFileBytes]->store(info.file_bytes, true);
-    t->field[kRemovedBytes]->store(info.removed_bytes, true);
-    t->field[kOldestAgeMs]->store(info.oldest_row_age_ms, true);
-    t->field[kNextRowid]->store(info.next_rowid, true);
-    t->field[kDelayedRows]->store(info.delayed_rows, true);
-    t->field[kDeadRows]->store(info.dead_rows, true);
-    t->field[kMessageGroups]->store(info.message_groups, true);
-    t->field[kMaxRows]->store(info.max_rows, true);
-    t->field[kDedupKeys]->store(info.dedup_keys, true);
+    int column = kSchema + 2;
+    for (const q4m::Figure& figure : q4m::kTableFigures)
+      if (figure.column) t->field[column++]->store(static_cast<longlong>(info.*figure.field), true);
     return schema_table_store_record(thd, t) ? 1 : 0;
   });
 }
@@ -183,7 +170,7 @@ st_mysql_information_schema queue_owned_rows_descriptor = {MYSQL_INFORMATION_SCH
 
 int queue_tables_init(void* p) {
   ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
-  schema->fields_info = queue_tables_fields;
+  schema->fields_info = queue_tables_fields();
   schema->fill_table = fill_queue_tables;
   return 0;
 }

@@ -148,12 +148,6 @@ bool option_given(const TABLE_SHARE* share, const char* name) {
 
 }  // namespace
 
-std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share) {
-  std::shared_ptr<const q4m::VisibleAtColumn> column;
-  std::string error;
-  return visible_at_column_of(share, nullptr, &column, &error) ? column : nullptr;
-}
-
 bool check_options(const TABLE* table, std::string* error) {
   const TABLE_SHARE* share = table->s;
   std::shared_ptr<const q4m::VisibleAtColumn> visible_at;
@@ -190,28 +184,19 @@ bool check_options(const TABLE* table, std::string* error) {
   return true;
 }
 
-QueueTableOptions options_of(const TABLE_SHARE* share) {
-  QueueTableOptions o;
-  o.visible_at = visible_at_column_of(share);
+std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share) {
+  auto o = std::make_shared<q4m::TableOptions>();
   std::string error;  // a wrong column leaves it null (create() refused it)
-  message_group_column_of(share, nullptr, &o.message_group, &error);
-  dedup_column_of(share, nullptr, &o.dedup, &error);
+  visible_at_column_of(share, nullptr, &o->visible_at, &error);
+  message_group_column_of(share, nullptr, &o->message_group, &error);
+  dedup_column_of(share, nullptr, &o->dedup, &error);
   if (share->option_struct) {
-    o.message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
-    o.max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
-    o.dedup_window = std::chrono::seconds(share->option_struct->dedup_window);
+    o->message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
+    o->max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
+    o->dedup_window = std::chrono::seconds(share->option_struct->dedup_window);
   }
-  o.max_rows = share->max_rows;
+  o->max_rows = share->max_rows;
   return o;
-}
-
-void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue) {
-  if (options.visible_at) queue->set_visible_at(options.visible_at);
-  if (options.message_group) queue->set_message_group(options.message_group);
-  if (options.dedup) queue->set_dedup(options.dedup, options.dedup_window);
-  queue->set_message_ttl(options.message_ttl);
-  queue->set_max_deliveries(options.max_deliveries);
-  queue->set_max_rows(options.max_rows);
 }
 
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {

@@ -15,9 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "core/table/queue_table.h"
-#include "core/policy/message_groups.h"
-#include "core/row/visible_at.h"
+#include "core/policy/options.h"
 
 // The server parses the options into this struct (share->option_struct); the name is fixed.
 struct ha_table_option_struct {
@@ -33,30 +31,15 @@ namespace q4m_engine {
 
 extern ha_create_table_option queue_table_options[];
 
-// The VISIBLE_AT_COLUMN of a table that exists (create() refused a wrong column): null if
-// not set.
-std::shared_ptr<const q4m::VisibleAtColumn> visible_at_column_of(const TABLE_SHARE* share);
-
 // Checks every QUEUE option of a table being created or altered (`table`: the new
 // definition, opened): false, with *error saying which option and what is wrong, if one
 // names a column that cannot serve, or would be misread (the server itself takes
 // MESSAGE_TTL='abc' for 0).
 bool check_options(const TABLE* table, std::string* error);
 
-// What a table's options ask of its queue, as its share says now.
-struct QueueTableOptions {
-  std::shared_ptr<const q4m::VisibleAtColumn> visible_at;  // null if not set
-  std::chrono::milliseconds message_ttl{0};                // 0: rows never expire
-  uint32_t max_deliveries = 0;                             // 0: no limit
-  std::shared_ptr<const q4m::KeyColumn> message_group;  // null if not set
-  std::shared_ptr<const q4m::KeyColumn> dedup;          // DEDUP_COLUMN; null if not set
-  std::chrono::milliseconds dedup_window{0};
-  uint64_t max_rows = 0;  // the server's own MAX_ROWS table option; 0: no limit
-};
-QueueTableOptions options_of(const TABLE_SHARE* share);
-// Hands them to the queue. Called whenever a statement opens the table (the queue may have
-// been opened before any statement did, or under an older definition: ALTER TABLE).
-void apply_options(const QueueTableOptions& options, q4m::QueueTable* queue);
+// What a table's options ask of its queue, as `share` says (a column an option names that
+// create() would refuse is left unset). engine/table_definition.h keeps one per share.
+std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share);
 
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
 // options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES, DEDUP_WINDOW).

@@ -12,7 +12,7 @@
 #include "engine/handlerton.h"
 #include "engine/schema.h"
 #include "engine/sql_errors.h"
-#include "engine/table_options.h"
+#include "engine/table_definition.h"
 #include "core/table/registry.h"
 #include "functions/condition_cache.h"
 
@@ -20,13 +20,11 @@ namespace q4m_functions {
 
 namespace {
 
-// What the table definition says about a queue table, copied out so the share and the
+// What the table definition says about a queue table, kept so that the share and the
 // metadata lock can be released before a (long) wait: DROP/ALTER must not wait for us.
 struct Definition {
-  std::string path;     // data file
-  std::string version;  // tabledef_version, for the condition cache
+  std::shared_ptr<const q4m_engine::TableDefinition> table;
   std::shared_ptr<const q4m::RowFilter> filter;
-  q4m_engine::QueueTableOptions options;  // VISIBLE_AT_COLUMN, MESSAGE_TTL
 };
 
 struct Names {
@@ -92,18 +90,14 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
     raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' is not a QUEUE table");
     return false;
   }
-  def->path = std::string(share->normalized_path.str, share->normalized_path.length) +
-              q4m::kDataFileExtension;
-  def->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str),
-                      share->tabledef_version.length);
-  def->options = q4m_engine::options_of(share);
+  def->table = q4m_engine::definition_of(share);
   if (!n.has_condition) return true;
   // The same condition text means other literals in another character set.
-  std::string version = def->version;
+  std::string version = def->table->version;
   version += '\0';
   if (a.text_charset) version += a.text_charset->cs_name.str;
   q4m::Status st = ConditionCache::instance().get(
-      def->path, version, n.condition,
+      def->table->path, version, n.condition,
       [&] {
         q4m::TableSchema schema = q4m_engine::schema_of(share);
         schema.table_name = label(n);
@@ -218,13 +212,13 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Definition def;
   if (!read_definition(thd, a, n, &def, a.hold_metadata_lock ? &out->metadata_lock : nullptr)) return false;
   std::shared_ptr<q4m::QueueTable> table;
-  q4m::Status st = q4m::TableRegistry::instance().acquire(def.path, &table);
+  q4m::Status st = q4m::TableRegistry::instance().acquire(def.table->path, &table);
   if (!st.ok()) {
     raise(a, q4m_engine::sql_errno_for(st.code()), "table '" + label(n) + "': " + st.message());
     return false;
   }
   // The table may not have been opened by a statement since the server started.
-  q4m_engine::apply_options(def.options, table.get());
+  table->configure(def.table->options);
   out->label = label(n);
   out->subscription.table = std::move(table);
   out->subscription.filter = std::move(def.filter);

@@ -11,15 +11,14 @@
 //           | SRCID  u8 3 | u32 source_id | u64 last_rowid
 //           | META   u8 4 | u64 next_rowid | u64 rows_inserted | u64 rows_removed
 //           | RETURN u8 5 | u32 count | { u64 rowid | u32 deliveries | u64 due_ms }[count]   (version 3)
+//           | DEDUP_KEY u8 6 | u64 insert_time_ms | u32 len | key[len]                       (version 4)
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace q4m {
-using RowId = uint64_t;
-}
+#include "core/row/row_id.h"
 
 namespace q4m::fmt {
 

@@ -1,109 +1,47 @@
 #include "core/policy/message_groups.h"
 
-#include <algorithm>
+#include <string>
+
+#include "core/policy/dead_letters.h"
 
 namespace q4m {
 
-void MessageGroups::add(RowId id, std::string_view key, const RowLookup& lookup) {
-  if (member_.count(id)) return;
-  auto [it, fresh] = by_key_.try_emplace(std::string(key), 0);
-  if (fresh) {
-    if (free_slots_.empty()) {
-      it->second = static_cast<uint32_t>(groups_.size());
-      groups_.emplace_back();
-    } else {
-      it->second = free_slots_.back();
-      free_slots_.pop_back();
+GroupOrder::RowLookup MessageGroups::lookup(RowContext& ctx) const {
+  return [&index = ctx.index, max = max_deliveries_](RowId id) {
+    GroupOrder::RowView v;
+    if (const RowEntry* e = index.find(id)) {
+      v.exists = true;
+      v.in_line = in_line(*e, max);
+      v.free = e->state == RowState::kFree;
+      v.out = v.in_line && e->state == RowState::kOwned;
     }
-    groups_[it->second].key = it->first;
+    return v;
+  };
+}
+
+void MessageGroups::configure(const TableOptions& options, RowContext& ctx) {
+  if (options.max_deliveries != max_deliveries_) {
+    max_deliveries_ = options.max_deliveries;
+    // An owned row may have crossed the new limit either way (in line or lent out).
+    if (column_) order_.refresh_all(lookup(ctx));
   }
-  Group& g = groups_[it->second];
-  if (g.rows.empty() || g.rows.back() < id) {
-    g.rows.push_back(id);  // the usual case: a new row
-  } else {
-    auto at = std::lower_bound(g.rows.begin(), g.rows.end(), id);
-    if (at == g.rows.end() || *at != id) g.rows.insert(at, id);
-  }
-  g.members++;
-  Member& m = member_[id];
-  m.slot = it->second;
-  note_out(m, lookup(id));
-  update(it->second, lookup);
+  if (column_ || !options.message_group) return;
+  column_ = options.message_group;
+  const GroupOrder::RowLookup rows = lookup(ctx);
+  std::string key;
+  ctx.for_each_payload([](const RowEntry&) { return true; }, [&](RowEntry& e, std::string_view payload) {
+    if (!row_key(*column_, payload, &key)) return;
+    e.grouped = true;
+    order_.add(e.id, key, rows);
+  });
 }
 
-void MessageGroups::remove(RowId id, const RowLookup& lookup) {
-  auto m = member_.find(id);
-  if (m == member_.end()) return;
-  const uint32_t slot = m->second.slot;
-  Group& g = groups_[slot];
-  if (m->second.out) g.out--;
-  member_.erase(m);
-  if (--g.members == 0) {  // the group is over; the same key later starts a new one
-    if (g.ready) ready_.erase(g.ready);
-    by_key_.erase(g.key);
-    g = Group();
-    free_slots_.push_back(slot);
-    return;
-  }
-  if (g.rows.size() > 2 * g.members + 32) prune(g);
-  update(slot, lookup);
-}
-
-void MessageGroups::refresh(RowId id, const RowLookup& lookup) {
-  auto m = member_.find(id);
-  if (m == member_.end()) return;
-  note_out(m->second, lookup(id));
-  update(m->second.slot, lookup);
-}
-
-void MessageGroups::refresh_all(const RowLookup& lookup) {
-  for (auto& [id, m] : member_) note_out(m, lookup(id));
-  for (uint32_t slot = 0; slot < groups_.size(); slot++)
-    if (groups_[slot].members) update(slot, lookup);
-}
-
-void MessageGroups::update(uint32_t slot, const RowLookup& lookup) {
-  Group& g = groups_[slot];
-  while (!g.rows.empty() && !member_.count(g.rows.front())) g.rows.pop_front();
-  // The first row still in line, unless a row is out; dead rows before it stay members (one
-  // may come back to the queue if MAX_DELIVERIES is raised) but hold nothing up.
-  RowId ready = 0;
-  if (g.out == 0) {
-    for (RowId id : g.rows) {
-      if (!member_.count(id)) continue;
-      const RowView v = lookup(id);
-      if (!v.exists || !v.in_line) continue;
-      if (v.free) ready = id;
-      break;
-    }
-  }
-  if (ready == g.ready) return;
-  if (g.ready) ready_.erase(g.ready);
-  g.ready = ready;
-  if (ready) {
-    ready_.insert(ready);
-    newly_ready_.push_back(ready);
-  }
-}
-
-void MessageGroups::prune(Group& g) {
-  g.rows.erase(std::remove_if(g.rows.begin(), g.rows.end(), [&](RowId id) { return !member_.count(id); }),
-               g.rows.end());
-}
-
-std::vector<MessageGroups::RowId> MessageGroups::take_newly_ready() {
-  std::vector<RowId> out;
-  out.swap(newly_ready_);
-  return out;
-}
-
-void MessageGroups::clear() {
-  by_key_.clear();
-  groups_.clear();
-  free_slots_.clear();
-  member_.clear();
-  ready_.clear();
-  newly_ready_.clear();
+void MessageGroups::added(RowEntry& e, std::string_view payload, RowContext& ctx) {
+  if (!column_) return;
+  std::string key;
+  if (!row_key(*column_, payload, &key)) return;
+  e.grouped = true;
+  order_.add(e.id, key, lookup(ctx));
 }
 
 }  // namespace q4m

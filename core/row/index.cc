@@ -39,10 +39,10 @@ bool RowIndex::remove(RowId id, uint32_t* length) {
   if (!e) return false;
   if (length) *length = e->length;
   e->state = RowState::kRemoved;
-  e->owner = nullptr;
+  e->holder = nullptr;
   live_--;
   live_bytes_ -= e->length;
-  dead_++;
+  tombstones_++;
   maybe_compact();
   return true;
 }
@@ -50,23 +50,23 @@ bool RowIndex::remove(RowId id, uint32_t* length) {
 void RowIndex::maybe_compact() {
   while (!rows_.empty() && rows_.front().state == RowState::kRemoved) {
     rows_.pop_front();
-    dead_--;
+    tombstones_--;
   }
   while (!rows_.empty() && rows_.back().state == RowState::kRemoved) {
     rows_.pop_back();
-    dead_--;
+    tombstones_--;
   }
-  if (dead_ > 1024 && dead_ > live_) {
+  if (tombstones_ > 1024 && tombstones_ > live_) {
     rows_.erase(std::remove_if(rows_.begin(), rows_.end(),
                                [](const RowEntry& e) { return e.state == RowState::kRemoved; }),
                 rows_.end());
-    dead_ = 0;
+    tombstones_ = 0;
   }
 }
 
 void RowIndex::clear() {
   rows_.clear();
-  live_ = live_bytes_ = dead_ = 0;
+  live_ = live_bytes_ = tombstones_ = 0;
 }
 
 const RowEntry* RowIndex::first_live() const {

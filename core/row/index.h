@@ -1,30 +1,19 @@
-// RowIndex: the live rows of one table in row-id order, with where each payload is
-// in the data file and who (if anyone) holds it. Not thread-safe: it lives inside
-// the table's Guarded state.
+// RowIndex: the live rows of one table in row-id order, with where each payload is in the
+// data file and who (if anyone) holds it. Not thread-safe: it lives inside the table's
+// Guarded state.
 //
-// Removed rows are marked and physically dropped lazily (from the front at once,
+// Removed rows stay as tombstones and are dropped lazily (from the front at once,
 // elsewhere when they outnumber live entries), so removal is O(log n).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 
-#include "core/file/format.h"
+#include "core/row/holder.h"
+#include "core/row/lifecycle.h"
+#include "core/row/row_id.h"
 
 namespace q4m {
-
-class Consumer;
-
-// kDelayed: queued and visible, but not handed out before a time (queue_abort with a delay,
-// or a VISIBLE_AT_COLUMN time in the future); no connection holds it.
-// kDead: came back to the queue after MAX_DELIVERIES deliveries; visible and deletable, but
-// handed out only by queue_take_dead() (a dead letter).
-enum class RowState : uint8_t { kFree, kOwned, kClaimedForDelete, kRemoved, kDelayed, kDead };
-
-// Held by a connection: counted in the table's owned rows and hidden from other connections.
-inline bool held_by_connection(RowState s) { return s == RowState::kOwned || s == RowState::kClaimedForDelete; }
-// In the queue, held by no one: taken when free, or when its delay is over; a dead one only
-// by queue_take_dead().
-inline bool queued(RowState s) { return s == RowState::kFree || s == RowState::kDelayed || s == RowState::kDead; }
 
 struct RowEntry {
   RowId id = 0;
@@ -32,9 +21,9 @@ struct RowEntry {
   uint64_t time_ms = 0;  // insert time (wall clock)
   uint32_t length = 0;
   RowState state = RowState::kFree;
-  bool grouped = false;     // in a message group (MESSAGE_GROUP_COLUMN not NULL): message_groups.h
-  uint16_t deliveries = 0;  // times handed out since the table was opened (saturates)
-  const Consumer* owner = nullptr;  // kOwned / kClaimedForDelete
+  bool grouped = false;     // in a message group (MESSAGE_GROUP_COLUMN not NULL): policy/message_groups.h
+  uint16_t deliveries = 0;  // times handed out (saturates); the file keeps it across restarts
+  const Holder* holder = nullptr;  // kOwned / kClaimed
 };
 static_assert(sizeof(RowEntry) <= 40, "grouped and deliveries live in padding: a row's index entry stays 40 bytes");
 
@@ -64,7 +53,7 @@ class RowIndex {
   std::deque<RowEntry> rows_;
   uint64_t live_ = 0;
   uint64_t live_bytes_ = 0;
-  uint64_t dead_ = 0;  // removed entries still in rows_
+  uint64_t tombstones_ = 0;  // removed entries still in rows_
 };
 
 }  // namespace q4m

@@ -9,8 +9,8 @@
 #include <algorithm>
 
 #include "core/file/block_reader.h"
-#include "core/table/queue_table_impl.h"
 #include "core/file/replacement_file.h"
+#include "core/table/table.h"
 #include "core/util/settings.h"
 
 namespace q4m {
@@ -26,7 +26,8 @@ constexpr size_t kBatch = 4096;  // rows collected per state-lock hold
 }  // namespace
 
 // Copies the live rows with after < id <= upto, a batch per state-lock hold.
-static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId after, RowId upto,
+template <typename State>
+static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after, RowId upto,
                         uint64_t flush_bytes, std::vector<Copied>* copied) {
   std::vector<RowEntry> batch;
   std::shared_ptr<DataFile> file;
@@ -60,12 +61,12 @@ static Status copy_rows(Guarded<TableState>& state, ReplacementFile& out, RowId 
   }
 }
 
-Status QueueTableImpl::compact() {
+Status Table::compact() {
   std::lock_guard<std::mutex> one(compaction_mu_);
   return compact_now();
 }
 
-void QueueTableImpl::maybe_auto_compact() {
+void Table::maybe_auto_compact() {
   auto due = [this] {
     const StorageSettings& cfg = settings();
     uint64_t file = file_bytes_.load();
@@ -81,7 +82,7 @@ void QueueTableImpl::maybe_auto_compact() {
   compact_now();  // a failure leaves the old file in place; a later commit retries
 }
 
-Status QueueTableImpl::compact_now() {
+Status Table::compact_now() {
   const StorageSettings& cfg = settings();
   const bool concurrent = cfg.use_concurrent_compaction.load();
   // Phase 1 never blocks writers, so "bytes copied between serving writers" becomes
@@ -90,8 +91,8 @@ Status QueueTableImpl::compact_now() {
   // The replaced file, closed only after every lock below is released: closing the last
   // descriptor of a large unlinked file frees its blocks, which takes a while.
   std::shared_ptr<DataFile> retired;
-  std::unique_ptr<WriterTurn> turn;
-  if (!concurrent) turn.reset(new WriterTurn(*this));
+  std::unique_ptr<CommitPipeline::Turn> turn;
+  if (!concurrent) turn.reset(new CommitPipeline::Turn(pipeline_));
 
   // Snapshot point: holding writer_ means no commit is between write and publish.
   uint64_t generation;
@@ -121,7 +122,7 @@ Status QueueTableImpl::compact_now() {
   if (concurrent) s = out.sync_written();
   if (!s.ok()) return s;
 
-  if (!turn) turn.reset(new WriterTurn(*this));
+  if (!turn) turn.reset(new CommitPipeline::Turn(pipeline_));
   auto w = writer_.lock();
   if (dropped_.load()) return dropped_status();
   if (w->generation != generation) return Status::Ok();  // truncated/renamed meanwhile: nothing to do
@@ -142,7 +143,7 @@ Status QueueTableImpl::compact_now() {
       }
       live_copied++;
       fmt::ReturnedRow r;
-      if (st->kept_across_restart(*e, &r)) returned.push_back(r);
+      if (kept_across_restart(*st, *e, &r)) returned.push_back(r);
     }
     live_now = st->index.live();
   }
@@ -153,10 +154,7 @@ Status QueueTableImpl::compact_now() {
   if (!gone.empty()) out.add_remove(gone);
   // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
   if (!returned.empty()) out.add_returns(returned);
-  for (const auto& src : w->sources) out.add_srcid(src.first, src.second);
-  // DEDUP_COLUMN: the keys of the window, whose rows may be gone (consumed) and so not copied.
-  if (w->dedup_column)
-    w->dedup.for_each(now_ms(), [&](const std::string& key, uint64_t time_ms) { out.add_dedup_key(time_ms, key); });
+  w->policies.each([&](auto& p) { p.keep(out, false); });  // relay sources, the dedup window
   fmt::Meta final_meta;  // authoritative counters as of the end of the copy
   final_meta.next_rowid = w->next_rowid;
   final_meta.rows_inserted = counters_.rows_inserted.get();

@@ -7,7 +7,6 @@
 #include "core/util/blocking.h"
 
 #include "core/table/consumer_impl.h"
-#include "core/table/queue_table_impl.h"
 
 namespace q4m {
 
@@ -31,11 +30,31 @@ void Consumer::Impl::table_dropped(const std::string& message) {
   wake.notify_one();
 }
 
-Consumer::Consumer(uint64_t connection_id) : impl_(new Impl(this, connection_id)) {}
+Consumer::Consumer(uint64_t connection_id) : impl_(new Impl(connection_id)) {}
 
 Consumer::~Consumer() { release(); }
 
-uint64_t Consumer::connection_id() const { return impl_->connection_id; }
+uint64_t Consumer::connection_id() const { return impl_->holder.connection_id(); }
+const Holder& Consumer::holder() const { return impl_->holder; }
+
+View Consumer::view() const {
+  const Impl& c = *impl_;
+  View v;
+  v.holder = &c.holder;
+  v.owned_in = c.owned_table.load(std::memory_order_acquire);
+  if (!v.owned_in) return v;
+  v.owned = c.owned_rowid.load(std::memory_order_acquire);
+  if (!c.batch_ids.empty()) v.batch = &c.batch_ids;
+  return v;
+}
+
+void Consumer::claimed_in(std::weak_ptr<QueueTable> table) {
+  auto tables = impl_->claim_tables.lock();
+  const QueueTable* t = table.lock().get();
+  for (auto& w : *tables)
+    if (w.lock().get() == t) return;
+  tables->push_back(std::move(table));
+}
 bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
@@ -51,35 +70,30 @@ uint32_t Consumer::delivery_count_of(RowId id) const {
 
 namespace {
 
-// Out of owner mode no lease is live, so the reaper no longer touches these fields.
 void leave_owner_mode(Consumer::Impl& c) {
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
   c.batch_ids.clear();
   c.batch_deliveries.clear();
-  c.lease_token.store(0);
-  c.lease_expired.store(false);
-  c.expired_token.store(0);
+  c.leased = false;
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
 void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& table,
                       const Consumer::Impl::Mailbox& handed) {
-  c.owned = std::static_pointer_cast<QueueTableImpl>(table);
+  c.owned = table;
   c.owned_rowid.store(handed.handed_rowid);
   c.owned_deliveries = handed.handed_deliveries;
+  c.leased = c.lease_ms > 0;
   c.owned_table.store(c.owned.get());
 }
 
 // Gives every owned row still held back to the queue (those a lease expiry returned
-// already, or a DELETE removed, are skipped by abort_row).
+// already, or a DELETE removed, are skipped by the table).
 void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
-  std::vector<fmt::ReturnedRow> returned;
-  fmt::ReturnedRow r;
-  for (RowId id : OwnedIds(c))
-    if (c.owned->abort_row(c.self, id, delay, &r)) returned.push_back(r);
-  c.owned->record_returns(returned);  // one record for a batch
+  const OwnedIds ids(c);
+  c.owned->abort_rows(&c.holder, ids.begin(), ids.size(), delay);
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -102,17 +116,21 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 
 }  // namespace
 
-void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms.store(lease.count()); }
-void Consumer::set_sync_removals(bool sync) { impl_->sync_removals = sync; }
-bool Consumer::sync_removals() const { return impl_->sync_removals; }
+void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms = lease.count(); }
+void Consumer::set_sync_removals(bool sync) { impl_->holder.set_sync_removals(sync); }
+bool Consumer::sync_removals() const { return impl_->holder.sync_removals(); }
 
 Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
   const OwnedIds ids(c);
-  Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
-  if (s.code() == ErrorCode::kLeaseExpired) leave_after_expiry(c);
+  Status s = c.owned->renew_lease(&c.holder, ids.begin(), ids.size(), lease);
+  if (s.code() == ErrorCode::kLeaseExpired) {
+    leave_after_expiry(c);
+    return s;
+  }
+  c.leased = true;
   return s;
 }
 
@@ -120,15 +138,15 @@ Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
   const OwnedIds ids(c);
-  // Token before expired: expiry writes them the other way round (consumer_impl.h).
-  if (c.lease_token.load() != 0 || c.lease_expired.load()) {
-    Status s = c.owned->settle_lease(c, ids.front(), ids.size());
+  if (c.leased) {
+    Status s = c.owned->settle_lease(&c.holder, ids.front(), ids.size());
     if (!s.ok()) {
       leave_after_expiry(c);
       return s;
     }
+    c.leased = false;  // settled: it can no longer run out under the removal
   }
-  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
+  Status s = c.owned->end_rows(&c.holder, ids.begin(), ids.size());  // a batch: one commit
   if (!s.ok()) return s;  // still in owner mode: no row was removed
   c.owned->counters().ends.add();
   global_stats().ends.add();
@@ -153,10 +171,10 @@ void Consumer::release() {
     global_stats().disconnect_returns.add();
     leave_owner_mode(c);
   }
-  std::vector<std::weak_ptr<QueueTableImpl>> tables;
+  std::vector<std::weak_ptr<QueueTable>> tables;
   tables.swap(*c.claim_tables.lock());
   for (auto& w : tables)
-    if (auto t = w.lock()) t->release_claims(this);
+    if (auto t = w.lock()) t->release_claims(&c.holder);
 }
 
 void Consumer::interrupt() {
@@ -217,21 +235,21 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
 
   const bool block = timeout.count() > 0;
   const auto deadline = deadline_after(timeout);
-  std::vector<QueueTableImpl*> registered;
+  std::vector<QueueTable*> registered;
   std::string dropped_message;
   for (size_t i = 0; i < subs.size(); i++) {
-    QueueTableImpl* t = impl_of(subs[i].table.get());
+    QueueTable* t = subs[i].table.get();
     t->counters().waits.add();
-    auto r = t->take_or_register(c, static_cast<int>(i), subs[i].filter, block);
-    if (r == QueueTableImpl::Take::kRegistered) {
+    auto r = t->take(c.request(static_cast<int>(i), subs[i].filter), block);
+    if (r == QueueTable::Take::kRegistered) {
       if (std::find(registered.begin(), registered.end(), t) == registered.end()) registered.push_back(t);
       continue;
     }
-    if (r == QueueTableImpl::Take::kDropped) {
+    if (r == QueueTable::Take::kDropped) {
       dropped_message = t->dropped_status().message();
       break;
     }
-    if (r != QueueTableImpl::Take::kNone) break;  // taken now, or handed by an earlier table
+    if (r != QueueTable::Take::kNone) break;  // taken now, or handed by an earlier table
   }
 
   Impl::Mailbox result;
@@ -270,7 +288,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     if (interrupted) mb->interrupt_pending = false;
   }
   sleeping.reset();
-  for (QueueTableImpl* t : registered) t->unregister(c);
+  for (QueueTable* t : registered) t->unregister(&c);
 
   if (result.handed) {
     enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
@@ -294,8 +312,7 @@ Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chron
   Status s = wait({sub}, timeout, &index, yield);
   if (!s.ok() || index == 0) return s;
   std::vector<std::pair<RowId, uint32_t>> rows{{c.owned_rowid.load(), c.owned_deliveries}};
-  QueueTableImpl* t = c.owned.get();
-  c.taking_more = true;
+  QueueTable* t = c.owned.get();
   while (rows.size() < max_rows) {
     {
       auto mb = c.mailbox.lock();
@@ -304,13 +321,12 @@ Status Consumer::wait_batch(const Subscription& sub, size_t max_rows, std::chron
     }
     // Never registers: only rows free now. Stops at kNone (no more), kConsumerDone (its
     // lease ran out meanwhile) and kDropped (the rows vanish with the table anyway).
-    const QueueTableImpl::Take r = t->take_or_register(c, 0, sub.filter, false);
+    const QueueTable::Take r = t->take(c.request(0, sub.filter, true), false);
     auto mb = c.mailbox.lock();
     mb->waiting = false;
-    if (r != QueueTableImpl::Take::kTaken) break;
+    if (r != QueueTable::Take::kTaken) break;
     rows.emplace_back(mb->handed_rowid, mb->handed_deliveries);
   }
-  c.taking_more = false;
   *taken = rows.size();
   if (rows.size() > 1) {
     std::sort(rows.begin(), rows.end());
@@ -328,15 +344,15 @@ Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken
   *taken = false;
   if (!table) return Status(ErrorCode::kInvalid, "queue_take_dead(): null table");
   if (Status s = begin_take(*this, c); !s.ok()) return s;
-  QueueTableImpl* t = impl_of(table.get());
-  const QueueTableImpl::Take r = t->take_dead(c);
+  QueueTable* t = table.get();
+  const QueueTable::Take r = t->take_dead(c.request(0, nullptr));
   Impl::Mailbox result;
   {
     auto mb = c.mailbox.lock();
     mb->waiting = false;
     result = *mb;
   }
-  if (r == QueueTableImpl::Take::kDropped) return t->dropped_status();
+  if (r == QueueTable::Take::kDropped) return t->dropped_status();
   if (result.handed) {
     enter_owner_mode(c, table, result);
     *taken = true;

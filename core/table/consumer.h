@@ -1,4 +1,5 @@
-// Consumer: one per client connection; the owner-mode state machine.
+// Consumer: one per client connection; the owner-mode state machine. It holds rows of
+// tables (holder()) and receives rows handed to it while it waits (consumer_impl.h).
 // Used by its own connection thread, except interrupt() (any thread).
 #pragma once
 #include <chrono>
@@ -106,9 +107,13 @@ class Consumer {
   // The delivery count of owned row `id`, 0 if this consumer does not own it.
   uint32_t delivery_count_of(RowId id) const;
 
+  // What its rows are held as (RowEntry::holder), and what its scans may see (queue_table.h).
+  const Holder& holder() const;
+  View view() const;
+  // A DELETE of this connection claimed rows in `table` (release() gives them back).
+  void claimed_in(std::weak_ptr<QueueTable> table);
+
   struct Impl;
-  Impl& impl() { return *impl_; }
-  const Impl& impl() const { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -1,5 +1,5 @@
-// Consumer::Impl (internal header): a consumer's owner-mode state and the mailbox a
-// writer uses to hand it a row while it waits.
+// Consumer::Impl (internal header): a consumer's owner-mode state and the mailbox a table
+// uses to hand it a row while it waits (it is the table's Receiver).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -9,14 +9,11 @@
 
 #include "core/table/consumer.h"
 #include "core/util/guarded.h"
-#include "core/table/lease.h"
 
 namespace q4m {
 
-class QueueTableImpl;
-
-struct Consumer::Impl {
-  Impl(Consumer* owner, uint64_t connection) : self(owner), connection_id(connection) {}
+struct Consumer::Impl final : public Receiver {
+  explicit Impl(uint64_t connection) : holder(connection) {}
 
   struct Mailbox {
     bool waiting = false;   // accepting a row: hand-off allowed
@@ -32,50 +29,45 @@ struct Consumer::Impl {
     bool interrupt_pending = false;
   };
 
-  // Called by a table under its state lock (lock order table -> consumer).
-  // Returns true if the consumer took the row.
-  bool accept(int sub_index, RowId id, uint32_t deliveries);
-  void table_dropped(const std::string& message);
+  // Receiver: called by a table under its state lock (lock order table -> consumer).
+  bool accept(int sub, RowId id, uint32_t deliveries) override;
+  bool waiting() override { return mailbox.lock()->waiting; }
+  void table_dropped(const std::string& message) override;
 
-  Consumer* const self;
-  const uint64_t connection_id;
+  // What a take by this consumer asks of a table.
+  TakeRequest request(int sub, const std::shared_ptr<const RowFilter>& filter, bool more = false) {
+    TakeRequest r;
+    r.receiver = this;
+    r.holder = &holder;
+    r.sub = sub;
+    r.filter = filter;
+    r.lease_ms = lease_ms;
+    r.more = more;
+    return r;
+  }
+
+  Holder holder;
   Guarded<Mailbox> mailbox;
   std::condition_variable wake;
 
-  // Owner mode. Written only by the consumer's own thread; atomics so a viewer
-  // check from any thread is race-free.
-  std::shared_ptr<QueueTableImpl> owned;
-  std::atomic<QueueTableImpl*> owned_table{nullptr};
+  // Owner mode. Written only by the consumer's own thread; atomics so a viewer check from
+  // any thread is race-free. The table holds the truth (RowEntry::holder); these say which
+  // rows to end, abort or show.
+  std::shared_ptr<QueueTable> owned;
+  std::atomic<QueueTable*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};  // the lowest of a batch
   uint32_t owned_deliveries = 0;  // own thread only; a batch keeps its own (batch_deliveries)
   // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
   // counts; both empty otherwise. Own thread only.
   std::vector<RowId> batch_ids;
   std::vector<uint32_t> batch_deliveries;
-  // Own thread only (read by the table on it): wait_batch() is adding rows to the owned one.
-  bool taking_more = false;
 
-  // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
-  // lease); set by the own thread, read by a writer handing it a row.
-  std::atomic<int64_t> lease_ms{0};
-  bool sync_removals = true;  // own thread only (set_sync_removals)
-  // The owned row's lease, written under the owned table's state lock: at take or hand-off,
-  // when the owner ends or aborts the row in time (token -> 0), and by expiry (expired set
-  // first, then token -> 0, so a lock-free read of token == 0 also sees expired). Mutable:
-  // the table reaches them through the row's const owner pointer.
-  mutable std::atomic<uint64_t> lease_token{0};  // 0 = the owned row has no live lease
-  mutable std::atomic<bool> lease_expired{false};
-  mutable std::atomic<int64_t> owned_lease_ms{0};  // the lease the owned row was taken with
-  // The deadline of the live lease and the token of the lease that expired (0 = none): the
-  // rows of a batch share one lease, and each row's deadline returns it once any has expired.
-  mutable std::atomic<LeaseClock::rep> lease_at{0};
-  mutable std::atomic<uint64_t> expired_token{0};
-  // When the owned row (a batch: its first row) was handed out, in LeaseClock ticks;
-  // written under the owned table's state lock (give_row), read by owned_rows().
-  mutable std::atomic<LeaseClock::rep> owned_since{0};
+  int64_t lease_ms = 0;  // what a row taken from now on is leased for (0 = no lease); own thread
+  // The owned rows were taken with a lease, or renewed to one: end() settles it first.
+  bool leased = false;
 
   // Tables in which this consumer holds delete claims (returned by release()).
-  Guarded<std::vector<std::weak_ptr<QueueTableImpl>>> claim_tables;
+  Guarded<std::vector<std::weak_ptr<QueueTable>>> claim_tables;
 };
 
 // Every row a consumer owns: its batch, or its one row. Valid while the consumer's batch is

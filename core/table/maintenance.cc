@@ -1,14 +1,13 @@
 // Maintenance of one table's file: truncate, drop, rename, close (compaction.cc: compaction).
 // Each takes the writer turn, so no commit is in flight while the file is replaced.
-#include "core/table/consumer_impl.h"
-#include "core/table/queue_table_impl.h"
 #include "core/file/index_snapshot.h"
 #include "core/file/replacement_file.h"
+#include "core/table/table.h"
 
 namespace q4m {
 
-Status QueueTableImpl::truncate() {
-  WriterTurn turn(*this);
+Status Table::truncate() {
+  CommitPipeline::Turn turn(pipeline_);
   auto w = writer_.lock();
   if (dropped_.load()) return dropped_status();
   if (!w->broken.ok()) return w->broken;
@@ -23,7 +22,7 @@ Status QueueTableImpl::truncate() {
   meta.rows_inserted = counters_.rows_inserted.get();
   meta.rows_removed = counters_.rows_removed.get() + live;
   out.add_meta(meta);
-  for (const auto& src : w->sources) out.add_srcid(src.first, src.second);  // relay state is kept
+  w->policies.each([&](auto& p) { p.keep(out, true); });  // relay state is kept; dedup keys are not
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
   if (!fresh) return s;
@@ -34,38 +33,35 @@ Status QueueTableImpl::truncate() {
     st->install_file(fresh);
   }
   counters_.rows_removed.add(live);
-  w->dedup.clear();  // the new file holds no key: TRUNCATE forgets them too
-  dedup_keys_.store(0, std::memory_order_relaxed);
+  w->policies.each([](auto& p) { p.truncated(); });
+  counters_.dedup_keys.set(0);
   w->file = fresh;
   w->generation++;  // a concurrent compaction's copy is void
   file_bytes_.store(fresh->size());
   return s;
 }
 
-void QueueTableImpl::forget_rows(TableState& st) {
+void Table::forget_rows(State& st) {
   st.index.clear();
   st.claims.clear();
   st.cursors.clear();
-  st.leases.clear();
-  st.clear_delays();
   st.first_free_hint = 0;
-  st.groups.clear();  // the column stays: new rows join groups again
-  st.dead_ids.clear();  // DEAD_ROWS counts these: TRUNCATE once left a separate counter behind
-  // Every mirror of the index, in one place.
+  st.policies.each([](auto& p) { p.forget(); });
+  // Every count and mirror of the index, in one place.
+  st.delayed = st.dead = 0;
   rows_.store(0);
-  owned_.store(0);
-  delayed_.store(0);
+  held_.store(0);
   live_bytes_.store(0);
 }
 
-void QueueTableImpl::mark_dropped() {
-  WriterTurn turn(*this);
+void Table::mark_dropped() {
+  CommitPipeline::Turn turn(pipeline_);
   auto w = writer_.lock();
   dropped_.store(true);
   const std::string message = "file " + path() + ": table was dropped while waiting";
   auto st = state_.lock();
   st->dropped = true;
-  for (Waiter& wt : st->waiters) wt.consumer->table_dropped(message);
+  for (Waiter& wt : st->waiters) wt.request.receiver->table_dropped(message);
   st->waiters.clear();
   forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
   st->file.reset();
@@ -73,8 +69,8 @@ void QueueTableImpl::mark_dropped() {
   waiters_.store(0);
 }
 
-Status QueueTableImpl::rename_to(const std::string& to) {
-  WriterTurn turn(*this);
+Status Table::rename_to(const std::string& to) {
+  CommitPipeline::Turn turn(pipeline_);
   auto w = writer_.lock();
   if (dropped_.load()) return dropped_status();
   Status s = w->file->release_preallocation();  // the object opened below starts at the file's end
@@ -94,8 +90,8 @@ Status QueueTableImpl::rename_to(const std::string& to) {
 // file is synced first, whatever the sync mode: chunks written without a sync (sync mode
 // none, queue_sync_removals=OFF) could otherwise lose sectors to a power cut that the
 // snapshot's size and tail checks do not see, and a later full recovery would find the hole.
-void QueueTableImpl::close() {
-  WriterTurn turn(*this);
+void Table::close() {
+  CommitPipeline::Turn turn(pipeline_);
   auto w = writer_.lock();
   if (dropped_.load() || !w->broken.ok() || !w->file) return;
   auto st = state_.lock();
@@ -103,10 +99,10 @@ void QueueTableImpl::close() {
   for (size_t p = 0; p < st->index.end_pos(); p++) {
     fmt::ReturnedRow r;
     const RowEntry& e = st->index.at(p);
-    if (e.state != RowState::kRemoved && st->kept_across_restart(e, &r)) returned.push_back(r);
+    if (e.state != RowState::kRemoved && kept_across_restart(*st, e, &r)) returned.push_back(r);
   }
-  SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
-                     &st->index, &returned};
+  SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
+                     &w->policies.get<Relay>().sources(), &st->index, &returned};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
                         write_index_snapshot(*w->file, src).ok();
@@ -115,7 +111,7 @@ void QueueTableImpl::close() {
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");
 }
 
-Status QueueTableImpl::invalidate_snapshot(WriterState& w) {
+Status Table::invalidate_snapshot(Writer& w) {
   if (!w.snapshot_written) return Status::Ok();
   Status s = remove_file(index_snapshot_path(path()));
   if (s.ok()) w.snapshot_written = false;

@@ -1,4 +1,4 @@
-// TableRegistry: one open QueueTableImpl per data file path.
+// TableRegistry: one open Table per data file path.
 // The map lock is held only to find a slot; opening (recovery) holds just that
 // table's slot lock, so a long recovery never blocks other tables.
 #include "core/table/registry.h"
@@ -9,12 +9,12 @@
 #include "core/file/format.h"
 #include "core/util/guarded.h"
 #include "core/file/index_snapshot.h"
-#include "core/table/queue_table_impl.h"
+#include "core/table/table.h"
 
 namespace q4m {
 namespace {
 
-using Slot = Guarded<std::shared_ptr<QueueTableImpl>>;  // null until opened
+using Slot = Guarded<std::shared_ptr<Table>>;  // null until opened
 using SlotMap = std::unordered_map<std::string, std::shared_ptr<Slot>>;
 
 Guarded<SlotMap>& slots() {
@@ -59,8 +59,8 @@ Status TableRegistry::acquire(const std::string& path, std::shared_ptr<QueueTabl
   std::shared_ptr<Slot> slot = find_slot(path, true);
   auto table = slot->lock();
   if (!*table) {
-    std::shared_ptr<QueueTableImpl> opened;
-    Status s = QueueTableImpl::open(path, &opened);
+    std::shared_ptr<Table> opened;
+    Status s = Table::open(path, &opened);
     if (!s.ok()) {
       auto m = slots().lock();  // do not keep a slot for a table that failed to open
       auto it = m->find(path);
@@ -100,7 +100,7 @@ Status TableRegistry::rename(const std::string& from, const std::string& to) {
   if (!file_exists(from)) return Status(ErrorCode::kNotFound, "file " + from + " does not exist");
   if (file_exists(to)) return Status(ErrorCode::kExists, "file " + to + " already exists");
   std::shared_ptr<Slot> slot = take_slot(from);
-  std::shared_ptr<QueueTableImpl> table = slot ? *slot->lock() : nullptr;
+  std::shared_ptr<Table> table = slot ? *slot->lock() : nullptr;
   if (!table) {  // not open: a snapshot left by a clean close would name the old path
     remove_file(index_snapshot_path(from));
     return rename_file(from, to);

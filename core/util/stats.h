@@ -11,6 +11,7 @@ namespace q4m {
 struct Counter {
   std::atomic<uint64_t> value{0};
   void add(uint64_t n = 1) { value.fetch_add(n, std::memory_order_relaxed); }
+  void set(uint64_t n) { value.store(n, std::memory_order_relaxed); }  // a gauge
   uint64_t get() const { return value.load(std::memory_order_relaxed); }
 };
 

@@ -26,10 +26,10 @@ TEST(compaction_keeps_ids_payloads_and_owners) {
   REQUIRE(eater.end().ok());
   REQUIRE(holder.wait({{t, nullptr}}, milliseconds(0), &idx).ok());  // owns row 60 across compaction
   CHECK_EQ(holder.owned_rowid(), ids[60]);
-  TableInfo before = t->info();
+  TableStats before = t->info();
   CHECK(before.removed_bytes > 0);
   REQUIRE(t->compact().ok());
-  TableInfo after = t->info();
+  TableStats after = t->info();
   CHECK(after.file_bytes < before.file_bytes);
   CHECK(after.removed_bytes < 200);  // only chunk headers and META remain
   CHECK_EQ(after.rows, 40u);

@@ -1,4 +1,4 @@
-// MAX_DELIVERIES (QueueTable::set_max_deliveries, Consumer::take_dead): a row back from its
+// MAX_DELIVERIES (TableOptions::max_deliveries, Consumer::take_dead): a row back from its
 // last allowed delivery is dead: kept, visible, deletable, handed out by take_dead() only.
 #include <thread>
 
@@ -25,7 +25,7 @@ std::shared_ptr<QueueTable> table_with_dead_first_row(const std::string& path, s
                                                       std::vector<RowId>* ids = nullptr) {
   auto t = table_with(path, rows, ids);
   if (!t) return nullptr;
-  t->set_max_deliveries(1);
+  set_option(*t, &TableOptions::max_deliveries, 1);
   deliver_and_abort(t, 1);
   return t->info().dead_rows == 1 ? t : nullptr;
 }
@@ -42,7 +42,7 @@ TEST(a_row_back_from_its_last_delivery_is_dead_and_only_take_dead_hands_it_out) 
   std::vector<RowId> ids;
   auto t = table_with(dir.file("t"), {"poison"}, &ids);
   REQUIRE(t);
-  t->set_max_deliveries(2);
+  set_option(*t, &TableOptions::max_deliveries, 2);
   deliver_and_abort(t, 1);
   CHECK_EQ(t->info().dead_rows, 0u);  // one delivery: still queued
   deliver_and_abort(t, 1);
@@ -69,7 +69,7 @@ TEST(every_way_back_to_the_queue_kills_a_row_at_its_limit) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"delayed", "leased", "disconnected"});
   REQUIRE(t);
-  t->set_max_deliveries(1);
+  set_option(*t, &TableOptions::max_deliveries, 1);
   {
     Consumer c;
     REQUIRE(take(c, t));
@@ -98,7 +98,7 @@ TEST(a_higher_limit_brings_dead_rows_back_and_a_lower_one_kills_queued_rows) {
   auto t = table_with(dir.file("t"), {"a", "b"});
   REQUIRE(t);
   deliver_and_abort(t, 2);  // row a: 2 deliveries, queued (no limit yet)
-  t->set_max_deliveries(2);
+  set_option(*t, &TableOptions::max_deliveries, 2);
   CHECK_EQ(t->info().dead_rows, 1u);  // queued at its limit: dead at once
 
   Consumer waiter;
@@ -111,14 +111,14 @@ TEST(a_higher_limit_brings_dead_rows_back_and_a_lower_one_kills_queued_rows) {
   CHECK_EQ(waiter.owned_delivery_count(), 1u);
   std::thread w2([&] { got = take(waiter, t, milliseconds(10000)); });  // ends b, then waits
   for (int i = 0; i < 5000 && t->info().waiters == 0; i++) std::this_thread::sleep_for(milliseconds(1));
-  t->set_max_deliveries(3);  // row a lives again and goes to the waiter
+  set_option(*t, &TableOptions::max_deliveries, 3);  // row a lives again and goes to the waiter
   w2.join();
   CHECK(got);
   CHECK_EQ(waiter.owned_delivery_count(), 3u);
   CHECK_EQ(t->info().dead_rows, 0u);
   REQUIRE(waiter.abort().ok());  // its third delivery: dead again
   CHECK_EQ(t->info().dead_rows, 1u);
-  t->set_max_deliveries(0);  // no limit: nothing is dead
+  set_option(*t, &TableOptions::max_deliveries, 0);  // no limit: nothing is dead
   CHECK_EQ(t->info().dead_rows, 0u);
   Consumer c;
   CHECK(take(c, t));
@@ -129,20 +129,20 @@ TEST(dead_rows_stay_dead_across_a_clean_restart_and_a_crash) {
   const std::string path = dir.file("t");
   auto t = table_with(path, {"poison", "fine"});
   REQUIRE(t);
-  t->set_max_deliveries(2);
+  set_option(*t, &TableOptions::max_deliveries, 2);
   deliver_and_abort(t, 2);
   REQUIRE(t->info().dead_rows == 1u);
 
   auto crashed = crash_copy(dir, path, "crashed");  // RETURN records only, no index snapshot
   REQUIRE(crashed);
-  crashed->set_max_deliveries(2);  // the engine applies the table's options at open
+  set_option(*crashed, &TableOptions::max_deliveries, 2);  // the engine applies the table's options at open
   CHECK_EQ(crashed->info().dead_rows, 1u);
 
   t.reset();
   crashed.reset();
   auto reopened = reopen(path);  // clean close: index snapshot
   REQUIRE(reopened);
-  reopened->set_max_deliveries(2);
+  set_option(*reopened, &TableOptions::max_deliveries, 2);
   CHECK_EQ(reopened->info().dead_rows, 1u);
   Consumer c;
   REQUIRE(take(c, reopened));
@@ -189,7 +189,7 @@ TEST(message_ttl_removes_dead_rows_too) {
   auto t = table_with_dead_first_row(dir.file("t"), {"poison"});
   REQUIRE(t);
   std::this_thread::sleep_for(milliseconds(20));
-  t->set_message_ttl(milliseconds(10));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(10));
   CHECK_EQ(t->info().rows, 0u);
   CHECK_EQ(t->info().dead_rows, 0u);
 }
@@ -213,7 +213,7 @@ TEST(take_dead_hands_out_the_oldest_dead_row_whatever_the_order_they_died_in) {
   std::vector<RowId> ids;
   auto t = table_with(dir.file("t"), {"a", "b", "c"}, &ids);
   REQUIRE(t);
-  t->set_max_deliveries(1);
+  set_option(*t, &TableOptions::max_deliveries, 1);
   {
     Consumer first, second;
     REQUIRE(take(first, t));
@@ -226,9 +226,9 @@ TEST(take_dead_hands_out_the_oldest_dead_row_whatever_the_order_they_died_in) {
   REQUIRE(take_dead(admin, t));
   CHECK_EQ(admin.owned_rowid(), ids[0]);
   REQUIRE(admin.abort().ok());    // still dead
-  t->set_max_deliveries(5);       // both back in the queue
+  set_option(*t, &TableOptions::max_deliveries, 5);       // both back in the queue
   CHECK(!take_dead(admin, t));
-  t->set_max_deliveries(1);       // both dead again
+  set_option(*t, &TableOptions::max_deliveries, 1);       // both dead again
   REQUIRE(take_dead(admin, t));
   CHECK_EQ(admin.owned_rowid(), ids[0]);
   REQUIRE(admin.end().ok());

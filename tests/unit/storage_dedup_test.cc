@@ -1,4 +1,4 @@
-// DEDUP_COLUMN (QueueTable::set_dedup): a row whose key was inserted within the dedup window
+// DEDUP_COLUMN (TableOptions::dedup): a row whose key was inserted within the dedup window
 // is dropped, whatever became of the earlier row; the keys survive a clean reopen, a crash
 // (no index snapshot), compaction and concurrent producers; TRUNCATE forgets them.
 #include <signal.h>
@@ -27,7 +27,7 @@ const milliseconds kWindow(300000);  // longer than any test: only expiry tests 
 
 std::shared_ptr<QueueTable> dedup_table(const std::string& path, milliseconds window = kWindow) {
   auto t = create_and_open(path);
-  if (t) t->set_dedup(key_column(), window);
+  if (t) set_dedup(*t, key_column(), window);
   return t;
 }
 
@@ -104,7 +104,7 @@ TEST(a_key_goes_in_again_once_its_window_is_over) {
   std::this_thread::sleep_for(milliseconds(200));
   CHECK_EQ(insert_rows(*t, {row("k", "2")}), 0);
   CHECK_EQ(t->info().rows, 2u);
-  t->set_dedup(key_column(), kWindow);  // a longer window (ALTER ... DEDUP_WINDOW) applies at once
+  set_dedup(*t, key_column(), kWindow);  // a longer window (ALTER ... DEDUP_WINDOW) applies at once
   CHECK_EQ(insert_rows(*t, {row("k", "3")}), 1);
 }
 
@@ -121,13 +121,13 @@ TEST(keys_survive_a_clean_reopen_a_crash_and_compaction) {
   }
   auto t = reopen(path);  // clean: index snapshot
   REQUIRE(t);
-  t->set_dedup(key_column(), kWindow);
+  set_dedup(*t, key_column(), kWindow);
   CHECK_EQ(t->info().dedup_keys, 2u);
   CHECK_EQ(insert_rows(*t, {row("gone", "again"), row("kept", "again")}), 2);
   // A crash: the file's bytes only.
   auto crashed = crash_copy(dir, path, "crashed");
   REQUIRE(crashed);
-  crashed->set_dedup(key_column(), kWindow);
+  set_dedup(*crashed, key_column(), kWindow);
   CHECK_EQ(insert_rows(*crashed, {row("gone", "again"), row("kept", "again")}), 2);
   // Compaction drops the consumed row's bytes and keeps its key (a DEDUP_KEY record).
   CHECK_EQ(insert_rows(*t, {row("new", "x")}), 0);
@@ -137,14 +137,14 @@ TEST(keys_survive_a_clean_reopen_a_crash_and_compaction) {
   CHECK_EQ(insert_rows(*t, {row("gone", "after compaction")}), 1);
   auto compacted = crash_copy(dir, path, "compacted");
   REQUIRE(compacted);
-  compacted->set_dedup(key_column(), kWindow);
+  set_dedup(*compacted, key_column(), kWindow);
   CHECK_EQ(compacted->info().dedup_keys, 3u);
   CHECK_EQ(insert_rows(*compacted, {row("gone", "1"), row("kept", "2"), row("new", "3"), row("fresh", "4")}), 3);
   // Read with a short window, the same file's old keys do not count.
   auto short_window = crash_copy(dir, path, "short");
   REQUIRE(short_window);
   std::this_thread::sleep_for(milliseconds(20));
-  short_window->set_dedup(key_column(), milliseconds(10));
+  set_dedup(*short_window, key_column(), milliseconds(10));
   CHECK_EQ(short_window->info().dedup_keys, 0u);
   CHECK_EQ(insert_rows(*short_window, {row("gone", "1")}), 0);
 }
@@ -160,7 +160,7 @@ TEST(truncate_forgets_the_keys) {
   CHECK_EQ(insert_rows(*t, {row("k", "2")}), 0);
   auto crashed = crash_copy(dir, path, "crashed");
   REQUIRE(crashed);
-  crashed->set_dedup(key_column(), kWindow);
+  set_dedup(*crashed, key_column(), kWindow);
   CHECK_EQ(crashed->info().dedup_keys, 1u);  // "2" only: one key
 }
 
@@ -168,7 +168,7 @@ TEST(max_rows_counts_only_the_rows_written) {
   TempDir dir;
   auto t = dedup_table(dir.file("t"));
   REQUIRE(t);
-  t->set_max_rows(2);
+  set_option(*t, &TableOptions::max_rows, 2);
   CHECK_EQ(insert_rows(*t, {row("a", "1"), row("a", "2"), row("b", "3")}), 1);  // 2 rows: fits
   CHECK_EQ(t->info().rows, 2u);
   // Refused as full: none of its keys is remembered, so the same rows go in once there is room.

@@ -1,4 +1,4 @@
-// MESSAGE_TTL (QueueTable::set_message_ttl): queued rows older than the TTL are removed and
+// MESSAGE_TTL (TableOptions::message_ttl): queued rows older than the TTL are removed and
 // never handed out; a row a connection holds is left to it until it comes back.
 #include <algorithm>
 #include <atomic>
@@ -28,13 +28,13 @@ bool eventually(const std::function<bool()>& done) {
 
 }  // namespace
 
-TEST(rows_already_past_the_ttl_are_removed_before_set_message_ttl_returns) {
+TEST(rows_already_past_the_ttl_are_removed_before_configure_returns) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"old1", "old2"});
   REQUIRE(t);
   std::this_thread::sleep_for(milliseconds(150));
   REQUIRE(insert1(*t, "young").ok());
-  t->set_message_ttl(milliseconds(100));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
   CHECK_EQ(t->info().rows, 1u);
   CHECK_EQ(t->counters().rows_expired.get(), 2u);
   Consumer c;
@@ -49,7 +49,7 @@ TEST(a_queued_row_expires_when_its_ttl_runs_out_not_before) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_message_ttl(milliseconds(300));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(300));
   const auto inserted_at = std::chrono::steady_clock::now();
   REQUIRE(insert1(*t, "a").ok());
   REQUIRE(eventually([&] { return t->info().rows == 0; }));
@@ -67,7 +67,7 @@ TEST(a_held_row_is_left_to_its_connection) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
-  t->set_message_ttl(milliseconds(100));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
   Consumer a;
   REQUIRE(take(a, t));
   std::this_thread::sleep_for(milliseconds(300));  // several reaper passes past the TTL
@@ -81,7 +81,7 @@ TEST(a_row_given_back_after_its_ttl_is_removed_instead_of_handed_out) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
-  t->set_message_ttl(milliseconds(100));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
   Consumer a, b;
   REQUIRE(take(a, t));
   std::this_thread::sleep_for(milliseconds(200));
@@ -101,7 +101,7 @@ TEST(delayed_rows_expire_too) {
   Consumer a;
   REQUIRE(take_and_delay(a, t, milliseconds(60000)));
   CHECK_EQ(t->info().delayed_rows, 1u);
-  t->set_message_ttl(milliseconds(100));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
   REQUIRE(eventually([&] { return t->info().rows == 0; }));
   CHECK_EQ(t->info().delayed_rows, 0u);
   CHECK_EQ(t->counters().rows_expired.get(), 1u);
@@ -111,8 +111,8 @@ TEST(a_ttl_of_zero_turns_expiry_off) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"job"});
   REQUIRE(t);
-  t->set_message_ttl(milliseconds(150));
-  t->set_message_ttl(milliseconds(0));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(150));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(0));
   std::this_thread::sleep_for(milliseconds(400));
   CHECK_EQ(t->info().rows, 1u);
   Consumer a;
@@ -126,7 +126,7 @@ TEST(expired_rows_stay_removed_after_a_reopen_and_old_rows_expire_at_open) {
     auto t = table_with(path, {"a", "b"});
     REQUIRE(t);
     std::this_thread::sleep_for(milliseconds(150));
-    t->set_message_ttl(milliseconds(100));
+    set_option(*t, &TableOptions::message_ttl, milliseconds(100));
     CHECK_EQ(t->info().rows, 0u);
     REQUIRE(insert1(*t, "c").ok());
   }
@@ -134,7 +134,7 @@ TEST(expired_rows_stay_removed_after_a_reopen_and_old_rows_expire_at_open) {
   REQUIRE(t);
   CHECK_EQ(t->info().rows, 1u);
   std::this_thread::sleep_for(milliseconds(150));
-  t->set_message_ttl(milliseconds(100));  // what the engine does when a statement opens it
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));  // what the engine does when a statement opens it
   CHECK_EQ(t->info().rows, 0u);
   Consumer c;
   CHECK(!take(c, t));
@@ -147,7 +147,7 @@ TEST(expiry_asks_for_no_sync_in_a_durable_mode) {
   REQUIRE(t);
   std::this_thread::sleep_for(milliseconds(150));
   const uint64_t syncs = global_stats().sys_sync.get();
-  t->set_message_ttl(milliseconds(100));
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
   CHECK_EQ(t->info().rows, 0u);
   CHECK_EQ(global_stats().sys_sync.get(), syncs);
   auto crashed = crash_copy(dir, dir.file("t"), "crashed");  // a server crash keeps the written removal
@@ -159,7 +159,7 @@ TEST(under_load_every_row_is_either_consumed_once_or_expired) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_message_ttl(milliseconds(20));  // about as long as a row waits here: many expire
+  set_option(*t, &TableOptions::message_ttl, milliseconds(20));  // about as long as a row waits here: many expire
   constexpr int kRows = 6000, kConsumers = 3;
   std::atomic<bool> producing{true};
   std::atomic<uint64_t> consumed{0};

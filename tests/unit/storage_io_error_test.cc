@@ -52,7 +52,7 @@ TEST(failed_append_is_cut_back_and_table_recovers) {
   REQUIRE(rows.size() == 2);
   CHECK_EQ(rows[0].second, "before");
   CHECK_EQ(rows[1].second, "after");
-  CHECK_EQ(t->info().dropped_tail_bytes, 0u);
+  CHECK_EQ(t->info().torn_tail_bytes, 0u);
 }
 
 TEST(failed_compaction_leaves_old_file) {

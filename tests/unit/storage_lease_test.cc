@@ -5,7 +5,7 @@
 #include <random>
 #include <thread>
 
-#include "core/table/lease.h"
+#include "core/table/reaper.h"
 #include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
@@ -151,7 +151,7 @@ TEST(the_reaper_restarts_after_stop_and_expires_what_was_due_meanwhile) {
   Consumer a, b;
   a.set_lease(milliseconds(200));
   REQUIRE(take(a, t));
-  LeaseReaper::instance().stop();  // as at plugin unload
+  Reaper::instance().stop();  // as at plugin unload
   std::this_thread::sleep_for(milliseconds(400));
   CHECK_EQ(t->counters().lease_expiries.get(), 0u);  // nobody to expire it
   b.set_lease(milliseconds(10000));

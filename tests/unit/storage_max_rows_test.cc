@@ -1,4 +1,4 @@
-// MAX_ROWS (QueueTable::set_max_rows): an insert that would take the table past its row
+// MAX_ROWS (TableOptions::max_rows): an insert that would take the table past its row
 // limit fails with kFull and adds none of its rows; concurrent producers never overshoot.
 #include <atomic>
 #include <map>
@@ -23,7 +23,7 @@ TEST(an_insert_past_the_limit_fails_whole_and_consuming_makes_room) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"a", "b"});
   REQUIRE(t);
-  t->set_max_rows(3);
+  set_option(*t, &TableOptions::max_rows, 3);
   Status s = insert_rows(*t, {"c", "d"});  // 2 + 2 > 3: neither goes in
   CHECK(s.code() == ErrorCode::kFull);
   CHECK(s.message().find("holds 2 rows") != std::string::npos);
@@ -41,7 +41,7 @@ TEST(an_insert_past_the_limit_fails_whole_and_consuming_makes_room) {
   REQUIRE(insert1(*t, "d").ok());  // consumed: room for one
   CHECK_EQ(t->info().rows, 3u);
 
-  t->set_max_rows(0);  // no limit
+  set_option(*t, &TableOptions::max_rows, 0);  // no limit
   REQUIRE(insert_rows(*t, {"e", "f", "g"}).ok());
   CHECK_EQ(t->info().rows, 6u);
 }
@@ -50,7 +50,7 @@ TEST(a_lowered_limit_keeps_the_rows_and_refuses_inserts_until_below_it) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"a", "b", "c", "d"});
   REQUIRE(t);
-  t->set_max_rows(2);
+  set_option(*t, &TableOptions::max_rows, 2);
   CHECK_EQ(t->info().rows, 4u);  // nothing is dropped
   CHECK(insert1(*t, "e").code() == ErrorCode::kFull);
   for (int i = 0; i < 2; i++) {
@@ -69,7 +69,7 @@ TEST(relayed_replays_take_no_room) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_max_rows(2);
+  set_option(*t, &TableOptions::max_rows, 2);
   size_t dropped = 0;
   const std::vector<std::string_view> two{"r1", "r2"};
   const RowId ids[] = {1, 2, 3};
@@ -98,7 +98,7 @@ TEST(concurrent_producers_never_take_the_table_past_its_limit) {
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
   constexpr uint64_t kLimit = 500;
-  t->set_max_rows(kLimit);
+  set_option(*t, &TableOptions::max_rows, kLimit);
   std::atomic<uint64_t> accepted{0}, refused{0}, other{0};
   std::vector<std::thread> producers;
   for (int p = 0; p < 8; p++) {

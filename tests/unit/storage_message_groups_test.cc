@@ -1,4 +1,4 @@
-// MESSAGE_GROUP_COLUMN (QueueTable::set_message_group): rows of one group go out one at a
+// MESSAGE_GROUP_COLUMN (TableOptions::message_group): rows of one group go out one at a
 // time, in row-id order; other groups and ungrouped rows are not held up.
 #include <cctype>
 #include <map>
@@ -33,7 +33,7 @@ std::shared_ptr<QueueTable> grouped_table(const std::string& path, std::initiali
                                           std::map<std::string, RowId>* ids = nullptr) {
   auto t = create_and_open(path);
   if (!t) return nullptr;
-  t->set_message_group(group_column());
+  set_option(*t, &TableOptions::message_group, group_column());
   for (const char* r : rows) {
     const std::string spec = r;
     const size_t colon = spec.find(':');
@@ -92,7 +92,7 @@ TEST(values_the_collation_calls_equal_are_one_group) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_message_group(column);
+  set_option(*t, &TableOptions::message_group, column);
   REQUIRE(insert1(*t, row("alice", "a1")).ok());
   REQUIRE(insert1(*t, row("ALICE", "a2")).ok());
   CHECK_EQ(t->info().message_groups, 1u);
@@ -152,7 +152,7 @@ TEST(a_retry_delay_holds_the_group_and_a_dead_row_lets_it_go_on) {
   TempDir dir;
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "A:a3"});
   REQUIRE(t);
-  t->set_max_deliveries(2);
+  set_option(*t, &TableOptions::max_deliveries, 2);
   Consumer c;
   CHECK_EQ(take_label(c, t), std::string("a1"));
   REQUIRE(c.abort(milliseconds(150)).ok());
@@ -176,12 +176,12 @@ TEST(a_row_back_from_the_dead_waits_for_the_row_of_its_group_that_is_out) {
   TempDir dir;
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2", "A:a3"});
   REQUIRE(t);
-  t->set_max_deliveries(1);
+  set_option(*t, &TableOptions::max_deliveries, 1);
   Consumer c, other;
   CHECK_EQ(take_label(c, t), std::string("a1"));
   REQUIRE(c.abort().ok());  // dead at its first failure
   CHECK_EQ(take_label(c, t), std::string("a2"));
-  t->set_max_deliveries(5);  // a1 is back in line, ahead of a2, which is out
+  set_option(*t, &TableOptions::max_deliveries, 5);  // a1 is back in line, ahead of a2, which is out
   CHECK_EQ(t->info().dead_rows, 0u);
   CHECK_EQ(take_label(other, t), std::string(""));
   std::string got;
@@ -201,13 +201,13 @@ TEST(lowering_the_limit_under_an_owned_row_lets_its_group_go_on) {
   TempDir dir;
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
   REQUIRE(t);
-  t->set_max_deliveries(3);
+  set_option(*t, &TableOptions::max_deliveries, 3);
   Consumer c, other;
   CHECK_EQ(take_label(c, t), std::string("a1"));
   REQUIRE(c.abort().ok());
   CHECK_EQ(take_label(c, t), std::string("a1"));  // its second delivery
   CHECK_EQ(take_label(other, t), std::string(""));
-  t->set_max_deliveries(1);
+  set_option(*t, &TableOptions::max_deliveries, 1);
   CHECK_EQ(take_label(other, t), std::string("a2"));
   REQUIRE(c.abort().ok());  // a1 comes back past the limit: dead
   CHECK_EQ(t->info().dead_rows, 1u);
@@ -254,7 +254,7 @@ TEST(groups_and_their_order_hold_across_a_crash_and_a_reopen) {
 
   auto crashed = crash_copy(dir, path, "crashed");
   REQUIRE(crashed);
-  crashed->set_message_group(group_column());  // what the engine does when a statement opens it
+  set_option(*crashed, &TableOptions::message_group, group_column());  // what the engine does when a statement opens it
   CHECK_EQ(crashed->info().message_groups, 2u);
   Consumer c1, c2, c3;
   CHECK_EQ(take_label(c1, crashed), std::string("a2"));
@@ -268,7 +268,7 @@ TEST(groups_and_their_order_hold_across_a_crash_and_a_reopen) {
   t.reset();
   auto reopened = reopen(path);  // clean close: index snapshot
   REQUIRE(reopened);
-  reopened->set_message_group(group_column());
+  set_option(*reopened, &TableOptions::message_group, group_column());
   Consumer d1, d2, d3;
   CHECK_EQ(take_label(d1, reopened), std::string("a2"));
   CHECK_EQ(take_label(d2, reopened), std::string("b1"));
@@ -294,7 +294,7 @@ TEST(concurrent_consumers_never_have_two_rows_of_a_group_out) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_message_group(group_column());
+  set_option(*t, &TableOptions::message_group, group_column());
   constexpr int kGroups = 8, kPerGroup = 150;
   for (int i = 0; i < kPerGroup; i++)
     for (int g = 0; g < kGroups; g++)

@@ -97,7 +97,7 @@ struct Workload {
   AckLog acks;
   uint64_t seed;
   bool unsynced_removals = false;  // consumers of even threads and the DELETEs waive the sync
-  uint64_t max_rows = 0;           // the table's MAX_ROWS (set_max_rows); 0 = none
+  uint64_t max_rows = 0;           // the table's MAX_ROWS (TableOptions::max_rows); 0 = none
 };
 
 void produce(Workload& w, int thread, int rounds) {
@@ -314,7 +314,7 @@ void run(SyncMode mode, uint64_t default_seed, bool unsynced_removals = false, u
   DiskModel::instance().track(dir.path(), w.seed, capture_every, 160);
   w.table = create_and_open(path);
   REQUIRE(w.table);
-  w.table->set_max_rows(max_rows);
+  set_option(*w.table, &TableOptions::max_rows, max_rows);
   w.acks.add({Ack::kCreated, "", 0, 0});
   RowId next_seq = 1;
   for (int phase = 0; phase < 4; phase++) {
@@ -339,7 +339,7 @@ void run(SyncMode mode, uint64_t default_seed, bool unsynced_removals = false, u
     w.table.reset();
     w.table = reopen(path);
     REQUIRE(w.table);
-    w.table->set_max_rows(max_rows);  // the engine does so at every open
+    set_option(*w.table, &TableOptions::max_rows, max_rows);  // the engine does so at every open
   }
   w.table.reset();
   TableRegistry::instance().close_all();

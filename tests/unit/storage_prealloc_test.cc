@@ -59,7 +59,7 @@ TEST(durable_appends_preallocate_and_a_clean_close_releases_it) {
   t = reopen(path);
   REQUIRE(t);
   CHECK(payloads_of(*t) == want);
-  CHECK_EQ(t->info().dropped_tail_bytes, 0u);
+  CHECK_EQ(t->info().torn_tail_bytes, 0u);
 }
 
 TEST(crash_with_a_preallocated_tail_recovers_every_row_and_reports_nothing) {
@@ -81,7 +81,7 @@ TEST(crash_with_a_preallocated_tail_recovers_every_row_and_reports_nothing) {
   std::shared_ptr<QueueTable> r;
   REQUIRE(TableRegistry::instance().acquire(image, &r).ok());
   CHECK(payloads_of(*r) == want);
-  CHECK_EQ(r->info().dropped_tail_bytes, 0u);  // zeros are not a torn write
+  CHECK_EQ(r->info().torn_tail_bytes, 0u);  // zeros are not a torn write
   CHECK_EQ(r->info().file_bytes, data_end);
   CHECK_EQ(size_on_disk(image), data_end);
   // Appending after recovery continues right after the data.
@@ -111,7 +111,7 @@ TEST(torn_chunk_inside_preallocated_space_is_cut) {
   std::shared_ptr<QueueTable> r;
   REQUIRE(TableRegistry::instance().acquire(image, &r).ok());
   CHECK(payloads_of(*r) == want);
-  CHECK(r->info().dropped_tail_bytes > 0);
+  CHECK(r->info().torn_tail_bytes > 0);
   CHECK_EQ(size_on_disk(image), data_end);
 }
 
@@ -179,7 +179,7 @@ TEST(rename_then_append_leaves_no_zero_gap) {
   Status s = TableRegistry::instance().acquire(image, &r);
   REQUIRE(s.ok());
   CHECK(payloads_of(*r) == want);
-  CHECK_EQ(r->info().dropped_tail_bytes, 0u);
+  CHECK_EQ(r->info().torn_tail_bytes, 0u);
 }
 
 TEST(preallocation_grows_in_steps_and_compaction_keeps_every_live_row) {
@@ -213,6 +213,6 @@ TEST(preallocation_grows_in_steps_and_compaction_keeps_every_live_row) {
   std::shared_ptr<QueueTable> r;
   REQUIRE(TableRegistry::instance().acquire(image, &r).ok());
   CHECK(payloads_of(*r) == want);
-  CHECK_EQ(r->info().dropped_tail_bytes, 0u);
+  CHECK_EQ(r->info().torn_tail_bytes, 0u);
 }
 

@@ -98,9 +98,9 @@ TEST(truncate_at_every_byte_offset) {
     if (len >= remove_end) good_end = remove_end;
     CHECK(seen == want);
     if (seen != want) std::fprintf(stderr, "  at len %zu\n", len);
-    TableInfo info = r->info();
+    TableStats info = r->info();
     CHECK_EQ(info.file_bytes, good_end);
-    CHECK_EQ(info.dropped_tail_bytes, len - good_end);
+    CHECK_EQ(info.torn_tail_bytes, len - good_end);
     // The next row id never goes back to an id that was possibly handed out.
     CHECK(info.next_rowid > (want.empty() ? 0 : want.back().first));
     // The cut file accepts new rows and they survive another reopen.
@@ -170,7 +170,7 @@ TEST(damage_among_unsynced_chunks_is_cut_not_corrupt) {
     auto left = scan(*r);
     CHECK_EQ(left.size(), 1u);
     if (!left.empty()) CHECK_EQ(left[0].second, rows[0].payload);
-    CHECK_EQ(r->info().dropped_tail_bytes, bytes.size() - second);
+    CHECK_EQ(r->info().torn_tail_bytes, bytes.size() - second);
     CHECK_EQ(read_file_bytes(path).size(), second);
     r.reset();
     TableRegistry::instance().close_all();
@@ -220,7 +220,7 @@ TEST(garbage_tail_after_valid_chunks_is_cut) {
     auto r = reopen(path, &s);
     REQUIRE(r);
     CHECK_EQ(scan(*r).size(), 2u);
-    CHECK_EQ(r->info().dropped_tail_bytes, fill == '\0' ? 0u : 4096u);
+    CHECK_EQ(r->info().torn_tail_bytes, fill == '\0' ? 0u : 4096u);
     CHECK_EQ(read_file_bytes(path).size(), bytes.size());
   }
 }

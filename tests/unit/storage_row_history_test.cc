@@ -61,7 +61,7 @@ TEST(a_copy_keeps_each_rows_age_deliveries_retry_delay_and_death) {
   TempDir dir;
   auto src = table_with(dir.file("src"), {"delayed", "dead", "retried", "fresh"});
   REQUIRE(src);
-  src->set_max_deliveries(3);
+  set_option(*src, &TableOptions::max_deliveries, 3);
   // Takes hand out the first free row: each step below works on the next row in line.
   Consumer c;
   REQUIRE(take(c, src));
@@ -77,13 +77,13 @@ TEST(a_copy_keeps_each_rows_age_deliveries_retry_delay_and_death) {
   const std::string dst_path = dir.file("dst");
   auto dst = create_and_open(dst_path);
   REQUIRE(dst);
-  dst->set_max_deliveries(3);  // the engine hands the new table its options before the copy
+  set_option(*dst, &TableOptions::max_deliveries, 3);  // the engine hands the new table its options before the copy
   REQUIRE(copy_rows(*src, *dst).ok());
-  TableInfo info = dst->info();
+  TableStats info = dst->info();
   CHECK_EQ(info.rows, 4u);
   CHECK_EQ(info.dead_rows, 1u);
   CHECK_EQ(info.delayed_rows, 1u);
-  CHECK(info.oldest_row_age_ms >= 60);  // the rows kept their insert time
+  CHECK(info.oldest_age_ms >= 60);  // the rows kept their insert time
   // The file holds the same: a crash copy of it (recovery from the records, no snapshot),
   // made before the takes below add deliveries.
   auto crashed = crash_copy(dir, dst_path, "dst_crashed");
@@ -94,12 +94,12 @@ TEST(a_copy_keeps_each_rows_age_deliveries_retry_delay_and_death) {
   CHECK(taken[0] == std::make_pair(std::string("retried"), 3u));
   CHECK(taken[1] == std::make_pair(std::string("fresh"), 1u));
 
-  crashed->set_max_deliveries(3);
+  set_option(*crashed, &TableOptions::max_deliveries, 3);
   info = crashed->info();
   CHECK_EQ(info.rows, 4u);
   CHECK_EQ(info.dead_rows, 1u);
   CHECK_EQ(info.delayed_rows, 1u);
-  CHECK(info.oldest_row_age_ms >= 60);
+  CHECK(info.oldest_age_ms >= 60);
   taken = take_all(crashed);
   REQUIRE(taken.size() == 2u);
   CHECK(taken[0] == std::make_pair(std::string("retried"), 3u));
@@ -112,7 +112,7 @@ TEST(a_copied_row_expires_by_its_original_insert_time) {
   std::this_thread::sleep_for(milliseconds(300));
   auto dst = create_and_open(dir.file("dst"));
   REQUIRE(dst);
-  dst->set_message_ttl(milliseconds(200));  // past for "old" already, not for a new row
+  set_option(*dst, &TableOptions::message_ttl, milliseconds(200));  // past for "old" already, not for a new row
   REQUIRE(copy_rows(*src, *dst).ok());
   for (int i = 0; i < 200 && dst->info().rows > 0; i++) std::this_thread::sleep_for(milliseconds(10));
   CHECK_EQ(dst->info().rows, 0u);

@@ -44,7 +44,7 @@ TEST(clean_close_then_fast_open_restores_everything) {
   }
   REQUIRE(t->compact().ok());
   auto before = scan(*t);
-  TableInfo info = t->info();
+  TableStats info = t->info();
   uint64_t ins = t->counters().rows_inserted.get(), rem = t->counters().rows_removed.get();
   t.reset();
   TableRegistry::instance().close_all();

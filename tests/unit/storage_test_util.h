@@ -54,6 +54,23 @@ inline std::string key_label_row(const std::string& key, const std::string& labe
   return out;
 }
 
+// Changes one of t's options (QueueTable::configure), keeping the others.
+template <typename T, typename V>
+void set_option(q4m::QueueTable& t, T q4m::TableOptions::*field, V value) {
+  auto o = std::make_shared<q4m::TableOptions>(*t.options());
+  (*o).*field = value;
+  t.configure(o);
+}
+
+// DEDUP_COLUMN and DEDUP_WINDOW together.
+inline void set_dedup(q4m::QueueTable& t, std::shared_ptr<const q4m::KeyColumn> column,
+                      std::chrono::milliseconds window) {
+  auto o = std::make_shared<q4m::TableOptions>(*t.options());
+  o->dedup = std::move(column);
+  o->dedup_window = window;
+  t.configure(o);
+}
+
 inline std::shared_ptr<q4m::QueueTable> create_and_open(const std::string& path) {
   auto& reg = q4m::TableRegistry::instance();
   if (!reg.create(path).ok()) return nullptr;

@@ -205,7 +205,7 @@ TEST(power_cut_before_the_covering_sync_is_a_lost_tail_not_corruption) {
   REQUIRE(rows.size() == 2u);  // "a" is back (its removal came undone); "c" was never answered
   CHECK_EQ(rows[0].second, "a");
   CHECK_EQ(rows[1].second, "b");
-  CHECK(recovered->info().dropped_tail_bytes > 0);
+  CHECK(recovered->info().torn_tail_bytes > 0);
 }
 
 // A clean close writes an index snapshot that the next open trusts if the file's size and

@@ -81,7 +81,7 @@ TEST(a_row_due_later_is_queued_but_not_handed_out_before_its_time) {
   TempDir dir;
   auto t = create_and_open(dir.file("t"));
   REQUIRE(t);
-  t->set_visible_at(schema_with_timestamp());
+  set_option(*t, &TableOptions::visible_at, schema_with_timestamp());
   const int64_t now = wall_ms();
   RowId later, past, null_time;
   REQUIRE(insert1(*t, row(1, now + 400), &later).ok());
@@ -110,7 +110,7 @@ TEST(the_delay_holds_across_a_reopen_and_a_compaction) {
   const std::string path = dir.file("t");
   auto t = create_and_open(path);
   REQUIRE(t);
-  t->set_visible_at(schema_with_timestamp());
+  set_option(*t, &TableOptions::visible_at, schema_with_timestamp());
   RowId gone, later;
   REQUIRE(insert1(*t, row(1, -1), &gone).ok());
   const std::string later_row = row(2, wall_ms() + 600000);  // due in 10 minutes
@@ -130,7 +130,7 @@ TEST(the_delay_holds_across_a_reopen_and_a_compaction) {
     Consumer c;
     CHECK(take(c, crashed));  // before the column is known, the row is just a row...
     REQUIRE(c.abort().ok());
-    crashed->set_visible_at(schema_with_timestamp());  // ...the engine names it when it opens the table
+    set_option(*crashed, &TableOptions::visible_at, schema_with_timestamp());  // ...the engine names it when it opens the table
     CHECK_EQ(crashed->info().delayed_rows, 1u);
     CHECK(!take(c, crashed));
   }
@@ -138,17 +138,17 @@ TEST(the_delay_holds_across_a_reopen_and_a_compaction) {
   REQUIRE(t);
   Consumer b;
   CHECK_EQ(t->info().delayed_rows, 0u);
-  t->set_visible_at(schema_with_timestamp());  // ...the column's delays come from the rows again
+  set_option(*t, &TableOptions::visible_at, schema_with_timestamp());  // ...the column's delays come from the rows again
   CHECK_EQ(t->info().delayed_rows, 1u);
   CHECK(!take(b, t));
-  t->set_visible_at(schema_with_timestamp());  // a second call changes nothing
+  set_option(*t, &TableOptions::visible_at, schema_with_timestamp());  // a second call changes nothing
   CHECK_EQ(t->info().delayed_rows, 1u);
   CHECK(!take(b, t));
   REQUIRE(t->compact().ok());
   CHECK_EQ(t->info().delayed_rows, 1u);
   CHECK(!take(b, t));
   CHECK(payload_of(*t, later) == later_row);  // compaction copied the row, and with it its time
-  t->set_visible_at(nullptr);  // later calls change nothing
+  set_option(*t, &TableOptions::visible_at, nullptr);  // later calls change nothing
   CHECK(!take(b, t));
   CHECK_EQ(t->info().rows, 1u);
 }

@@ -1,4 +1,4 @@
-#include "core/table/lease.h"
+#include "core/table/reaper.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,47 +7,22 @@ namespace q4m {
 
 namespace {
 
-int64_t to_ns(LeaseClock::time_point t) {
+int64_t to_ns(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-LeaseClock::time_point from_ns(int64_t ns) { return LeaseClock::time_point(std::chrono::nanoseconds(ns)); }
-
-bool later(const LeaseDeadline& a, const LeaseDeadline& b) { return a.at > b.at; }
+SteadyClock::time_point from_ns(int64_t ns) { return SteadyClock::time_point(std::chrono::nanoseconds(ns)); }
 
 }  // namespace
 
-uint64_t next_lease_token() {
-  static std::atomic<uint64_t> last{0};
-  return last.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
-void LeaseHeap::push(const LeaseDeadline& d) {
-  heap_.push_back(d);
-  std::push_heap(heap_.begin(), heap_.end(), later);
-}
-
-LeaseDeadline LeaseHeap::pop() {
-  std::pop_heap(heap_.begin(), heap_.end(), later);
-  LeaseDeadline d = heap_.back();
-  heap_.pop_back();
-  return d;
-}
-
-LeaseClock::time_point LeaseHeap::earliest() const {
-  return heap_.empty() ? LeaseClock::time_point::max() : heap_.front().at;
-}
-
-void LeaseHeap::rebuild() { std::make_heap(heap_.begin(), heap_.end(), later); }
-
-LeaseReaper& LeaseReaper::instance() {
-  static LeaseReaper reaper;
+Reaper& Reaper::instance() {
+  static Reaper reaper;
   return reaper;
 }
 
-LeaseReaper::~LeaseReaper() { stop(); }
+Reaper::~Reaper() { stop(); }
 
-void LeaseReaper::start_locked(State& st) {
+void Reaper::start_locked(State& st) {
   if (st.thread.joinable()) return;
   st.stopping = false;
   next_scan_ns_.store(INT64_MIN);  // scan at once: deadlines may be due from before a stop()
@@ -55,13 +30,13 @@ void LeaseReaper::start_locked(State& st) {
   st.thread = std::thread([this, generation] { run(generation); });
 }
 
-void LeaseReaper::watch(std::weak_ptr<LeasedTable> t) {
+void Reaper::watch(std::weak_ptr<Timed> t) {
   auto st = state_.lock();
   st->tables.push_back(std::move(t));
   start_locked(*st);
 }
 
-void LeaseReaper::deadline_added(LeaseClock::time_point at) {
+void Reaper::deadline_added(SteadyClock::time_point at) {
   const int64_t ns = to_ns(at);
   if (ns >= next_scan_ns_.load()) return;  // the reaper wakes before it anyway
   auto st = state_.lock();
@@ -72,7 +47,7 @@ void LeaseReaper::deadline_added(LeaseClock::time_point at) {
   }
 }
 
-void LeaseReaper::stop() {
+void Reaper::stop() {
   std::thread t;
   {
     auto st = state_.lock();
@@ -84,15 +59,15 @@ void LeaseReaper::stop() {
   next_scan_ns_.store(kNever);  // so that the next deadline_added() restarts the thread
 }
 
-void LeaseReaper::run(uint64_t generation) {
+void Reaper::run(uint64_t generation) {
   for (;;) {
-    std::vector<std::weak_ptr<LeasedTable>> tables;
+    std::vector<std::weak_ptr<Timed>> tables;
     {
       auto st = state_.lock();
       for (;;) {
         if (st->stopping || st->generation != generation) return;  // stopped (and maybe restarted)
         const int64_t next = next_scan_ns_.load();
-        if (next != kNever && next <= to_ns(LeaseClock::now())) break;
+        if (next != kNever && next <= to_ns(SteadyClock::now())) break;
         if (next == kNever)
           wake_.wait(st.unique_lock());
         else
@@ -105,12 +80,12 @@ void LeaseReaper::run(uint64_t generation) {
       all.erase(std::remove_if(all.begin(), all.end(), [](const auto& w) { return w.expired(); }), all.end());
       tables = all;
     }
-    const LeaseClock::time_point now = LeaseClock::now();
-    LeaseClock::time_point earliest = LeaseClock::time_point::max();
+    const SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point earliest = SteadyClock::time_point::max();
     for (const auto& w : tables)
-      if (auto t = w.lock()) earliest = std::min(earliest, t->expire_leases(now));
+      if (auto t = w.lock()) earliest = std::min(earliest, t->due(now));
     tables.clear();
-    if (earliest == LeaseClock::time_point::max()) continue;
+    if (earliest == SteadyClock::time_point::max()) continue;
     const int64_t at = to_ns(std::max(earliest, now + kGranularity));
     auto st = state_.lock();
     if (at < next_scan_ns_.load()) next_scan_ns_.store(at);

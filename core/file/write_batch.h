@@ -1,0 +1,61 @@
+// WriteBatch: what one caller asks the group commit to write, as typed records (in the
+// spirit of LevelDB's WriteBatch): rows to insert, removals, returns. The group-commit
+// leader writes the batches of all waiting callers as one chunk (one write, one sync), so a
+// batch is atomic: after a crash all of its records are in the file, or none.
+//
+// The caller fills the inputs; the row policies' admission (core/policy/policy.h) and the
+// leader fill the results. Everything the inputs point to is the caller's and outlives
+// the commit.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/file/format.h"
+#include "core/row/history.h"
+#include "core/row/holder.h"
+#include "core/row/row_id.h"
+#include "core/util/status.h"
+
+namespace q4m {
+
+struct WriteBatch {
+  // ---- inputs
+  // ROW records: new rows, in order; the leader gives them ids.
+  const std::vector<std::string_view>* rows = nullptr;
+  // A copy's rows (a copying ALTER): what each had been through, one per row. Their ids are
+  // new; the insert time is kept and the rest goes into a RETURN record under the new ids.
+  const RowHistory* history = nullptr;
+  // Relayed rows (queue_set_srcid): rows[i] is row relay_rowids[i] (increasing) of relay
+  // source relay_source; policy/relay.h drops the ones received before.
+  const RowId* relay_rowids = nullptr;
+  uint32_t relay_source = 0;
+  bool relay_reset = false;  // mode 'w': forget what the source sent before
+  // REMOVE record: rows `remover` holds, removed for good.
+  const RowId* removals = nullptr;
+  size_t removal_count = 0;
+  const Holder* remover = nullptr;
+  // RETURN record: rows that went back to the queue (delivery counts, retry delays).
+  const fmt::ReturnedRow* returns = nullptr;
+  size_t return_count = 0;
+  // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
+  // RETURN record). The chunk is synced if any batch in it asks for it.
+  bool sync = true;
+
+  // ---- results
+  // The rows admitted, as indices into *rows (admission starts with all of them).
+  std::vector<size_t> admitted;
+  size_t replayed = 0;      // relayed rows received before (dropped: policy/relay.h)
+  size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
+  std::vector<RowId> ids;   // of the admitted rows, in order
+  std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
+  // The histories of copied rows that the chunk keeps, under their new ids.
+  std::vector<fmt::ReturnedRow> histories_kept;
+  Status status;
+
+  bool inserts() const { return rows != nullptr; }
+  bool relayed() const { return relay_rowids != nullptr; }
+};
+
+}  // namespace q4m

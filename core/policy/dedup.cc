@@ -1,0 +1,90 @@
+#include "core/policy/dedup.h"
+
+#include "core/file/data_file.h"
+
+namespace q4m {
+
+void Dedup::configure(const TableOptions& options, WriterContext& ctx) {
+  window_ms_ = static_cast<uint64_t>(options.dedup_window.count());
+  if (column_ || !options.dedup || !ctx.file || !ctx.broken->ok()) return;
+  window_.set_window_ms(window_ms_);
+  std::string key;
+  // Rows inserted within the window, removed ones too (their bytes stay until compaction,
+  // which then writes their keys as DEDUP_KEY records).
+  const KeyColumn& column = *options.dedup;
+  Status s = for_each_record(*ctx.file, ctx.file->size(), [&](const fmt::Record& r, std::string_view body) {
+    if (r.time_ms + window_ms_ <= ctx.now_ms) return;
+    const std::string_view bytes = body.substr(r.payload_pos, r.length);
+    if (r.type == fmt::kRow && row_key(column, bytes, &key))
+      window_.remember(key, r.time_ms);
+    else if (r.type == fmt::kDedupKey)
+      window_.remember(std::string(bytes), r.time_ms);
+  });
+  if (!s.ok()) {  // inserts stop rather than let a duplicate in
+    *ctx.broken = s;
+    return;
+  }
+  column_ = options.dedup;
+  ctx.counters->dedup_keys.set(window_.size());
+}
+
+void Dedup::begin_batch(WriterContext&) {
+  window_.set_window_ms(window_ms_);
+  undo_.clear();
+  deduplicated_ = 0;
+}
+
+bool Dedup::admit(WriteBatch& b, WriterContext& ctx) {
+  request_from_ = undo_.size();
+  request_deduplicated_ = 0;
+  if (!column_ || !b.inserts()) return true;
+  std::string key;
+  size_t kept = 0;
+  for (size_t i : b.admitted) {
+    const std::string_view payload = (*b.rows)[i];
+    if (!row_key(*column_, payload, &key)) {  // NULL: no key, never a duplicate
+      b.admitted[kept++] = i;
+      continue;
+    }
+    if (b.history) {
+      const uint64_t at = b.history[i].insert_time_ms ? b.history[i].insert_time_ms : ctx.now_ms;
+      window_.remember(key, at, &undo_);
+      b.admitted[kept++] = i;
+      continue;
+    }
+    if (!window_.admit(key, ctx.now_ms, &undo_)) {  // also a row earlier in this batch
+      request_deduplicated_++;
+      continue;
+    }
+    b.admitted[kept++] = i;
+  }
+  b.admitted.resize(kept);
+  b.deduplicated = request_deduplicated_;
+  deduplicated_ += request_deduplicated_;
+  return true;
+}
+
+void Dedup::reject(WriteBatch& b) {
+  window_.forget_batch(&undo_, request_from_);
+  deduplicated_ -= request_deduplicated_;
+  b.deduplicated = 0;
+}
+
+void Dedup::written(WriterContext& ctx) {
+  ctx.counters->rows_deduplicated.add(deduplicated_);
+  if (column_) ctx.counters->dedup_keys.set(window_.size());
+  undo_.clear();
+}
+
+void Dedup::failed(WriterContext& ctx) {
+  window_.forget_batch(&undo_);
+  ctx.counters->dedup_keys.set(window_.size());
+}
+
+void Dedup::keep(ReplacementFile& out, bool truncating) {
+  if (truncating) return;
+  // The keys of the window, whose rows may be gone (consumed) and so not copied.
+  if (column_) window_.for_each(now_ms(), [&](const std::string& key, uint64_t time_ms) { out.add_dedup_key(time_ms, key); });
+}
+
+}  // namespace q4m

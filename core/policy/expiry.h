@@ -1,0 +1,44 @@
+// MESSAGE_TTL: a queued row (free, delayed or dead; not held by a connection) inserted more
+// than the TTL ago is removed and never handed out again (SQS's retention period). A row a
+// connection holds is left to it; if it comes back to the queue after its TTL, it is
+// removed then.
+//
+// Row ids follow insert order and so, clock steps aside, do insert times: the rows past
+// their TTL are at the front of the index. The table's timer pass walks from the front and
+// claims them for this policy's holder (like a DELETE's claim: held, so nobody takes them);
+// the table then commits one REMOVE record for them without a sync of its own (after a
+// crash that loses it, the rows are expired again).
+#pragma once
+#include "core/policy/policy.h"
+
+namespace q4m {
+
+class Expiry : public PolicyBase {
+ public:
+  Expiry() { remover_.set_sync_removals(false); }
+  // The latest TTL wins; rows already too old are claimed before this returns.
+  void configure(const TableOptions& options, RowContext& ctx);
+  void added(RowEntry& e, std::string_view, RowContext& ctx);  // the timer passes by when it expires
+  void published(RowContext&) {
+    if (adding_) watched_ = true;
+    adding_ = false;
+  }
+  // A row coming back to the queue past its TTL is claimed instead (one given back with a
+  // delay is looked at when the delay ends).
+  void placing(RowEntry& e, Placement& p, RowContext& ctx);
+  SteadyClock::time_point due(RowContext& ctx);  // claims every queued row past its TTL
+  const Holder* claimer() const { return &remover_; }
+  void claims_removed(size_t n, TableCounters& counters);
+  void forget() { watched_ = false; }
+
+  static constexpr size_t kMaxPerPass = 100000;  // the rest in the next pass: the lock is not held long
+
+ private:
+  bool expired(const RowEntry& e, uint64_t wall_ms) const { return ttl_ms_ != 0 && e.time_ms + ttl_ms_ <= wall_ms; }
+  uint64_t ttl_ms_ = 0;   // 0 = rows never expire
+  bool watched_ = false;  // the timer knows when the oldest queued row expires
+  bool adding_ = false;   // added() asked for a pass, for the commit being published
+  Holder remover_;
+};
+
+}  // namespace q4m

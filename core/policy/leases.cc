@@ -1,0 +1,148 @@
+#include "core/policy/leases.h"
+
+#include <string>
+
+namespace q4m {
+
+namespace {
+
+std::string seconds_text(int64_t ms) {
+  std::string s = std::to_string(ms / 1000);
+  if (ms % 1000) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + " s";
+}
+
+}  // namespace
+
+void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Move& m, RowContext& ctx) {
+  if (from == RowState::kOwned) left(previous);
+  if (m.to != RowState::kOwned) return;
+  Delivery& d = deliveries_[m.holder];
+  if (!m.more) {
+    d = Delivery();
+    d.since = ctx.now;
+  }
+  d.rows++;
+  if (m.lease_ms <= 0) return;
+  if (!m.more) {
+    lease(d, e.id, m.lease_ms, ctx);
+  } else if (d.token != 0) {  // one more row under the batch's live lease: its deadline too
+    deadlines_.push(Deadline{d.at, e.id, d.token});
+  }
+}
+
+void Leases::left(const Holder* holder) {
+  auto it = deliveries_.find(holder);
+  if (it != deliveries_.end() && --it->second.rows == 0 && !it->second.expired) deliveries_.erase(it);
+}
+
+void Leases::lease(Delivery& d, RowId id, int64_t ms, RowContext& ctx) {
+  d.token = next_token();
+  d.lease_ms = ms;
+  d.at = ctx.now + std::chrono::milliseconds(ms);
+  // Leases ended in time leave their deadlines behind: drop them once they outnumber the
+  // rows that can hold a lease (at most the held ones) by far.
+  if (deadlines_.size() >= 2 * ctx.held_rows + 1024)
+    deadlines_.drop_stale([&](const Deadline& dl) { return leased_row(ctx.index, dl) != nullptr; });
+  deadlines_.push(Deadline{d.at, id, d.token});
+  ctx.wake_at(d.at);
+}
+
+RowEntry* Leases::leased_row(RowIndex& index, const Deadline& dl) const {
+  RowEntry* e = index.find(dl.id);
+  if (!e || e->state != RowState::kOwned || !e->holder) return nullptr;
+  auto it = deliveries_.find(e->holder);
+  if (it == deliveries_.end()) return nullptr;
+  // A deadline of the lease that just expired is live too: the other rows of its batch.
+  return it->second.token == dl.token || it->second.expired_token == dl.token ? e : nullptr;
+}
+
+SteadyClock::time_point Leases::due(RowContext& ctx) {
+  while (deadlines_.due(ctx.now)) {
+    const Deadline dl = deadlines_.pop();
+    RowEntry* e = leased_row(ctx.index, dl);
+    if (!e) continue;
+    Delivery& d = deliveries_[e->holder];
+    if (d.token == dl.token) d.expired_token = dl.token;  // the rest of its batch follows
+    d.expired = true;
+    d.token = 0;
+    ctx.counters->lease_expiries.add();
+    global_stats().lease_expiries.add();
+    ctx.return_row(e->id);
+  }
+  return deadlines_.earliest();
+}
+
+Status Leases::expired_status(const Delivery& d, RowId first, size_t count) const {
+  const std::string lease = " (" + seconds_text(d.lease_ms) + ") ran out before ";
+  if (count > 1)
+    return Status(ErrorCode::kLeaseExpired,
+                  "the lease of the batch of " + std::to_string(count) + " rows from row " + std::to_string(first) +
+                      lease + "it was ended: its rows went back to the queue and were not removed");
+  return Status(ErrorCode::kLeaseExpired, "the lease of row " + std::to_string(first) + lease +
+                                              "it was ended: the row went back to the queue and was not removed");
+}
+
+Status Leases::settle(const Holder* holder, RowId first, size_t count) {
+  auto it = deliveries_.find(holder);
+  if (it == deliveries_.end()) return Status::Ok();  // no lease (or its rows vanished: TRUNCATE)
+  Delivery& d = it->second;
+  if (d.expired) {
+    Status s = expired_status(d, first, count);
+    d.expired = false;  // told
+    if (d.rows == 0) deliveries_.erase(it);
+    return s;
+  }
+  d.token = 0;  // its deadlines are stale from here on
+  return Status::Ok();
+}
+
+Status Leases::renew(const Holder* holder, const RowId* ids, size_t count, std::chrono::milliseconds lease_for,
+                     RowIndex& index, RowContext& ctx) {
+  auto it = deliveries_.find(holder);
+  if (it != deliveries_.end() && it->second.expired) return settle(holder, ids[0], count);
+  bool leased = false;  // the first row still held gets a new token (old deadlines go stale)
+  for (size_t i = 0; i < count; i++) {
+    const RowEntry* e = index.find(ids[i]);
+    if (!e || e->holder != holder || e->state != RowState::kOwned) continue;  // gone (TRUNCATE, DELETE)
+    Delivery& d = deliveries_[holder];
+    if (leased) {
+      deadlines_.push(Deadline{d.at, ids[i], d.token});
+    } else {
+      lease(d, ids[i], lease_for.count(), ctx);
+      leased = true;
+    }
+  }
+  return Status::Ok();
+}
+
+void Leases::let_go(const Holder* holder) {
+  auto it = deliveries_.find(holder);
+  if (it == deliveries_.end()) return;
+  it->second.expired = false;
+  it->second.token = 0;
+  if (it->second.rows == 0) deliveries_.erase(it);
+}
+
+bool Leases::expired(const Holder* holder) const {
+  auto it = deliveries_.find(holder);
+  return it != deliveries_.end() && it->second.expired;
+}
+
+SteadyClock::time_point Leases::since(const Holder* holder) const {
+  auto it = deliveries_.find(holder);
+  return it == deliveries_.end() ? SteadyClock::time_point() : it->second.since;
+}
+
+bool Leases::lease_end(const Holder* holder, SteadyClock::time_point* at) const {
+  auto it = deliveries_.find(holder);
+  if (it == deliveries_.end() || it->second.token == 0) return false;
+  *at = it->second.at;
+  return true;
+}
+
+}  // namespace q4m

@@ -1,0 +1,21 @@
+#include "core/policy/max_rows.h"
+
+#include <string>
+
+namespace q4m {
+
+bool MaxRows::admit(WriteBatch& b, WriterContext& ctx) {
+  if (!b.inserts()) return true;
+  const uint64_t n = b.admitted.size();
+  if (max_ == 0 || (held_ <= max_ && n <= max_ - held_)) {
+    held_ += n;
+    return true;
+  }
+  ctx.counters->rows_refused.add(n);
+  b.status = Status(ErrorCode::kFull, "it holds " + std::to_string(held_) + " rows and its limit is " +
+                                          std::to_string(max_) + " (MAX_ROWS): " + std::to_string(n) +
+                                          (n == 1 ? " row does" : " rows do") + " not fit");
+  return false;
+}
+
+}  // namespace q4m

@@ -1,0 +1,79 @@
+// The figures of one table, listed once: TableStats (QueueTable::info()), queue_stats()'s
+// JSON and INFORMATION_SCHEMA.QUEUE_TABLES are all made from this list, so a new figure is
+// one line here plus the code that counts it.
+//
+//   GAUGE(field, json name, I_S column or nullptr, what it is)     a value as of now, which
+//                                                                   info() reads under the state lock
+//   LIVE(field, ...)      a value as of now, kept lock-free where it changes (TableCounters)
+//   COUNTER(field, ...)   a count since the table was opened, lock-free (TableCounters)
+//
+// I_S columns come in list order after TABLE_SCHEMA and TABLE_NAME.
+#pragma once
+#include <cstdint>
+
+#include "core/util/stats.h"
+
+#define Q4M_TABLE_STATS(GAUGE, LIVE, COUNTER)                                                                   \
+  GAUGE(rows, "rows", "ROWS", "live rows, owned ones included")                                           \
+  GAUGE(owned_rows, "owned_rows", "OWNED_ROWS", "rows held by a connection (owned or claimed)")           \
+  GAUGE(waiters, "waiters", "WAITERS", "consumers waiting in queue_wait()")                               \
+  GAUGE(file_bytes, "file_bytes", "FILE_BYTES", "size of the data file")                                  \
+  GAUGE(removed_bytes, "removed_bytes", "REMOVED_BYTES", "bytes compaction can reclaim")                   \
+  GAUGE(oldest_age_ms, "oldest_age_ms", "OLDEST_AGE_MS", "age of the oldest row; 0 when empty")           \
+  GAUGE(next_rowid, "next_rowid", "NEXT_ROWID", "the id the next row gets")                               \
+  GAUGE(delayed_rows, "delayed_rows", "DELAYED_ROWS", "rows not handed out before a time")               \
+  GAUGE(dead_rows, "dead_rows", "DEAD_ROWS", "rows back after MAX_DELIVERIES deliveries")                  \
+  GAUGE(message_groups, "message_groups", "MESSAGE_GROUPS", "groups with rows in the table")              \
+  LIVE(max_rows, "max_rows", "MAX_ROWS", "the row limit; 0 = none")                                      \
+  LIVE(dedup_keys, "dedup_keys", "DEDUP_KEYS", "keys in the dedup window")                               \
+  GAUGE(torn_tail_bytes, "dropped_tail_bytes", nullptr, "torn tail cut off by recovery at open")          \
+  COUNTER(rows_inserted, "rows_inserted", nullptr, "rows inserted (kept across reopen)")                  \
+  COUNTER(rows_removed, "rows_removed", nullptr, "rows removed (kept across reopen)")                     \
+  COUNTER(waits, "waits", nullptr, "queue_wait() calls on the table")                                     \
+  COUNTER(ends, "ends", nullptr, "deliveries ended by queue_end()")                                       \
+  COUNTER(aborts, "aborts", nullptr, "deliveries given back by queue_abort()")                            \
+  COUNTER(handoffs, "handoffs", nullptr, "rows handed to a waiting consumer")                             \
+  COUNTER(lease_expiries, "lease_expiries", nullptr, "leases that ran out")                               \
+  COUNTER(rows_expired, "rows_expired", nullptr, "rows removed by MESSAGE_TTL")                           \
+  COUNTER(rows_refused, "rows_refused", nullptr, "rows not inserted: past MAX_ROWS")                      \
+  COUNTER(rows_deduplicated, "rows_deduplicated", nullptr, "rows not inserted: duplicates in the window") \
+  COUNTER(compactions, "compactions", nullptr, "compactions of the data file")
+
+namespace q4m {
+
+// Every figure as of one moment (QueueTable::info()).
+struct TableStats {
+#define Q4M_STATS_FIELD(field, json, column, what) uint64_t field = 0;
+  Q4M_TABLE_STATS(Q4M_STATS_FIELD, Q4M_STATS_FIELD, Q4M_STATS_FIELD)
+#undef Q4M_STATS_FIELD
+};
+
+// Each figure by name, in list order: what queue_stats() and QUEUE_TABLES show.
+struct Figure {
+  const char* json;    // queue_stats() key
+  const char* column;  // INFORMATION_SCHEMA.QUEUE_TABLES column, or nullptr
+  uint64_t TableStats::*field;
+};
+inline constexpr Figure kTableFigures[] = {
+#define Q4M_STATS_FIGURE(field, json, column, what) {json, column, &TableStats::field},
+    Q4M_TABLE_STATS(Q4M_STATS_FIGURE, Q4M_STATS_FIGURE, Q4M_STATS_FIGURE)
+#undef Q4M_STATS_FIGURE
+};
+
+// The LIVE gauges and the counters, lock-free: kept where things happen, read by info().
+struct TableCounters {
+#define Q4M_STATS_NONE(field, json, column, what)
+#define Q4M_STATS_COUNTER(field, json, column, what) Counter field;
+  Q4M_TABLE_STATS(Q4M_STATS_NONE, Q4M_STATS_COUNTER, Q4M_STATS_COUNTER)
+#undef Q4M_STATS_COUNTER
+#undef Q4M_STATS_NONE
+  void copy_to(TableStats* s) const {
+#define Q4M_STATS_NONE(field, json, column, what)
+#define Q4M_STATS_COPY(field, json, column, what) s->field = field.get();
+    Q4M_TABLE_STATS(Q4M_STATS_NONE, Q4M_STATS_COPY, Q4M_STATS_COPY)
+#undef Q4M_STATS_COPY
+#undef Q4M_STATS_NONE
+  }
+};
+
+}  // namespace q4m

@@ -1,0 +1,28 @@
+// Holder: who holds rows of a table. A connection's Consumer holds the rows it owns (taken
+// by queue_wait) and the rows its DELETE claimed; a table's expiry holds the rows past
+// MESSAGE_TTL on their way out. A row points at its holder (RowEntry::holder); a holder
+// gives back or removes every row it holds before it goes away.
+#pragma once
+#include <cstdint>
+
+namespace q4m {
+
+class Holder {
+ public:
+  explicit Holder(uint64_t connection_id = 0) : connection_id_(connection_id) {}
+  Holder(const Holder&) = delete;
+  Holder& operator=(const Holder&) = delete;
+
+  // CONNECTION_ID() of the connection, 0 for the table's own holders.
+  uint64_t connection_id() const { return connection_id_; }
+  // Whether its removals wait for a sync in a durable sync mode (queue_sync_removals).
+  // Set and read by the holder's own thread only.
+  bool sync_removals() const { return sync_removals_; }
+  void set_sync_removals(bool sync) { sync_removals_ = sync; }
+
+ private:
+  const uint64_t connection_id_;
+  bool sync_removals_ = true;
+};
+
+}  // namespace q4m

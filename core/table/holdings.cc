@@ -1,0 +1,97 @@
+// What holders do with the rows they hold: give them back (queue_abort, a disconnect), settle
+// or renew their lease, and DELETE's claims. Their removal is a commit (writer.cc: end_rows,
+// remove_claimed_rows).
+#include "core/table/consumer.h"
+#include "core/table/table.h"
+
+namespace q4m {
+
+void Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) {
+  std::vector<fmt::ReturnedRow> returned;
+  {
+    auto st = state_.lock();
+    RowContext ctx = context(*st);
+    for (size_t i = 0; i < count; i++) {
+      RowEntry* e = st->index.find(ids[i]);
+      // Gone (TRUNCATE, DROP, a DELETE), or its lease ran out and it went back already.
+      if (!e || e->holder != h || e->state != RowState::kOwned) continue;
+      fmt::ReturnedRow r{e->id, e->deliveries, 0};
+      requeue(*st, *e, delay, ctx);  // may hand it out at once: r was taken before
+      if (e->state == RowState::kDelayed || e->state == RowState::kClaimed) kept_due(*st, *e, &r);
+      returned.push_back(r);
+    }
+    st->policies.get<Leases>().let_go(h);
+    finish(*st, ctx);
+  }
+  record_returns(returned);  // one record for a batch
+}
+
+void Table::kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const {
+  fmt::ReturnedRow kept;
+  kept_across_restart(st, e, &kept);
+  r->due_ms = kept.due_ms;
+}
+
+void Table::record_returns(const std::vector<fmt::ReturnedRow>& rows) {
+  if (rows.empty()) return;
+  CommitRequest req;
+  req.batch.returns = rows.data();
+  req.batch.return_count = rows.size();
+  req.batch.sync = false;
+  // A failure (table closed, dropped or its file broken) loses only the count and delay
+  // across a restart, as it did before RETURN records existed; the row itself is queued.
+  if (commit(&req).ok()) global_stats().returns_recorded.add(rows.size());
+}
+
+Status Table::settle_lease(const Holder* h, RowId first, size_t count) {
+  auto st = state_.lock();
+  return st->policies.get<Leases>().settle(h, first, count);
+}
+
+Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) {
+  auto st = state_.lock();
+  RowContext ctx = context(*st);
+  Status s = st->policies.get<Leases>().renew(h, ids, count, lease, st->index, ctx);
+  finish(*st, ctx);
+  return s;
+}
+
+bool Table::claim_for_delete(Consumer* viewer, RowId id) {
+  const View v = viewer ? viewer->view() : View();
+  if (v.owned_in && v.owned_in != this) return false;  // everything here is invisible to it
+  {
+    auto st = state_.lock();
+    RowEntry* e = st->index.find(id);
+    if (!e) return false;
+    if (e->holder == v.holder && e->state == RowState::kClaimed) return true;
+    const bool owned_by_viewer = v.holder && e->state == RowState::kOwned && e->holder == v.holder;
+    if (v.owned_in && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
+    if (!queued(e->state) && !owned_by_viewer) return false;
+    RowContext ctx = context(*st);
+    move(*st, *e, Move{RowState::kClaimed, v.holder}, ctx);
+    finish(*st, ctx);
+  }
+  if (viewer) viewer->claimed_in(weak_from_this());
+  return true;
+}
+
+Status Table::remove_claimed(Consumer* viewer) {
+  size_t removed = 0;
+  return remove_claimed_rows(viewer ? &viewer->holder() : nullptr, &removed);
+}
+
+void Table::release_claims(const Holder* h) {
+  auto st = state_.lock();
+  auto it = st->claims.find(h);
+  if (it == st->claims.end()) return;
+  std::vector<RowId> ids = std::move(it->second);
+  st->claims.erase(it);
+  RowContext ctx = context(*st);
+  for (RowId id : ids) {
+    RowEntry* e = st->index.find(id);
+    if (e && e->state == RowState::kClaimed && e->holder == h) requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+  }
+  finish(*st, ctx);
+}
+
+}  // namespace q4m

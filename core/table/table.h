@@ -1,0 +1,243 @@
+// Table: the one implementation of QueueTable (internal header).
+//
+// Three pieces of shared state, each behind its own lock, always taken in this order:
+//   the commit pipeline's queue (short)   pending commits + "a leader is busy"
+//   writer_ (long)   what only the current writer touches: the next row id, the file being
+//                    appended to, the writer policies; held by the leader for write + sync
+//   state_  (short)  the row index and what hangs off it: waiters, scan cursors, delete
+//                    claims, the row policies, the readers' file and its caches
+//   then a Consumer's mailbox (a hand-off), never the other way round.
+//
+// Files, one job each:
+//   table.cc        open, configure, info, the timer pass
+//   writer.cc       the group-commit leader's batch: admission, chunk, write, sync, publish
+//   rows.cc         the row lifecycle: the one transition function, placing, hand-offs
+//   takes.cc        queue_wait's takes and waiters
+//   holdings.cc     what holders do with their rows: end, abort, leases, DELETE claims
+//   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
+//   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
+#pragma once
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/file/data_file.h"
+#include "core/file/recovery.h"
+#include "core/policy/policies.h"
+#include "core/table/commit_pipeline.h"
+#include "core/table/queue_table.h"
+#include "core/table/read_ahead_window.h"
+#include "core/table/reaper.h"
+#include "core/table/scan_cursors.h"
+#include "core/table/tail_cache.h"
+
+namespace q4m {
+
+// A row to read outside the table's lock: `file` keeps the right file alive even if
+// compaction swaps it meanwhile; `block`, if set, is read instead and kept as read-ahead.
+struct UncachedRead {
+  std::shared_ptr<DataFile> file;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  std::optional<ReadAheadWindow::Plan> block;
+};
+
+class Table final : public QueueTable, public Timed, public std::enable_shared_from_this<Table>, private BatchWriter {
+ public:
+  // Opens an existing data file with recovery.
+  static Status open(const std::string& path, std::shared_ptr<Table>* out);
+  ~Table() override;
+
+  // QueueTable
+  Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
+                size_t* deduplicated = nullptr) override;
+  Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
+                        bool reset, size_t* replayed) override;
+  RowId last_relayed_rowid(uint32_t source_id) override;
+  Status insert_with_history(const std::vector<std::string_view>& rows,
+                             const std::vector<RowHistory>& history) override;
+  Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
+  Status read_row(RowId id, std::string* payload, bool* found) override;
+  Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
+  uint64_t visible_count(const Consumer* viewer) override;
+  bool claim_for_delete(Consumer* viewer, RowId id) override;
+  Status remove_claimed(Consumer* viewer) override;
+  Status truncate() override;
+  Status compact() override;
+  void configure(std::shared_ptr<const TableOptions> options) override;
+  std::shared_ptr<const TableOptions> options() const override;
+  TableStats info() override;
+  std::vector<OwnedRowInfo> owned_rows() override;
+  TableCounters& counters() override { return counters_; }
+  const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
+  Take take(const TakeRequest& r, bool register_waiter) override;
+  Take take_dead(const TakeRequest& r) override;
+  void unregister(const Receiver* r) override;
+  Status end_rows(const Holder* h, const RowId* ids, size_t count) override;
+  void abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
+  Status settle_lease(const Holder* h, RowId first, size_t count) override;
+  Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) override;
+  void release_claims(const Holder* h) override;
+  Status dropped_status() const override;
+
+  // Timed (the reaper's thread): every policy's due() pass.
+  SteadyClock::time_point due(SteadyClock::time_point now) override;
+
+  // ---- used by TableRegistry ----
+  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  Status rename_to(const std::string& to);
+  void close();  // clean close: leaves an index snapshot (every commit is durable already)
+
+ private:
+  struct Waiter {
+    TakeRequest request;
+  };
+
+  // What only the group-commit leader (or maintenance holding the writer turn) touches.
+  struct Writer {
+    std::shared_ptr<DataFile> file;  // appended to by the leader
+    RowId next_rowid = 1;
+    std::string buffer;  // reused chunk buffer
+    Status broken;       // sticky: after a failed sync the file's content is unknown
+    uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
+    bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
+    WriterPolicies policies;
+  };
+
+  // The rows and everything that hangs off them.
+  struct State {
+    RowIndex index;
+    std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
+    TailCache tail;                  // the newest bytes of `file`, filled by publish()
+    ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
+    std::list<Waiter> waiters;       // FIFO
+    RowId first_free_hint = 0;       // cursor of the "any row" take
+    uint64_t free_epoch = 0;         // counts rows becoming takeable (see take())
+    ScanCursors cursors;             // of filtered takes
+    std::unordered_map<const Holder*, std::vector<RowId>> claims;  // kClaimed rows, by claimer
+    uint64_t delayed = 0, dead = 0;  // rows in kDelayed / kDead (kept by move())
+    RowPolicies policies;
+    bool dropped = false;
+
+    // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
+    // at its end, so rows below it may be read ahead at once.
+    void install_file(std::shared_ptr<DataFile> f) {
+      tail.reset(f->id(), f->size());
+      file = std::move(f);
+    }
+    // A row's payload from the tail cache or the read-ahead window; false if it is in
+    // neither (then uncached_read(), and Table::read_uncached outside the lock).
+    bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
+      return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
+    }
+    // What to pread for a row the caches do not hold. Read ahead only below the tail
+    // cache's start: those bytes are published and never change.
+    UncachedRead uncached_read(uint64_t offset, uint32_t length) const;
+    // fn(e, payload) for each row that want(e) selects, reading the file front to back in
+    // 4 MiB blocks. Rows whose bytes cannot be read are skipped: the consumer's own read
+    // reports them.
+    void for_each_payload(const std::function<bool(const RowEntry&)>& want,
+                          const std::function<void(RowEntry&, std::string_view)>& fn);
+  };
+
+  Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable& rec);  // takes its index
+  void restore(RecoveredTable& rec);  // the row policies' opened()
+
+  // ---- table.cc
+  RowContext context(State& st);
+  // After a hook that may have asked for moves or a wake-up: applies them (recording the
+  // RETURNs in *returned, if given), then asks the reaper to pass by the earliest wake-up.
+  void finish(State& st, RowContext& ctx, std::vector<fmt::ReturnedRow>* returned = nullptr);
+  void watch(SteadyClock::time_point at);  // the reaper calls due() by then
+  // Commits the removal of the rows the policies' own holders claimed (MESSAGE_TTL's
+  // expiry); outside the state lock.
+  void remove_policy_claims();
+  void set_path(const std::string& p);
+  Status read_uncached(const UncachedRead& r, std::string* payload);
+
+  // ---- writer.cc
+  Status commit(CommitRequest* req);  // through the pipeline; the leader may compact after
+  void write_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) override;
+  // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
+  // batch that syncs for others: published and answered once written, before the sync.
+  void answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
+  // The batch's rows and removals go into the index (state lock taken here); `written` (the
+  // chunk bytes, now at `base` of `file`) also goes to the tail cache.
+  void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
+               std::string_view written, uint64_t now_ms);
+  uint64_t publish_removal(State& st, const WriteBatch& b, RowContext& ctx);  // returns how many
+  // After rows went into or out of the index: the lock-free mirrors and the counters.
+  void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
+  Status check_row_lengths(const std::vector<std::string_view>& rows) const;
+  Status remove_claimed_rows(const Holder* claimer, size_t* removed);
+
+  // ---- rows.cc (state lock held)
+  // The one way a row changes state (core/row/lifecycle.h): counts, claims, cursors, and
+  // every row policy's moved().
+  void move(State& st, RowEntry& e, const Move& m, RowContext& ctx);
+  // The end of a row's life (kRemoved): out of the index, then every row policy's removed().
+  void remove(State& st, RowEntry& e, RowContext& ctx);
+  // `e` comes back to the queue, after `delay` if one is asked: where it goes is the
+  // policies' placing(); a free row is offered to the waiters.
+  void requeue(State& st, RowEntry& e, std::chrono::milliseconds delay, RowContext& ctx);
+  // A new row (state kFree, in the index): the policies' added() and placing_new(), then
+  // offered unless placed elsewhere. True if it was placed elsewhere.
+  bool place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx);
+  // Offers the rows the gating policies let go since the last call to the waiters.
+  void release(State& st, RowContext& ctx);
+  // Hands a takeable row to the first waiter (FIFO) that still waits and whose filter matches.
+  void offer(State& st, RowEntry& e, std::string_view payload_if_known, RowContext& ctx);
+  bool takeable(const State& st, const RowEntry& e) const {
+    return e.state == RowState::kFree && st.policies.all([&](const auto& p) { return p.allows(e); });
+  }
+  bool gated(const State& st, const RowEntry& e) const {
+    return st.policies.any([&](const auto& p) { return p.gates(e); });
+  }
+  // `e` now belongs to r.holder as delivery number `deliveries`.
+  void give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx);
+  // What the file keeps of live row `e` across a restart (RETURN record, compaction, index
+  // snapshot); false if nothing.
+  bool kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const;
+  void kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const;  // its retry delay only
+
+  // ---- takes.cc
+  Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
+  Take register_locked(State& st, const TakeRequest& r);
+  RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
+
+  // ---- holdings.cc
+  // Appends a RETURN record for rows that went back to the queue, without a sync of its own.
+  void record_returns(const std::vector<fmt::ReturnedRow>& rows);
+
+  // ---- maintenance.cc / compaction.cc
+  void forget_rows(State& st);  // every row vanishes (TRUNCATE, DROP)
+  Status invalidate_snapshot(Writer& w);
+  void maybe_auto_compact();
+  Status compact_now();
+
+  CommitPipeline pipeline_{*this};
+  Guarded<Writer> writer_;
+  Guarded<State> state_;
+
+  Guarded<std::deque<std::string>> paths_;  // every name this table had; path_ points into it
+  std::atomic<const std::string*> path_{nullptr};
+  mutable Guarded<std::shared_ptr<const TableOptions>> options_;  // as last configured
+  std::atomic<const TableOptions*> configured_{nullptr};  // its address, for the quick check
+
+  // lock-free mirrors for instant info()/visible_count()
+  std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  std::atomic<RowId> next_rowid_{1};
+  std::atomic<bool> dropped_{false};
+  std::atomic<bool> timed_{false};  // handed to the Reaper (once)
+  std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
+  uint64_t torn_tail_bytes_ = 0;
+  TableCounters counters_;
+};
+
+}  // namespace q4m

@@ -1,0 +1,169 @@
+// queue_wait's side of a table: takes of takeable rows and the waiters that get the next
+// one handed to them.
+#include "core/table/table.h"
+
+namespace q4m {
+
+namespace {
+
+uint32_t next_delivery(const RowEntry& e) { return e.deliveries == UINT16_MAX ? e.deliveries : e.deliveries + 1u; }
+
+}  // namespace
+
+RowId* Table::cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter) {
+  return filter ? st.cursors.cursor_for(filter) : &st.first_free_hint;
+}
+
+QueueTable::Take Table::take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx) {
+  // A batch stops growing once its lease ran out (its rows are going back already).
+  if (r.more && st.policies.get<Leases>().expired(r.holder)) return Take::kConsumerDone;
+  const uint32_t deliveries = next_delivery(e);
+  if (!r.receiver->accept(r.sub, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give(st, r, e, deliveries, ctx);
+  global_stats().wait_immediate.add();
+  return Take::kTaken;
+}
+
+QueueTable::Take Table::register_locked(State& st, const TakeRequest& r) {
+  if (!r.receiver->waiting()) return Take::kConsumerDone;
+  st.waiters.push_back(Waiter{r});
+  waiters_.store(st.waiters.size());
+  return Take::kRegistered;
+}
+
+// The cursor of (table, filter) says: rows before it are not takeable-and-matching. It only
+// moves forward when no row became takeable during the scan (free_epoch unchanged), and a
+// row becoming takeable moves it back, so a returned row is never skipped.
+QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
+  if (!r.filter) {  // no payload reads: one lock hold
+    auto st = state_.lock();
+    if (st->dropped) return Take::kDropped;
+    RowContext ctx = context(*st);
+    RowId* cursor = cursor_for(*st, r.filter);
+    size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
+    // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
+    while (pos < end && (st->index.at(pos).state != RowState::kFree || gated(*st, st->index.at(pos)))) pos++;
+    // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
+    if (pos < end)
+      *cursor = st->index.at(pos).id;
+    else if (end > 0)
+      *cursor = st->index.at(end - 1).id + 1;
+    RowId ready = 0;
+    st->policies.each([&](const auto& p) {
+      const RowId id = p.first_released();
+      if (id != 0 && (ready == 0 || id < ready)) ready = id;
+    });
+    Take result = register_waiter ? Take::kRegistered : Take::kNone;
+    RowEntry* e = nullptr;
+    if (ready != 0 && (pos == end || ready < st->index.at(pos).id)) e = st->index.find(ready);
+    if (!e && pos < end) e = &st->index.at(pos);
+    if (e)
+      result = take_locked(*st, r, *e, ctx);
+    else if (register_waiter)
+      result = register_locked(*st, r);
+    finish(*st, ctx);
+    return result;
+  }
+
+  // With a filter, payloads are read and evaluated in batches outside the lock.
+  constexpr size_t kScanBatch = 256;
+  struct Candidate {
+    RowId id;
+    uint64_t offset;
+    uint32_t length;
+    size_t cached_at;  // position of its payload in `cached`, or kNotCached
+  };
+  constexpr size_t kNotCached = ~size_t(0);
+  constexpr size_t kMaxCopiedUnderLock = 256u << 10;
+  std::vector<Candidate> batch;
+  std::string cached, payload;
+  RowId from = 0;
+  uint64_t epoch = 0;
+  bool started = false;
+  for (;;) {
+    std::shared_ptr<DataFile> file;
+    {
+      auto st = state_.lock();
+      if (st->dropped) return Take::kDropped;
+      RowId* cursor = cursor_for(*st, r.filter);
+      if (!started || st->free_epoch != epoch) {  // (re)start: a row behind us may be takeable again
+        from = *cursor;
+        epoch = st->free_epoch;
+        started = true;
+      }
+      batch.clear();
+      cached.clear();
+      size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
+      for (; pos < end && batch.size() < kScanBatch; pos++) {
+        const RowEntry& e = st->index.at(pos);
+        if (!takeable(*st, e)) continue;
+        // Payloads still in the tail cache are copied now (up to kMaxCopiedUnderLock in
+        // all), the rest pread outside the lock.
+        size_t at = cached.size();
+        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(e.offset, e.length, &payload))
+          cached += payload;
+        else
+          at = kNotCached;
+        batch.push_back(Candidate{e.id, e.offset, e.length, at});
+      }
+      if (batch.empty()) {  // checked up to the end, with no row freed meanwhile
+        if (end > 0 && st->index.at(end - 1).id + 1 > *cursor) *cursor = st->index.at(end - 1).id + 1;
+        return register_waiter ? register_locked(*st, r) : Take::kNone;
+      }
+      file = st->file;
+    }
+    RowId match = 0;
+    for (const Candidate& k : batch) {
+      std::string_view row;
+      if (k.cached_at != kNotCached) {
+        row = std::string_view(cached).substr(k.cached_at, k.length);
+      } else {
+        if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
+        row = payload;
+      }
+      if (r.filter->matches(row)) {
+        match = k.id;
+        break;
+      }
+    }
+    auto st = state_.lock();
+    if (st->dropped) return Take::kDropped;
+    RowId* cursor = cursor_for(*st, r.filter);
+    const bool stable = st->free_epoch == epoch;
+    if (match) {
+      RowEntry* e = st->index.find(match);
+      if (e && takeable(*st, *e)) {
+        if (stable && match > *cursor) *cursor = match;
+        RowContext ctx = context(*st);
+        const Take result = take_locked(*st, r, *e, ctx);
+        finish(*st, ctx);
+        return result;
+      }
+      from = match + 1;  // someone else took it meanwhile
+    } else {
+      from = batch.back().id + 1;
+    }
+    if (stable && from > *cursor) *cursor = from;
+  }
+}
+
+QueueTable::Take Table::take_dead(const TakeRequest& r) {
+  auto st = state_.lock();
+  if (st->dropped) return Take::kDropped;
+  const RowId id = st->policies.get<DeadLetters>().oldest();
+  RowEntry* e = id ? st->index.find(id) : nullptr;
+  // (the dead-letter list is exact; the check is a guard against ever handing out a held row)
+  if (!e || e->state != RowState::kDead) return Take::kNone;
+  RowContext ctx = context(*st);
+  const Take result = take_locked(*st, r, *e, ctx);
+  finish(*st, ctx);
+  return result;
+}
+
+void Table::unregister(const Receiver* receiver) {
+  auto st = state_.lock();
+  st->waiters.remove_if([&](const Waiter& w) { return w.request.receiver == receiver; });
+  waiters_.store(st->waiters.size());
+}
+
+}  // namespace q4m

@@ -1,0 +1,294 @@
+// The group-commit leader's work (CommitPipeline hands it a batch of requests): admission by
+// the writer policies, one chunk of records, one write and one sync, then publishing the
+// result into the index, where rows are handed to waiters only once they are durable.
+#include <algorithm>
+#include <numeric>
+
+#include "core/table/table.h"
+#include "core/util/blocking.h"
+#include "core/util/settings.h"
+
+namespace q4m {
+
+namespace {
+
+// A row's insert time: now, or for a copy the time it had (RowHistory, 0 = now).
+uint64_t inserted_at(const WriteBatch& b, size_t i, uint64_t now) {
+  return b.history && b.history[i].insert_time_ms ? b.history[i].insert_time_ms : now;
+}
+
+// A copy's deliveries and retry delays, as a RETURN record under the rows' new ids in the
+// rows' own chunk: a crash keeps both or neither.
+void add_kept_histories(fmt::ChunkBuilder& chunk, WriteBatch& b) {
+  b.histories_kept.clear();
+  for (size_t k = 0; k < b.ids.size(); k++) {
+    const RowHistory& h = b.history[b.admitted[k]];  // a copy: every row is written
+    if (h.deliveries > 0 || h.due_ms > 0) b.histories_kept.push_back(fmt::ReturnedRow{b.ids[k], h.deliveries, h.due_ms});
+  }
+  if (!b.histories_kept.empty()) chunk.add_returns(b.histories_kept.data(), b.histories_kept.size());
+}
+
+bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
+
+}  // namespace
+
+Status Table::commit(CommitRequest* req) {
+  const bool led = pipeline_.commit(req);
+  // Not after a return only: the reaper records those, and must not stop for a compaction.
+  if (led && (req->batch.inserts() || removes(req))) maybe_auto_compact();
+  return req->batch.status;
+}
+
+void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
+  auto w = writer_.lock();
+  Status fail = dropped_.load() ? dropped_status() : w->broken;
+  if (!fail.ok()) {
+    for (CommitRequest* r : batch) r->batch.status = fail;
+    return;
+  }
+  WriterContext ctx;
+  ctx.now_ms = now_ms();
+  ctx.rows = rows_.load();
+  ctx.counters = &counters_;
+  const SyncMode mode = settings().sync();
+  const bool sync = mode != SyncMode::kNone &&
+                    std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
+  RowId next = w->next_rowid;
+  w->buffer.clear();
+  // Flagged `unsynced` (docs/file-format.md): a chunk no sync follows, and also the first
+  // synced chunk after such chunks, since a power cut before its sync ends may keep it and
+  // lose them. Recovery then cuts both as a lost tail; neither caller had been answered.
+  fmt::ChunkBuilder chunk(&w->buffer, !sync || w->file->has_unsynced_appends());
+  w->policies.each([&](auto& p) { p.begin_batch(ctx); });
+  for (CommitRequest* r : batch) {
+    WriteBatch& b = r->batch;
+    if (b.inserts()) {
+      b.admitted.resize(b.rows->size());
+      std::iota(b.admitted.begin(), b.admitted.end(), size_t{0});
+      const bool admitted = w->policies.until_refused([&](auto& p) { return p.admit(b, ctx); },
+                                                      [&](auto& p) { p.reject(b); });
+      if (!admitted) continue;  // b.status says why; nothing of it is written
+      for (size_t i : b.admitted) {
+        b.ids.push_back(next);
+        b.offsets.push_back(chunk.add_row(next++, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
+      }
+      if (b.history) add_kept_histories(chunk, b);
+    }
+    w->policies.each([&](auto& p) { p.persist(b, chunk); });
+    if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
+    if (b.return_count) chunk.add_returns(b.returns, b.return_count);
+  }
+  chunk.finish();
+  if (chunk.empty()) {  // nothing to write (an empty insert, a replayed relay, only duplicates)
+    w->policies.each([&](auto& p) { p.written(ctx); });
+    return;
+  }
+
+  const uint64_t base = w->file->size();
+  Status s = invalidate_snapshot(*w);
+  if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
+  if (s.ok() && sync) {
+    answer_unsynced(leader, batch);
+    BlockingScope syncing(BlockingWait::kSync);
+    s = w->file->sync(mode);
+    if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
+  }
+  if (!s.ok()) {
+    w->policies.each([&](auto& p) { p.failed(ctx); });
+    for (CommitRequest* r : batch) {
+      if (!r) continue;
+      r->batch.status = s;
+      r->batch.ids.clear();
+    }
+    return;
+  }
+  w->next_rowid = next;
+  next_rowid_.store(next);
+  w->policies.each([&](auto& p) { p.written(ctx); });
+  file_bytes_.store(w->file->size());
+  global_stats().group_commits.add();
+  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), removes))
+    global_stats().unsynced_removal_commits.add();
+  publish(batch, *w->file, base, w->buffer, ctx.now_ms);  // only now: hand-off happens after the data is durable
+}
+
+void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
+  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync; };
+  auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync; };
+  if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
+  if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {
+    auto st = state_.lock();
+    RowContext ctx = context(*st);
+    uint64_t removed = 0;
+    for (const CommitRequest* r : batch)
+      if (unsynced_removal(r)) removed += publish_removal(*st, r->batch, ctx);
+    note_index_change(*st, 0, removed);
+    finish(*st, ctx);
+  }
+  for (CommitRequest*& r : batch) {
+    if (!unsynced(r)) continue;
+    CommitRequest* answered = r;
+    r = nullptr;
+    if (removes(answered)) global_stats().removals_answered_before_sync.add();
+    if (answered == leader) continue;  // the leader returns after the sync, like any leader
+    CommitPipeline::answer(answered);
+  }
+}
+
+uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx) {
+  uint64_t removed = 0;
+  for (size_t i = 0; i < b.removal_count; i++) {
+    RowEntry* e = st.index.find(b.removals[i]);
+    if (!e || e->holder != b.remover) continue;  // vanished (truncate) meanwhile
+    remove(st, *e, ctx);
+    removed++;
+  }
+  release(st, ctx);  // the next row of a group may go now
+  return removed;
+}
+
+void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
+                    std::string_view written, uint64_t now) {
+  uint64_t inserted = 0, removed = 0;
+  bool placed_elsewhere = false;
+  auto st = state_.lock();
+  RowContext ctx = context(*st);
+  st->tail.append(file.id(), base, written);
+  for (CommitRequest* r : batch) {
+    if (!r) continue;  // answered before the sync
+    const WriteBatch& b = r->batch;
+    if (b.removal_count) removed += publish_removal(*st, b, ctx);
+    for (size_t k = 0; k < b.ids.size(); k++) {
+      RowEntry e;
+      e.id = b.ids[k];
+      e.offset = base + b.offsets[k];
+      const size_t row = b.admitted[k];
+      e.time_ms = inserted_at(b, row, now);
+      std::string_view payload = (*b.rows)[row];
+      e.length = static_cast<uint32_t>(payload.size());
+      st->index.append(e);
+      inserted++;
+      RowEntry& added = *st->index.find(e.id);
+      if (place_new(*st, added, payload, b.history ? &b.history[row] : nullptr, ctx)) placed_elsewhere = true;
+    }
+  }
+  if (placed_elsewhere) release(*st, ctx);  // rows behind a copied row that is dead or delayed
+  st->policies.each([&](auto& p) { p.published(ctx); });
+  note_index_change(*st, inserted, removed);
+  finish(*st, ctx);
+}
+
+void Table::note_index_change(const State& st, uint64_t inserted, uint64_t removed) {
+  rows_.store(st.index.live());
+  live_bytes_.store(st.index.live_bytes());
+  counters_.rows_inserted.add(inserted);
+  counters_.rows_removed.add(removed);
+  global_stats().rows_written.add(inserted);
+  global_stats().rows_removed.add(removed);
+}
+
+Status Table::check_row_lengths(const std::vector<std::string_view>& rows) const {
+  for (std::string_view r : rows)
+    if (r.size() > fmt::kMaxRowLength)
+      return Status(ErrorCode::kInvalid, "file " + path() + ": row of " + std::to_string(r.size()) +
+                                             " bytes is too large");
+  return Status::Ok();
+}
+
+Status Table::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids, size_t* deduplicated) {
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  if (ids) ids->clear();
+  if (deduplicated) *deduplicated = 0;
+  if (rows.empty()) return Status::Ok();
+  CommitRequest req;
+  req.batch.rows = &rows;
+  Status s = commit(&req);
+  if (s.ok() && ids) *ids = std::move(req.batch.ids);
+  if (s.ok() && deduplicated) *deduplicated = req.batch.deduplicated;
+  return s;
+}
+
+Status Table::insert_with_history(const std::vector<std::string_view>& rows, const std::vector<RowHistory>& history) {
+  if (history.size() != rows.size())
+    return Status(ErrorCode::kInvalid, "insert_with_history: " + std::to_string(rows.size()) + " rows but " +
+                                           std::to_string(history.size()) + " histories");
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  if (rows.empty()) return Status::Ok();
+  CommitRequest req;
+  req.batch.rows = &rows;
+  req.batch.history = history.data();
+  return commit(&req);
+}
+
+Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
+                             const RowId* source_rowids, bool reset, size_t* replayed) {
+  *replayed = 0;
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  for (size_t i = 0; i < rows.size(); i++) {
+    if (source_rowids[i] == 0 || (i > 0 && source_rowids[i] <= source_rowids[i - 1]))
+      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
+                                             std::to_string(source_rowids[i]) + " at position " + std::to_string(i + 1));
+  }
+  if (rows.empty()) return Status::Ok();
+  CommitRequest req;
+  req.batch.rows = &rows;
+  req.batch.relay_rowids = source_rowids;
+  req.batch.relay_source = source_id;
+  req.batch.relay_reset = reset;
+  Status s = commit(&req);
+  if (s.ok()) *replayed = req.batch.replayed;
+  return s;
+}
+
+RowId Table::last_relayed_rowid(uint32_t source_id) { return writer_.lock()->policies.get<Relay>().last(source_id); }
+
+// No look at the index first: only TRUNCATE/DROP can take an owned row away (a lease
+// can't: Consumer::end() settles it first), and then publish() skips the id (and
+// recovery ignores a REMOVE of an id it does not know).
+Status Table::end_rows(const Holder* h, const RowId* ids, size_t count) {
+  CommitRequest req;
+  req.batch.removals = ids;
+  req.batch.removal_count = count;
+  req.batch.remover = h;
+  req.batch.sync = h->sync_removals();
+  Status s = commit(&req);
+  if (s.code() == ErrorCode::kDropped) return Status::Ok();
+  return s;
+}
+
+Status Table::remove_claimed_rows(const Holder* claimer, size_t* removed) {
+  *removed = 0;
+  std::vector<RowId> ids;
+  {
+    auto st = state_.lock();
+    auto it = st->claims.find(claimer);
+    if (it == st->claims.end()) return Status::Ok();
+    for (RowId id : it->second) {
+      RowEntry* e = st->index.find(id);
+      if (e && e->state == RowState::kClaimed && e->holder == claimer) ids.push_back(id);
+    }
+    st->claims.erase(it);
+  }
+  if (ids.empty()) return Status::Ok();
+  CommitRequest req;
+  req.batch.removals = ids.data();
+  req.batch.removal_count = ids.size();
+  req.batch.remover = claimer;
+  req.batch.sync = !claimer || claimer->sync_removals();
+  Status s = commit(&req);
+  if (s.ok()) {
+    *removed = ids.size();
+    return s;
+  }
+  // The DELETE failed: its rows go back to the queue instead of staying stuck.
+  auto st = state_.lock();
+  RowContext ctx = context(*st);
+  for (RowId id : ids) {
+    RowEntry* e = st->index.find(id);
+    if (e && e->state == RowState::kClaimed && e->holder == claimer) requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+  }
+  finish(*st, ctx);
+  return s;
+}
+
+}  // namespace q4m
