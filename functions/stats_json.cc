@@ -42,6 +42,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"file_bytes", info.file_bytes},
       {"removed_bytes", info.removed_bytes},
       {"oldest_age_ms", info.oldest_row_age_ms},
+      {"oldest_ready_age_ms", info.oldest_ready_age_ms},
       {"next_rowid", info.next_rowid},
       {"dropped_tail_bytes", info.dropped_tail_bytes},
       {"rows_inserted", c.rows_inserted.get()},
@@ -55,6 +56,12 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"rows_refused", c.rows_refused.get()},
       {"rows_deduplicated", c.rows_deduplicated.get()},
       {"compactions", c.compactions.get()},
+      {"rows_consumed", c.rows_consumed.get()},
+      {"rows_aborted", c.rows_aborted.get()},
+      {"rows_dead_lettered", c.rows_dead_lettered.get()},
+      {"rows_released", c.rows_released.get()},
+      {"rows_redriven", c.rows_redriven.get()},
+      {"rows_purged", c.rows_purged.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);
   for (const auto& [name, value] : fields) {
@@ -62,6 +69,17 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
     out += name;
     out += "\": " + std::to_string(value);
   }
+  // From INSERT to first hand-out: bucket bounds and cumulative counts, the last one every
+  // row (+Inf), as a Prometheus histogram reads them.
+  const q4m::WaitHistogram& h = c.handout_wait;
+  std::string bounds, cumulative;
+  for (size_t i = 0; i < q4m::WaitHistogram::kBuckets; i++) {
+    if (i < q4m::WaitHistogram::kBoundsMs.size())
+      bounds += (i ? ", " : "") + std::to_string(q4m::WaitHistogram::kBoundsMs[i]);
+    cumulative += (i ? ", " : "") + std::to_string(h.cumulative(i));
+  }
+  out += ", \"handout_wait\": {\"bounds_ms\": [" + bounds + "], \"cumulative\": [" + cumulative +
+         "], \"sum_ms\": " + std::to_string(h.sum_ms()) + "}";
   return out + "}";
 }
 

@@ -61,6 +61,7 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.lease_token.store(0);
   c.lease_expired.store(false);
   c.expired_token.store(0);
+  c.released_by.store(0);
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -74,12 +75,14 @@ void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& tabl
 
 // Gives every owned row still held back to the queue (those a lease expiry returned
 // already, or a DELETE removed, are skipped by abort_row).
-void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+// Returns how many went back.
+size_t return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   std::vector<fmt::ReturnedRow> returned;
   fmt::ReturnedRow r;
   for (RowId id : OwnedIds(c))
     if (c.owned->abort_row(c.self, id, delay, &r)) returned.push_back(r);
   c.owned->record_returns(returned);  // one record for a batch
+  return returned.size();
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -129,7 +132,12 @@ Status Consumer::end() {
     }
   }
   Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
+  if (s.code() == ErrorCode::kLeaseExpired) {  // released by another connection meanwhile
+    leave_after_expiry(c);
+    return s;
+  }
   if (!s.ok()) return s;  // still in owner mode: no row was removed
+  c.owned->counters().rows_consumed.add(ids.size());
   c.owned->counters().ends.add();
   global_stats().ends.add();
   leave_owner_mode(c);
@@ -139,7 +147,7 @@ Status Consumer::end() {
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_abort()");
-  return_owned_rows(c, delay);
+  c.owned->counters().rows_aborted.add(return_owned_rows(c, delay));
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
   leave_owner_mode(c);
@@ -149,7 +157,7 @@ Status Consumer::abort(std::chrono::milliseconds delay) {
 void Consumer::release() {
   Impl& c = *impl_;
   if (c.owned) {
-    return_owned_rows(c);
+    c.owned->counters().rows_aborted.add(return_owned_rows(c));
     global_stats().disconnect_returns.add();
     leave_owner_mode(c);
   }

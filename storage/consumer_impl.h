@@ -70,6 +70,9 @@ struct Consumer::Impl {
   // rows of a batch share one lease, and each row's deadline returns it once any has expired.
   mutable std::atomic<LeaseClock::rep> lease_at{0};
   mutable std::atomic<uint64_t> expired_token{0};
+  // Set (with lease_expired) when another connection gave the owned rows back
+  // (QueueTable::release_owned): the connection id it named, for the error; 0 = not released.
+  mutable std::atomic<uint64_t> released_by{0};
   // When the owned row (a batch: its first row) was handed out, in LeaseClock ticks;
   // written under the owned table's state lock (give_row), read by owned_rows().
   mutable std::atomic<LeaseClock::rep> owned_since{0};

@@ -28,11 +28,13 @@ class RowRoom {
  public:
   RowRoom(uint64_t max_rows, uint64_t rows, Counter* refused_rows)
       : max_(max_rows), held_(rows), refused_rows_(refused_rows) {}
-  // Room for n more rows: takes it, or sets *refused and takes none (a request's rows go in
-  // together or not at all).
-  bool take(uint64_t n, Status* refused) {
-    if (max_ == 0 || (held_ <= max_ && n <= max_ - held_)) {
-      held_ += n;
+  // Room for n more rows in place of `replaced` rows the same request removes (a redrive's
+  // dead rows): takes it, or sets *refused and takes none (a request's rows go in together
+  // or not at all).
+  bool take(uint64_t n, Status* refused, uint64_t replaced = 0) {
+    const uint64_t held = held_ > replaced ? held_ - replaced : 0;
+    if (max_ == 0 || (held <= max_ && n <= max_ - held)) {
+      held_ = held + n;
       return true;
     }
     refused_rows_->add(n);
@@ -187,7 +189,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   // The rows of r to write are in `rows`: checks their room under MAX_ROWS (else takes their
   // keys out of the window again, from undo position `undo_from`) and appends them.
   auto write_rows = [&](CommitRequest* r, size_t undo_from) {
-    if (!room.take(rows.size(), &r->status)) {
+    if (!room.take(rows.size(), &r->status, r->remove_count)) {
       w->dedup.forget_batch(&dedup_undo, undo_from);
       return false;
     }
@@ -207,6 +209,7 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
         r->deduplicated = unique_rows(*w, *r, 0, now, &rows, &dedup_undo);
         if (!write_rows(r, undo_from)) break;
         if (r->history) add_kept_histories(chunk, r);
+        if (r->remove_count) chunk.add_remove(r->remove_ids, r->remove_count);  // same chunk: atomic
         break;
       }
       case CommitRequest::kRelayed: {
@@ -225,6 +228,12 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
         break;
       }
       case CommitRequest::kRemove:
+        // Another connection released the owner's rows (release_owned holds the writer turn,
+        // so it went before this batch): they are back in the queue, not to be removed.
+        if (r->owner_end && r->remover->impl().lease_expired.load()) {
+          r->status = lease_expired_status(r->remover->impl(), r->remove_ids[0], r->remove_count);
+          break;
+        }
         chunk.add_remove(r->remove_ids, r->remove_count);
         break;
       case CommitRequest::kReturn:
@@ -281,7 +290,7 @@ void QueueTableImpl::answer_unsynced(const CommitRequest* leader, std::vector<Co
     auto st = state_.lock();
     uint64_t removed = 0;
     for (const CommitRequest* r : batch)
-      if (unsynced_removal(r)) removed += publish_removal(*st, *r);
+      if (unsynced_removal(r) && r->status.ok()) removed += publish_removal(*st, *r);
     note_index_change(*st, 0, removed);
   }
   for (CommitRequest*& r : batch) {
@@ -326,10 +335,12 @@ void QueueTableImpl::publish(const std::vector<CommitRequest*>& batch, const Dat
   st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
     if (!r || r->kind == CommitRequest::kReturn) continue;  // answered before the sync / nothing to publish
+    if (!r->status.ok()) continue;  // refused: nothing of it was written
     if (r->kind == CommitRequest::kRemove) {
       removed += publish_removal(*st, *r);
       continue;
     }
+    if (r->remove_count) removed += publish_removal(*st, *r);  // a redrive's dead rows
     for (size_t i = 0; i < r->ids.size(); i++) {
       RowEntry e;
       e.id = r->ids[i];
@@ -460,6 +471,7 @@ Status QueueTableImpl::end_rows(const Consumer* c, const RowId* ids, size_t coun
   req.remove_ids = ids;
   req.remove_count = count;
   req.remover = c;
+  req.owner_end = true;
   req.sync = c->sync_removals();
   commit(&req);
   if (req.status.code() == ErrorCode::kDropped) return Status::Ok();

@@ -18,6 +18,7 @@
 #include "status.h"
 #include "key_column.h"
 #include "visible_at.h"
+#include "wait_histogram.h"
 
 namespace q4m {
 
@@ -32,6 +33,14 @@ struct TableCounters {  // per-table, persisted across reopen where noted
   Counter rows_expired;  // removed by MESSAGE_TTL (set_message_ttl)
   Counter rows_refused;  // not inserted: past MAX_ROWS (set_max_rows)
   Counter rows_deduplicated;  // not inserted: duplicates within the dedup window (set_dedup)
+  Counter rows_consumed;      // removed by their owner (queue_end(), the next queue_wait()): rows, not calls
+  Counter rows_aborted;       // given back by their owner (queue_abort(), a disconnect): rows
+  Counter rows_dead_lettered; // became dead (MAX_DELIVERIES) since the table was opened
+  Counter rows_released;      // taken from their owner by release_owned() (queue_release_owned())
+  Counter rows_redriven;      // dead rows queued again by redrive_dead() (queue_redrive_dead())
+  Counter rows_purged;        // dead rows removed by purge_dead() (queue_purge_dead())
+  // From a row's INSERT to its first hand-out (later deliveries are not waits in the queue).
+  WaitHistogram handout_wait;
 };
 
 struct TableInfo {
@@ -46,6 +55,7 @@ struct TableInfo {
   uint64_t file_bytes = 0;
   uint64_t removed_bytes = 0;  // reclaimable by compaction
   uint64_t oldest_row_age_ms = 0;  // 0 when empty (insert time kept in memory / file)
+  uint64_t oldest_ready_age_ms = 0;  // of the oldest row that may be handed out now; 0 if none
   RowId next_rowid = 1;
   uint64_t dropped_tail_bytes = 0;  // torn tail cut off by crash recovery at open
 };
@@ -155,6 +165,25 @@ class QueueTable {
   // them (one pass over the file); later calls change the window only. A copy's rows
   // (insert_with_history) are never dropped; their keys count from their insert times.
   virtual void set_dedup(std::shared_ptr<const KeyColumn> column, std::chrono::milliseconds window) = 0;
+
+  // ---- operators (queue_release_owned, queue_redrive_dead, queue_purge_dead) ----
+  // Gives row `id`, owned by some connection, back to the queue with every other row its
+  // owner holds in this table (a batch), exactly as if their lease had run out: delivery
+  // counts kept (a RETURN record), MAX_DELIVERIES applies, and the owner's next end() or
+  // wait() reports kLeaseExpired ("given back by connection `by_connection`") and leaves owner
+  // mode. An end() already being committed wins: the rows are then gone. *released = rows
+  // given back (0: the row is not owned, or is gone).
+  virtual Status release_owned(RowId id, uint64_t by_connection, size_t* released) = 0;
+  // Puts up to `max` dead rows (oldest first) back in the queue: each is replaced by a copy
+  // with a new id at the queue's end, its insert time kept and its delivery count at 0. The
+  // copies and the removal of the dead rows share one chunk (a crash keeps one or the other,
+  // never both), synced like an INSERT. *moved = rows queued again.
+  virtual Status redrive_dead(size_t max, size_t* moved) = 0;
+  // Removes up to `max` dead rows (oldest first) durably. *purged = rows removed.
+  virtual Status purge_dead(size_t max, size_t* purged) = 0;
+  // What row `id` is to `viewer` (a scan's row: queue_scan_state()).
+  enum class RowView { kGone, kQueued, kDelayed, kDead, kOwnedByViewer, kHeld };
+  virtual RowView row_view(RowId id, const Consumer* viewer) = 0;
 
   virtual TableInfo info() = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are

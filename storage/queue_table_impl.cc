@@ -257,10 +257,16 @@ TableInfo QueueTableImpl::info() {
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;
   i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
-  if (const RowEntry* e = st->index.first_live()) {
-    uint64_t now = now_ms();
-    i.oldest_row_age_ms = now > e->time_ms ? now - e->time_ms : 1;
-  }
+  const uint64_t now = now_ms();
+  if (const RowEntry* e = st->index.first_live()) i.oldest_row_age_ms = now > e->time_ms ? now - e->time_ms : 1;
+  // The oldest row a consumer could take now: the unfiltered take's first free row (its
+  // cursor moved up to it, as that take does) or the groups' first ready row.
+  size_t pos = st->index.lower_bound(st->first_free_hint), end = st->index.end_pos();
+  while (pos < end && (st->index.at(pos).state != RowState::kFree || st->index.at(pos).grouped)) pos++;
+  if (pos < end) st->first_free_hint = st->index.at(pos).id;
+  const RowEntry* ready = pos < end ? &st->index.at(pos) : nullptr;
+  if (const RowId g = st->groups.first_ready(); g != 0 && (!ready || g < ready->id)) ready = st->index.find(g);
+  if (ready) i.oldest_ready_age_ms = now > ready->time_ms ? now - ready->time_ms : 1;
   i.next_rowid = next_rowid_.load();
   i.dropped_tail_bytes = dropped_tail_bytes_;
   return i;
@@ -309,6 +315,25 @@ std::vector<OwnedRowInfo> QueueTableImpl::owned_rows() {
     more = pos < st->index.end_pos() && held_seen < owned_.load();
   }
   return out;
+}
+
+}  // namespace q4m
+
+namespace q4m {
+
+QueueTable::RowView QueueTableImpl::row_view(RowId id, const Consumer* viewer) {
+  auto st = state_.lock();
+  const RowEntry* e = st->index.find(id);
+  if (!e) return RowView::kGone;
+  switch (e->state) {
+    case RowState::kFree: return RowView::kQueued;
+    case RowState::kDelayed: return RowView::kDelayed;
+    case RowState::kDead: return RowView::kDead;
+    case RowState::kOwned: return viewer && e->owner == viewer ? RowView::kOwnedByViewer : RowView::kHeld;
+    case RowState::kClaimedForDelete: return RowView::kHeld;
+    case RowState::kRemoved: return RowView::kGone;
+  }
+  return RowView::kGone;
 }
 
 }  // namespace q4m

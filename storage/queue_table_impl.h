@@ -165,6 +165,8 @@ struct WriterState {
 };
 
 struct CommitRequest {
+  // kInsert may also carry remove_ids (held by `remover`), written in the rows' chunk: a
+  // redrive (redrive_dead) replaces dead rows by their copies atomically.
   enum Kind { kInsert, kRelayed, kRemove, kReturn } kind = kInsert;
   const std::vector<std::string_view>* rows = nullptr;  // kInsert, kRelayed
   const RowHistory* history = nullptr;  // kInsert of a copy: one per row (insert_with_history)
@@ -175,6 +177,8 @@ struct CommitRequest {
   const RowId* remove_ids = nullptr;  // kRemove: rows held by `remover` (caller's storage)
   size_t remove_count = 0;
   const Consumer* remover = nullptr;
+  // kRemove by the owner of the rows (Consumer::end): refused if they were released meanwhile.
+  bool owner_end = false;
   const fmt::ReturnedRow* returns = nullptr;  // kReturn (caller's storage), never synced
   size_t return_count = 0;
   // false: a removal whose caller waived its sync (queue_sync_removals=OFF). The batch is
@@ -232,6 +236,10 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void set_max_rows(uint64_t max) override { max_rows_.store(max, std::memory_order_relaxed); }
   void set_message_group(std::shared_ptr<const KeyColumn> column) override;
   void set_dedup(std::shared_ptr<const KeyColumn> column, std::chrono::milliseconds window) override;
+  Status release_owned(RowId id, uint64_t by_connection, size_t* released) override;
+  Status redrive_dead(size_t max, size_t* moved) override;
+  Status purge_dead(size_t max, size_t* purged) override;
+  RowView row_view(RowId id, const Consumer* viewer) override;
   TableInfo info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
@@ -349,6 +357,10 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
     e.state = to;
     if (e.grouped) st.groups.refresh(e.id, group_lookup(st));
   }
+  void count_dead_letter() {
+    counters_.rows_dead_lettered.add();
+    global_stats().rows_dead_lettered.add();
+  }
   // table_groups.cc: how MessageGroups sees the rows of `st`.
   static MessageGroups::RowLookup group_lookup(TableState& st);
   // Offers the rows whose message group let them go since the last call (a row ahead of
@@ -421,6 +433,10 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
 };
 
 uint64_t now_ms();  // wall clock, for insert times
+
+// The error of an owner whose rows went back to the queue before it ended them: their lease
+// ran out, or another connection released them (QueueTable::release_owned).
+Status lease_expired_status(const Consumer::Impl& c, RowId first, size_t count);
 
 // The QueueTableImpl behind a QueueTable (all tables are ours).
 inline QueueTableImpl* impl_of(QueueTable* t) { return static_cast<QueueTableImpl*>(t); }

@@ -66,6 +66,7 @@ void QueueTableImpl::row_became_free(TableState& st, RowEntry& e) {
   e.owner = nullptr;
   if (st.dies(e)) {
     set_state(st, e, RowState::kDead);
+    count_dead_letter();
     release_ready(st);  // the next row of its message group may go
     return;
   }
@@ -164,6 +165,10 @@ QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl&
 
 void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries) {
   e.owner = c.self;
+  if (deliveries == 1) {  // its first hand-out: how long it waited in the queue since its INSERT
+    const uint64_t now = now_ms();
+    counters_.handout_wait.observe(now > e.time_ms ? now - e.time_ms : 0);
+  }
   e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: its group looks at both
   set_state(st, e, RowState::kOwned);
   if (!c.taking_more) c.owned_since.store(LeaseClock::now().time_since_epoch().count(), std::memory_order_relaxed);
@@ -221,9 +226,16 @@ void QueueTableImpl::add_to_lease(TableState& st, const Consumer::Impl& c, RowId
   st.leases.push(LeaseDeadline{LeaseClock::time_point(LeaseClock::duration(c.lease_at.load())), id, token});
 }
 
-namespace {
-
 Status lease_expired_status(const Consumer::Impl& c, RowId first, size_t count) {
+  if (const uint64_t by = c.released_by.load()) {
+    const std::string what = count > 1 ? "the batch of " + std::to_string(count) + " rows from row " + std::to_string(first)
+                                       : "row " + std::to_string(first);
+    return Status(ErrorCode::kLeaseExpired,
+                  what + " was given back to the queue by connection " + std::to_string(by) +
+                      " (queue_release_owned()) before it was ended: " +
+                      (count > 1 ? "its rows went back to the queue and were not removed"
+                                 : "the row went back to the queue and was not removed"));
+  }
   const std::string lease = " (" + seconds_text(c.owned_lease_ms.load()) + ") ran out before ";
   if (count > 1)
     return Status(ErrorCode::kLeaseExpired,
@@ -232,8 +244,6 @@ Status lease_expired_status(const Consumer::Impl& c, RowId first, size_t count) 
   return Status(ErrorCode::kLeaseExpired, "the lease of row " + std::to_string(first) + lease +
                                               "it was ended: the row went back to the queue and was not removed");
 }
-
-}  // namespace
 
 Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId first, size_t count) {
   auto st = state_.lock();
@@ -474,6 +484,50 @@ void QueueTableImpl::release_claims(const Consumer* c) {
     RowEntry* e = st->index.find(id);
     if (e && e->state == RowState::kClaimedForDelete && e->owner == c) unclaim(*st, *e);
   }
+}
+
+}  // namespace q4m
+
+namespace q4m {
+
+Status QueueTableImpl::release_owned(RowId id, uint64_t by_connection, size_t* released) {
+  *released = 0;
+  std::vector<fmt::ReturnedRow> returned;
+  {
+    // With the writer turn held no removal is being committed: an end() of these rows was
+    // either published before (they are gone) or is refused after (run_batch checks the
+    // owner's lease_expired, set here).
+    WriterTurn turn(*this);
+    auto st = state_.lock();
+    if (st->dropped) return dropped_status();
+    RowEntry* e = st->index.find(id);
+    if (!e || e->state != RowState::kOwned || !e->owner) return Status::Ok();
+    const Consumer* owner = e->owner;
+    const Consumer::Impl& c = owner->impl();
+    c.released_by.store(by_connection);
+    c.lease_expired.store(true);  // before the token, as expiry does (consumer_impl.h)
+    c.lease_token.store(0);
+    // Its other rows here (a batch). Held rows sit at the front of the index: the walk
+    // stops once it has met as many as the table counts.
+    std::vector<RowEntry*> rows;
+    uint64_t held = 0;
+    const uint64_t held_rows = owned_.load();
+    for (size_t pos = 0, end = st->index.end_pos(); pos < end && held < held_rows; pos++) {
+      RowEntry& r = st->index.at(pos);
+      if (!held_by_connection(r.state)) continue;
+      held++;
+      if (r.state == RowState::kOwned && r.owner == owner) rows.push_back(&r);
+    }
+    for (RowEntry* r : rows) {  // row_became_free neither adds nor drops index entries
+      returned.push_back(fmt::ReturnedRow{r->id, r->deliveries, 0});
+      row_became_free(*st, *r);
+    }
+  }
+  record_returns(returned);  // after the writer turn: it commits
+  *released = returned.size();
+  counters_.rows_released.add(returned.size());
+  global_stats().rows_released.add(returned.size());
+  return Status::Ok();
 }
 
 }  // namespace q4m
