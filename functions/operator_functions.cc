@@ -116,7 +116,7 @@ class Item_func_dead_rows final : public Item_queue_action {
 };
 
 // queue_allowed(tbl, 'queue_purge_dead'): 1 if this account holds what that function needs
-// on the table (as the function itself would check it), else 0. The table must exist.
+// on the table (as the function itself would check it), else 0. Needs SELECT on the table.
 class Item_func_queue_allowed final : public Item_queue_int_func {
  public:
   Item_func_queue_allowed(THD* thd, List<Item>& args) : Item_queue_int_func(thd, args) {}
@@ -145,7 +145,9 @@ class Item_func_queue_allowed final : public Item_queue_int_func {
       return 0;
     }
     ResolvedTable t;
-    if (!resolve_table_argument(thd, args[0], "queue_allowed", NO_ACL, &t)) return 0;
+    // SELECT, as any function that looks at the table: without it, whether the table exists
+    // is not this account's to learn (the server answers 1142 there too).
+    if (!resolve_table_argument(thd, args[0], "queue_allowed", SELECT_ACL, &t)) return 0;
     LEX_CSTRING db = {t.db.c_str(), t.db.size()}, table = {t.table.c_str(), t.table.size()};
     TABLE_LIST tl;
     tl.init_one_table(&db, &table, nullptr, TL_READ);

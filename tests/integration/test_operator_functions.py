@@ -149,6 +149,13 @@ def test_privileges_are_checked_and_queue_allowed_tells_them(server, users):
         value(reader, "SELECT queue_release_owned('test.jobs', 1)")
     assert e.value.args[0] == 1142
     assert _stats(server)["dead_rows"] == 2  # nothing happened
+    users.append("q_blind")
+    blind = _user(server, "q_blind", ["DELETE ON test.jobs"])  # may delete, not read: learns nothing
+    for table in ("test.jobs", "test.nope"):
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            value(blind, "SELECT queue_allowed(%s, 'queue_purge_dead')", (table,))
+        assert e.value.args[0] == 1142, table
+    blind.close()
     assert value(operator, "SELECT queue_redrive_dead('test.jobs')") == 2
     reader.close()
     operator.close()

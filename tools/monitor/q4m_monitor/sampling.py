@@ -67,6 +67,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._points: deque[Point] = deque(maxlen=max(2, int(cfg.history / cfg.interval) + 1))
         self._latest: Sample | None = None
+        self._skipped: set = set()  # tables warned about
         self._stop = threading.Event()
         self._thread = None
         self.polls = 0
@@ -124,6 +125,9 @@ class Sampler:
                 except pymysql.err.MySQLError as e2:
                     if isinstance(e2, pymysql.err.OperationalError) and e2.args[0] in (2006, 2013):
                         raise
+                    if (schema, table) not in self._skipped:  # once: dropped meanwhile, or a name
+                        self._skipped.add((schema, table))  # queue_stats() cannot take ('db.t:x')
+                        log.warning("%s.%s skipped: %s", schema, table, e2)
         return {(schema, table): json.loads(text) for schema, table, text in found if text}
 
     def _close(self):
