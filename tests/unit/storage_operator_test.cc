@@ -252,3 +252,36 @@ TEST(wait_histogram_buckets_are_cumulative_with_inclusive_bounds) {
   CHECK_EQ(h.count(), 5u);
   CHECK_EQ(h.sum_ms(), 7200004u);
 }
+
+TEST(a_redriven_row_of_a_message_group_goes_to_its_groups_end) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  t->set_message_group(key_label_column("grp"));
+  t->set_max_deliveries(1);
+  std::vector<RowId> ids;
+  for (const char* label : {"a1", "a2"}) {
+    RowId id = 0;
+    REQUIRE(insert1(*t, key_label_row("a", label), &id).ok());
+    ids.push_back(id);
+  }
+  {
+    Consumer c;
+    REQUIRE(take(c, t));  // a1, which dies: a2 is its group's next row
+    REQUIRE(c.owned_rowid() == ids[0]);
+    REQUIRE(c.abort().ok());
+  }
+  size_t moved = 0;
+  REQUIRE(t->redrive_dead(10, &moved).ok());
+  REQUIRE(moved == 1u);
+  Consumer c, d;
+  REQUIRE(take(c, t));
+  CHECK_EQ(c.owned_rowid(), ids[1]);  // a2 first: the copy is behind it
+  CHECK(!take(d, t));                 // and waits while a2 is out
+  REQUIRE(c.end().ok());
+  REQUIRE(take(d, t));
+  CHECK(d.owned_rowid() > ids[1]);
+  auto rows = scan(*t, &d);
+  REQUIRE(rows.size() == 1u);
+  CHECK_EQ(rows[0].second, key_label_row("a", "a1"));
+}
