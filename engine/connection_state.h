@@ -36,16 +36,22 @@ class ConnectionState {
   void set_owned_label(std::string label) { owned_label_ = std::move(label); }
   const std::string& owned_label() const { return owned_label_; }
 
-  // The queue row the statement `query_id` is reading (0 = its scan ended). With a batch
-  // owned, queue_rowid() and queue_delivery_count() answer for that row
+  // The queue row the statement `query_id` is reading, and its table (0 = its scan ended).
+  // With a batch owned, queue_rowid() and queue_delivery_count() answer for that row
   // (SELECT queue_rowid(), q.* FROM q), and NULL once the scan has ended (an ORDER BY
-  // evaluates them after reading every row: the row they belong to is unknown then).
-  void note_row_read(int64_t query_id, uint64_t rowid) {
+  // evaluates them after reading every row: the row they belong to is unknown then);
+  // queue_scan_rowid() and queue_scan_state() answer for it in any scan. The table lives
+  // at least as long as the statement's handler, which clears the note at its scan's end.
+  void note_row_read(int64_t query_id, uint64_t rowid, q4m::QueueTable* table = nullptr) {
     read_query_id_ = query_id;
     read_rowid_ = rowid;
+    read_table_ = table;
   }
   bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
   uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
+  q4m::QueueTable* table_read_in(int64_t query_id) const {
+    return read_query_id_ == query_id && read_rowid_ ? read_table_ : nullptr;
+  }
 
   // A copying ALTER: what the row its scan of the old table read last has been
   // through, for the new table's write of that row (the server reads a row, then writes it).
@@ -79,6 +85,7 @@ class ConnectionState {
   int64_t copied_query_id_ = -1;
   std::optional<q4m::RowHistory> copied_history_;
   uint64_t read_rowid_ = 0;
+  q4m::QueueTable* read_table_ = nullptr;
 };
 
 // The connection's state, or null if it has none. Own thread only: a connection pool's

@@ -518,7 +518,8 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
 int ha_queue::read_into(uchar* buf, q4m::RowId id) {
   current_id_ = id;
   ConnectionState* cs = find_connection_state(ha_thd());
-  if (cs && cs->consumer().owned_count() > 1) cs->note_row_read(ha_thd()->query_id, id);
+  // (A connection that never used a queue function has no state, and nothing asks.)
+  if (cs) cs->note_row_read(ha_thd()->query_id, id, queue_.get());
   if (decode_row(table, payload_, buf)) return 0;
   std::string msg = "QUEUE table '" + table_label() + "': row " + std::to_string(id) + " (" +
                     std::to_string(payload_.size()) + " bytes) in " + queue_->path() +

@@ -17,5 +17,11 @@ extern Plugin_function queue_delivery_count_plugin;
 extern Plugin_function queue_set_srcid_plugin;
 extern Plugin_function queue_compact_plugin;
 extern Plugin_function queue_stats_plugin;
+extern Plugin_function queue_release_owned_plugin;
+extern Plugin_function queue_redrive_dead_plugin;
+extern Plugin_function queue_purge_dead_plugin;
+extern Plugin_function queue_allowed_plugin;
+extern Plugin_function queue_scan_rowid_plugin;
+extern Plugin_function queue_scan_state_plugin;
 
 }  // namespace q4m_functions

@@ -35,6 +35,17 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
     out += figure.json;
     out += "\": " + std::to_string(stats.*figure.field);
   }
+  // From INSERT to first hand-out: bucket bounds and cumulative counts, the last one every
+  // row (+Inf), as a Prometheus histogram reads them.
+  const q4m::WaitHistogram& h = table.counters().handout_wait;
+  std::string bounds, cumulative;
+  for (size_t i = 0; i < q4m::WaitHistogram::kBuckets; i++) {
+    if (i < q4m::WaitHistogram::kBoundsMs.size())
+      bounds += (i ? ", " : "") + std::to_string(q4m::WaitHistogram::kBoundsMs[i]);
+    cumulative += (i ? ", " : "") + std::to_string(h.cumulative(i));
+  }
+  out += ", \"handout_wait\": {\"bounds_ms\": [" + bounds + "], \"cumulative\": [" + cumulative +
+         "], \"sum_ms\": " + std::to_string(h.sum_ms()) + "}";
   return out + "}";
 }
 

@@ -202,6 +202,8 @@ void HeldMetadataLock::release() {
 bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Names n;
   if (!split(thd, a, &n)) return false;
+  out->db = cache_name(n.db);
+  out->table = cache_name(n.table);
   {
     std::string db = cache_name(n.db), name = cache_name(n.table);
     // A temporary table of that name shadows the base table: the full path handles it.

@@ -48,6 +48,7 @@ class HeldMetadataLock {
 
 struct ResolvedTable {
   std::string label;  // "db.table" as the user named it
+  std::string db, table;  // as the server's privilege checks and metadata locks name them
   q4m::Subscription subscription;
   HeldMetadataLock metadata_lock;  // only with TableArgument::hold_metadata_lock
 };

@@ -182,3 +182,23 @@ bool parse_batch_wait_arguments(Item** args, unsigned count, BatchWaitArguments*
 }
 
 }  // namespace q4m_functions
+
+namespace q4m_functions {
+
+bool parse_whole_number(Item* item, const WholeNumberRule& rule, uint64_t* out) {
+  std::string text = shown(item);
+  const bool null = item->null_value || is_null_literal(item);
+  double v = -1;
+  if (!null && (is_number_type(item) || looks_numeric(text))) v = strtod(text.c_str(), nullptr);
+  if (null || !std::isfinite(v) || v != std::floor(v) || v < static_cast<double>(rule.min) ||
+      v > static_cast<double>(rule.max)) {
+    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument %u: invalid %s %s (expected a whole number from %llu to %llu)",
+                    MYF(0), rule.function, rule.position, rule.noun, null ? "NULL" : text.c_str(),
+                    static_cast<unsigned long long>(rule.min), static_cast<unsigned long long>(rule.max));
+    return false;
+  }
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+}  // namespace q4m_functions

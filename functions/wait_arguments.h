@@ -49,6 +49,16 @@ struct SecondsRule {
 // number, negative, or 0 when the rule does not allow it.
 bool parse_seconds(Item* item, const SecondsRule& rule, std::chrono::milliseconds* out);
 
+// A count argument: a whole number from rule.min to rule.max (a string that reads as one too).
+struct WholeNumberRule {
+  const char* function;  // "queue_purge_dead"
+  unsigned position;     // 1-based
+  const char* noun;      // "max_rows", "row id"
+  uint64_t min, max;
+};
+// False (an SQL error naming the function, argument and value raised) otherwise.
+bool parse_whole_number(Item* item, const WholeNumberRule& rule, uint64_t* out);
+
 // True if `s` is a decimal number ("10", "-1", "0.25", "1e3"), surrounding blanks allowed.
 bool looks_numeric(const std::string& s);
 

@@ -53,5 +53,14 @@ maria_declare_plugin(queue){
     Q4M_FUNCTION(queue_set_srcid_plugin, "queue_set_srcid",
                  "queue_set_srcid(source_id, mode, rowid): relay dedup"),
     Q4M_FUNCTION(queue_compact_plugin, "queue_compact", "queue_compact(tbl): compact now"),
-    Q4M_FUNCTION(queue_stats_plugin, "queue_stats", "queue_stats(tbl): counters as JSON")
+    Q4M_FUNCTION(queue_stats_plugin, "queue_stats", "queue_stats(tbl): counters as JSON"),
+    Q4M_FUNCTION(queue_release_owned_plugin, "queue_release_owned",
+                 "queue_release_owned(tbl, rowid): give a row another connection owns back to the queue"),
+    Q4M_FUNCTION(queue_redrive_dead_plugin, "queue_redrive_dead",
+                 "queue_redrive_dead(tbl [, max_rows]): queue dead rows again"),
+    Q4M_FUNCTION(queue_purge_dead_plugin, "queue_purge_dead", "queue_purge_dead(tbl [, max_rows]): remove dead rows"),
+    Q4M_FUNCTION(queue_allowed_plugin, "queue_allowed",
+                 "queue_allowed(tbl, function): may this account call that function on tbl"),
+    Q4M_FUNCTION(queue_scan_rowid_plugin, "queue_scan_rowid", "queue_scan_rowid(): id of the row being read"),
+    Q4M_FUNCTION(queue_scan_state_plugin, "queue_scan_state", "queue_scan_state(): state of the row being read")
 maria_declare_plugin_end;

@@ -2,6 +2,8 @@
 # A local mariadbd with the q4m engine, for trying it out (`make run` / `make stop`).
 # Everything lives in ./var (datadir, socket, error log, pid); it persists across stop/start.
 # Listens on its unix socket only; set Q4M_PORT to also listen on 127.0.0.1:$Q4M_PORT.
+# Also runs q4m-monitor (tools/monitor: /metrics and the dashboard) on 127.0.0.1:$Q4M_MONITOR_PORT
+# (default 9199), polling the server as root through the socket; Q4M_MONITOR=0 leaves it out.
 #   scripts/local-server.sh start|stop|status
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,9 @@ SOCK=$VAR/mysqld.sock
 ERRLOG=$VAR/mysqld.err
 PIDFILE=$VAR/mysqld.pid
 PLUGIN_DIR=$ROOT/build/plugin
+MONITOR_PORT=${Q4M_MONITOR_PORT:-9199}
+MONITOR_PIDFILE=$VAR/monitor.pid
+MONITOR_LOG=$VAR/monitor.log
 
 find_tool() { command -v "$1" 2>/dev/null || { [ -x "/usr/sbin/$1" ] && echo "/usr/sbin/$1"; } || true; }
 MARIADBD=$(find_tool mariadbd)
@@ -38,11 +43,53 @@ q4m server running (pid $(running_pid)), data in $VAR
   log:      $ERRLOG
   stop:     make stop
 EOF
+  if monitor_pid >/dev/null; then
+    cat <<EOF
+q4m-monitor running (pid $(monitor_pid)), log $MONITOR_LOG
+  dashboard: http://127.0.0.1:$MONITOR_PORT/  (log in as root, empty password)
+  metrics:   http://127.0.0.1:$MONITOR_PORT/metrics
+EOF
+  fi
+}
+
+monitor_pid() {
+  local pid
+  pid=$(cat "$MONITOR_PIDFILE" 2>/dev/null) || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# q4m-monitor next to the server (docs/monitoring.md), unless Q4M_MONITOR=0.
+start_monitor() {
+  [ "${Q4M_MONITOR:-1}" != 0 ] || return 0
+  monitor_pid >/dev/null && return 0
+  setsid /usr/bin/python3 "$ROOT/tools/monitor/q4m-monitor" --socket "$SOCK" --user root \
+    --listen "127.0.0.1:$MONITOR_PORT" </dev/null >"$MONITOR_LOG" 2>&1 &
+  echo $! >"$MONITOR_PIDFILE"
+  local i
+  for i in $(seq 100); do
+    if ! monitor_pid >/dev/null; then
+      echo "q4m-monitor did not start (the server runs on); last lines of $MONITOR_LOG:" >&2
+      tail -10 "$MONITOR_LOG" >&2
+      return 0
+    fi
+    grep -q "serving http" "$MONITOR_LOG" 2>/dev/null && return 0
+    sleep 0.1
+  done
+}
+
+stop_monitor() {
+  local pid
+  pid=$(monitor_pid) || return 0
+  kill -TERM "$pid"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  rm -f "$MONITOR_PIDFILE"
+  echo "q4m-monitor stopped"
 }
 
 start() {
   if running_pid >/dev/null && answers; then
     echo "already running"
+    start_monitor
     print_usage_hint
     return 0
   fi
@@ -75,11 +122,13 @@ start() {
     sql "INSTALL SONAME 'ha_queue'" || { echo "INSTALL SONAME 'ha_queue' failed; see $ERRLOG" >&2; exit 1; }
   fi
   sql "CREATE DATABASE IF NOT EXISTS test"
+  start_monitor
   print_usage_hint
 }
 
 stop() {
   local pid
+  stop_monitor
   if ! pid=$(running_pid); then
     echo "not running"
     return 0

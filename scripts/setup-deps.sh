@@ -1,6 +1,7 @@
 #!/bin/bash
 # Installs (idempotently) everything q4m needs to build and test on Debian 12:
 #  - MariaDB server/client pinned to the version whose source headers we build against, and held;
+#  - q4m-monitor's Python packages and Debian's Chromium + ChromeDriver (its browser tests);
 #  - the server source headers + Debian's generated headers and libmysqlservices.a, cached in
 #    ~/.cache/q4m/<version> so later runs (and fresh clones) do not download them again.
 # Prints the cache directory (MARIADB_SDK) on stdout as its last line.
@@ -34,7 +35,32 @@ if [ $need_install = 1 ]; then
   $SUDO service mariadb stop >/dev/null 2>&1 || true
 fi
 
-# 2. server source headers (cached, keyed by version)
+# 2. q4m-monitor (tools/monitor) and its browser tests: Debian's packages, pinned. Chromium
+# is the exception: Debian's security archive keeps only its newest build, so the pinned one
+# may be gone; then the archive's current build is installed, browser and driver always at
+# one version (ChromeDriver drives only its own Chromium).
+MONITOR_PKGS="python3-prometheus-client=0.16.0-0.1 python3-flask=2.2.2-3 python3-waitress=2.1.2-2+deb12u1
+  python3-selenium=4.8.3+dfsg-1"
+CHROMIUM_VERSION=156.0.8078.108-1~deb12u1
+need_monitor=0
+for pv in $MONITOR_PKGS; do have_pkg_version "${pv%%=*}" "${pv#*=}" || need_monitor=1; done
+chromium_have=$(dpkg-query -W -f='${Version}' chromium 2>/dev/null || true)
+driver_have=$(dpkg-query -W -f='${Version}' chromium-driver 2>/dev/null || true)
+[ -n "$chromium_have" ] && [ "$chromium_have" = "$driver_have" ] || need_monitor=1
+if [ $need_monitor = 1 ]; then
+  apt_update_once
+  chromium_pin=$CHROMIUM_VERSION
+  if ! apt-cache madison chromium | grep -qF " $CHROMIUM_VERSION "; then
+    chromium_pin=$(apt-cache policy chromium | sed -n 's/^ *Candidate: //p')
+    log "chromium $CHROMIUM_VERSION is no longer in the archive; installing its current build $chromium_pin"
+  fi
+  log "installing the monitor's packages (pinned) and chromium $chromium_pin"
+  # shellcheck disable=SC2086  # one word per package
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --allow-downgrades \
+    $MONITOR_PKGS "chromium=$chromium_pin" "chromium-driver=$chromium_pin" >&2
+fi
+
+# 3. server source headers (cached, keyed by version)
 if [ ! -f "$CACHE/.complete" ]; then
   mkdir -p "$CACHE/dl"
   if [ ! -f "$CACHE/dl/mariadb_${MARIADB_VERSION}.orig.tar.gz" ]; then

@@ -36,6 +36,9 @@ struct WriteBatch {
   const RowId* removals = nullptr;
   size_t removal_count = 0;
   const Holder* remover = nullptr;
+  // The removal is the rows' owner ending its delivery (queue_end): refused if another
+  // connection gave the rows back meanwhile (Holder::revoked_by).
+  bool owner_end = false;
   // RETURN record: rows that went back to the queue (delivery counts, retry delays).
   const fmt::ReturnedRow* returns = nullptr;
   size_t return_count = 0;

@@ -15,4 +15,10 @@ void DeadLetters::configure(const TableOptions& options, RowContext& ctx) {
   }
 }
 
+std::vector<RowId> DeadLetters::oldest(size_t max) const {
+  std::vector<RowId> ids;
+  for (auto it = dead_.begin(); it != dead_.end() && ids.size() < max; ++it) ids.push_back(*it);
+  return ids;
+}
+
 }  // namespace q4m

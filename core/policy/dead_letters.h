@@ -6,6 +6,7 @@
 // brings dead rows back to the queue, a lower one kills the queued rows at or above it.
 #pragma once
 #include <set>
+#include <vector>
 
 #include "core/policy/policy.h"
 
@@ -27,17 +28,23 @@ class DeadLetters : public PolicyBase {
   void placing(RowEntry& e, Placement& p, RowContext&) {
     if (dies(e)) p = Placement{RowState::kDead};  // a dead row waits for no retry
   }
-  void moved(RowEntry& e, RowState from, const Holder*, const Move& m, RowContext&) {
+  void moved(RowEntry& e, RowState from, const Holder*, const Move& m, RowContext& ctx) {
     if (from == RowState::kDead) dead_.erase(e.id);
-    if (m.to == RowState::kDead) dead_.insert(e.id);
+    if (m.to != RowState::kDead) return;
+    dead_.insert(e.id);
+    if (!m.fresh) {  // (a copy of a dead row was dead before)
+      ctx.counters->rows_dead_lettered.add();
+      global_stats().rows_dead_lettered.add();
+    }
   }
   void removed(const RowEntry& before, RowContext&) {
     if (before.state == RowState::kDead) dead_.erase(before.id);
   }
   void forget() { dead_.clear(); }
 
-  // The oldest dead row (queue_take_dead()), 0 if none.
+  // The oldest dead row (queue_take_dead()), 0 if none; the `max` oldest ones.
   RowId oldest() const { return dead_.empty() ? 0 : *dead_.begin(); }
+  std::vector<RowId> oldest(size_t max) const;
 
  private:
   // A row back from its max-th delivery is dead, not queued again.

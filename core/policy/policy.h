@@ -90,6 +90,7 @@ struct Move {
   bool resume = false;                 // kDelayed: back to the delay it had (its deadline stands)
   int64_t lease_ms = 0;                // kOwned: the taker's lease (0 = none)
   bool more = false;                   // kOwned: one more row of the holder's batch
+  bool fresh = false;                  // the row is being added (its first state)
 };
 
 // Where a row goes as it comes back to the queue or is added: a Move the policies fold.

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/util/stats.h"
+#include "core/util/wait_histogram.h"
 
 #define Q4M_TABLE_STATS(GAUGE, LIVE, COUNTER)                                                                   \
   GAUGE(rows, "rows", "ROWS", "live rows, owned ones included")                                           \
@@ -20,6 +21,7 @@
   GAUGE(file_bytes, "file_bytes", "FILE_BYTES", "size of the data file")                                  \
   GAUGE(removed_bytes, "removed_bytes", "REMOVED_BYTES", "bytes compaction can reclaim")                   \
   GAUGE(oldest_age_ms, "oldest_age_ms", "OLDEST_AGE_MS", "age of the oldest row; 0 when empty")           \
+  GAUGE(oldest_ready_age_ms, "oldest_ready_age_ms", nullptr, "age of the oldest row a take would get now")  \
   GAUGE(next_rowid, "next_rowid", "NEXT_ROWID", "the id the next row gets")                               \
   GAUGE(delayed_rows, "delayed_rows", "DELAYED_ROWS", "rows not handed out before a time")               \
   GAUGE(dead_rows, "dead_rows", "DEAD_ROWS", "rows back after MAX_DELIVERIES deliveries")                  \
@@ -37,7 +39,13 @@
   COUNTER(rows_expired, "rows_expired", nullptr, "rows removed by MESSAGE_TTL")                           \
   COUNTER(rows_refused, "rows_refused", nullptr, "rows not inserted: past MAX_ROWS")                      \
   COUNTER(rows_deduplicated, "rows_deduplicated", nullptr, "rows not inserted: duplicates in the window") \
-  COUNTER(compactions, "compactions", nullptr, "compactions of the data file")
+  COUNTER(compactions, "compactions", nullptr, "compactions of the data file")                            \
+  COUNTER(rows_consumed, "rows_consumed", nullptr, "rows removed by their owner (queue_end, the next wait)") \
+  COUNTER(rows_aborted, "rows_aborted", nullptr, "rows given back by their owner (queue_abort, a disconnect)") \
+  COUNTER(rows_dead_lettered, "rows_dead_lettered", nullptr, "rows that became dead (MAX_DELIVERIES)")   \
+  COUNTER(rows_released, "rows_released", nullptr, "rows taken from their owner (queue_release_owned)")  \
+  COUNTER(rows_redriven, "rows_redriven", nullptr, "dead rows queued again (queue_redrive_dead)")         \
+  COUNTER(rows_purged, "rows_purged", nullptr, "dead rows removed (queue_purge_dead)")
 
 namespace q4m {
 
@@ -67,6 +75,8 @@ struct TableCounters {
   Q4M_TABLE_STATS(Q4M_STATS_NONE, Q4M_STATS_COUNTER, Q4M_STATS_COUNTER)
 #undef Q4M_STATS_COUNTER
 #undef Q4M_STATS_NONE
+  // From a row's INSERT to its first hand-out (later deliveries are not waits in the queue).
+  WaitHistogram handout_wait;
   void copy_to(TableStats* s) const {
 #define Q4M_STATS_NONE(field, json, column, what)
 #define Q4M_STATS_COPY(field, json, column, what) s->field = field.get();

@@ -3,6 +3,7 @@
 // MESSAGE_TTL on their way out. A row points at its holder (RowEntry::holder); a holder
 // gives back or removes every row it holds before it goes away.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 namespace q4m {
@@ -19,10 +20,17 @@ class Holder {
   // Set and read by the holder's own thread only.
   bool sync_removals() const { return sync_removals_; }
   void set_sync_removals(bool sync) { sync_removals_ = sync; }
+  // Another connection gave this holder's owned rows back to the queue (queue_release_owned):
+  // that connection's id, 0 = none. Set by a table while no removal is being committed;
+  // read, and cleared once it told its connection, by the holder's own thread.
+  uint64_t revoked_by() const { return revoked_by_.load(std::memory_order_acquire); }
+  void revoke(uint64_t by_connection) const { revoked_by_.store(by_connection, std::memory_order_release); }
+  void clear_revoked() { revoked_by_.store(0, std::memory_order_relaxed); }
 
  private:
   const uint64_t connection_id_;
   bool sync_removals_ = true;
+  mutable std::atomic<uint64_t> revoked_by_{0};
 };
 
 }  // namespace q4m

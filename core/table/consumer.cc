@@ -77,6 +77,7 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.batch_ids.clear();
   c.batch_deliveries.clear();
   c.leased = false;
+  c.holder.clear_revoked();  // told (or nothing to tell)
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -90,10 +91,10 @@ void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& tabl
 }
 
 // Gives every owned row still held back to the queue (those a lease expiry returned
-// already, or a DELETE removed, are skipped by the table).
-void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
+// already, or a DELETE removed, are skipped by the table). Returns how many went back.
+size_t return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   const OwnedIds ids(c);
-  c.owned->abort_rows(&c.holder, ids.begin(), ids.size(), delay);
+  return c.owned->abort_rows(&c.holder, ids.begin(), ids.size(), delay);
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -125,6 +126,11 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
   const OwnedIds ids(c);
+  if (c.holder.revoked_by()) {
+    Status s = revoked_status(c.holder, ids.front(), ids.size());
+    leave_after_expiry(c);
+    return s;
+  }
   Status s = c.owned->renew_lease(&c.holder, ids.begin(), ids.size(), lease);
   if (s.code() == ErrorCode::kLeaseExpired) {
     leave_after_expiry(c);
@@ -138,6 +144,11 @@ Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
   const OwnedIds ids(c);
+  if (c.holder.revoked_by()) {  // another connection gave the rows back (queue_release_owned)
+    Status s = revoked_status(c.holder, ids.front(), ids.size());
+    leave_after_expiry(c);
+    return s;
+  }
   if (c.leased) {
     Status s = c.owned->settle_lease(&c.holder, ids.front(), ids.size());
     if (!s.ok()) {
@@ -147,7 +158,12 @@ Status Consumer::end() {
     c.leased = false;  // settled: it can no longer run out under the removal
   }
   Status s = c.owned->end_rows(&c.holder, ids.begin(), ids.size());  // a batch: one commit
+  if (s.code() == ErrorCode::kLeaseExpired) {  // given back by another connection meanwhile
+    leave_after_expiry(c);
+    return s;
+  }
   if (!s.ok()) return s;  // still in owner mode: no row was removed
+  c.owned->counters().rows_consumed.add(ids.size());
   c.owned->counters().ends.add();
   global_stats().ends.add();
   leave_owner_mode(c);
@@ -157,7 +173,7 @@ Status Consumer::end() {
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_abort()");
-  return_owned_rows(c, delay);
+  c.owned->counters().rows_aborted.add(return_owned_rows(c, delay));
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
   leave_owner_mode(c);
@@ -167,7 +183,7 @@ Status Consumer::abort(std::chrono::milliseconds delay) {
 void Consumer::release() {
   Impl& c = *impl_;
   if (c.owned) {
-    return_owned_rows(c);
+    c.owned->counters().rows_aborted.add(return_owned_rows(c));
     global_stats().disconnect_returns.add();
     leave_owner_mode(c);
   }

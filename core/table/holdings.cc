@@ -6,7 +6,7 @@
 
 namespace q4m {
 
-void Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) {
+size_t Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) {
   std::vector<fmt::ReturnedRow> returned;
   {
     auto st = state_.lock();
@@ -24,6 +24,17 @@ void Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::chr
     finish(*st, ctx);
   }
   record_returns(returned);  // one record for a batch
+  return returned.size();
+}
+
+Status revoked_status(const Holder& h, RowId first, size_t count) {
+  const std::string what = count > 1 ? "the batch of " + std::to_string(count) + " rows from row " + std::to_string(first)
+                                     : "row " + std::to_string(first);
+  return Status(ErrorCode::kLeaseExpired,
+                what + " was given back to the queue by connection " + std::to_string(h.revoked_by()) +
+                    " (queue_release_owned()) before it was ended: " +
+                    (count > 1 ? "its rows went back to the queue and were not removed"
+                               : "the row went back to the queue and was not removed"));
 }
 
 void Table::kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const {

@@ -117,6 +117,25 @@ class QueueTable {
   virtual void configure(std::shared_ptr<const TableOptions> options) = 0;
   virtual std::shared_ptr<const TableOptions> options() const = 0;  // never null
 
+  // ---- operators (queue_release_owned, queue_redrive_dead, queue_purge_dead) ----
+  // Gives row `id`, owned by some connection, back to the queue with every other row its
+  // owner holds in this table (a batch), exactly as if their lease had run out: delivery
+  // counts kept (a RETURN record), MAX_DELIVERIES applies, and the owner's next end() or
+  // wait() reports kLeaseExpired ("given back by connection `by_connection`") and leaves
+  // owner mode. An end() already being committed wins: the rows are then gone.
+  // *released = rows given back (0: the row is not owned, or is gone).
+  virtual Status release_owned(RowId id, uint64_t by_connection, size_t* released) = 0;
+  // Puts up to `max` dead rows (oldest first) back in the queue: each is replaced by a copy
+  // with a new id at the queue's end, its insert time kept and its delivery count at 0. The
+  // copies and the removal of the dead rows share one chunk (a crash keeps one or the other,
+  // never both), synced like an INSERT. *moved = rows queued again.
+  virtual Status redrive_dead(size_t max, size_t* moved) = 0;
+  // Removes up to `max` dead rows (oldest first) durably. *purged = rows removed.
+  virtual Status purge_dead(size_t max, size_t* purged) = 0;
+  // What row `id` is to `viewer` (the row a scan reads: queue_scan_state()).
+  enum class RowView { kGone, kQueued, kDelayed, kDead, kOwnedByViewer, kHeld };
+  virtual RowView row_view(RowId id, const Consumer* viewer) = 0;
+
   virtual TableStats info() = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are not
   // listed). Not one atomic snapshot: the index is read in slices.
@@ -137,7 +156,8 @@ class QueueTable {
   // The holder's rows back to the queue (after `delay`, a retry); rows it no longer holds
   // (a lease ran out, a DELETE removed them) are skipped. Their delivery counts and delays
   // go into a RETURN record.
-  virtual void abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) = 0;
+  // Returns how many went back.
+  virtual size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) = 0;
   // Before end_rows() of leased rows: kLeaseExpired if their lease ran out (they went back,
   // and were not removed), else the lease is cancelled. (policy/leases.h)
   virtual Status settle_lease(const Holder* h, RowId first, size_t count) = 0;
@@ -145,5 +165,9 @@ class QueueTable {
   virtual void release_claims(const Holder* h) = 0;  // a DELETE's claimed rows back to the queue
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
 };
+
+// What an owner whose rows another connection gave back (Holder::revoked_by) is told at its
+// next queue_end() or queue_wait(): its `count` rows from `first` were not removed.
+Status revoked_status(const Holder& h, RowId first, size_t count);
 
 }  // namespace q4m

@@ -241,10 +241,9 @@ TableStats Table::info() {
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;
   i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
-  if (const RowEntry* e = st->index.first_live()) {
-    uint64_t now = now_ms();
-    i.oldest_age_ms = now > e->time_ms ? now - e->time_ms : 1;
-  }
+  const uint64_t now = now_ms();
+  if (const RowEntry* e = st->index.first_live()) i.oldest_age_ms = now > e->time_ms ? now - e->time_ms : 1;
+  if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   i.next_rowid = next_rowid_.load();
   i.torn_tail_bytes = torn_tail_bytes_;
   st->policies.each([&](const auto& p) { p.report(i); });

@@ -14,6 +14,7 @@
 //   rows.cc         the row lifecycle: the one transition function, placing, hand-offs
 //   takes.cc        queue_wait's takes and waiters
 //   holdings.cc     what holders do with their rows: end, abort, leases, DELETE claims
+//   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
 //   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
 #pragma once
@@ -72,6 +73,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status compact() override;
   void configure(std::shared_ptr<const TableOptions> options) override;
   std::shared_ptr<const TableOptions> options() const override;
+  Status release_owned(RowId id, uint64_t by_connection, size_t* released) override;
+  Status redrive_dead(size_t max, size_t* moved) override;
+  Status purge_dead(size_t max, size_t* purged) override;
+  RowView row_view(RowId id, const Consumer* viewer) override;
   TableStats info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
   TableCounters& counters() override { return counters_; }
@@ -80,7 +85,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Take take_dead(const TakeRequest& r) override;
   void unregister(const Receiver* r) override;
   Status end_rows(const Holder* h, const RowId* ids, size_t count) override;
-  void abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
+  size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
   Status settle_lease(const Holder* h, RowId first, size_t count) override;
   Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) override;
   void release_claims(const Holder* h) override;
@@ -207,9 +212,16 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const;  // its retry delay only
 
   // ---- takes.cc
+  // The row the plain take (no condition) gets next, or null; moves its cursor up to it.
+  RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
+
+  // ---- operators.cc
+  // Claims up to `max` of the oldest dead rows for `claimer` (hidden from everyone, as a
+  // DELETE's claim); *times gets their insert times.
+  std::vector<RowId> claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped);
 
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.

@@ -34,30 +34,34 @@ QueueTable::Take Table::register_locked(State& st, const TakeRequest& r) {
 // The cursor of (table, filter) says: rows before it are not takeable-and-matching. It only
 // moves forward when no row became takeable during the scan (free_epoch unchanged), and a
 // row becoming takeable moves it back, so a returned row is never skipped.
+RowEntry* Table::next_plain(State& st) {
+  RowId* cursor = &st.first_free_hint;
+  size_t pos = st.index.lower_bound(*cursor), end = st.index.end_pos();
+  // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
+  while (pos < end && (st.index.at(pos).state != RowState::kFree || gated(st, st.index.at(pos)))) pos++;
+  // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
+  if (pos < end)
+    *cursor = st.index.at(pos).id;
+  else if (end > 0)
+    *cursor = st.index.at(end - 1).id + 1;
+  RowId ready = 0;
+  st.policies.each([&](const auto& p) {
+    const RowId id = p.first_released();
+    if (id != 0 && (ready == 0 || id < ready)) ready = id;
+  });
+  RowEntry* e = nullptr;
+  if (ready != 0 && (pos == end || ready < st.index.at(pos).id)) e = st.index.find(ready);
+  if (!e && pos < end) e = &st.index.at(pos);
+  return e;
+}
+
 QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
   if (!r.filter) {  // no payload reads: one lock hold
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
     RowContext ctx = context(*st);
-    RowId* cursor = cursor_for(*st, r.filter);
-    size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
-    // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
-    while (pos < end && (st->index.at(pos).state != RowState::kFree || gated(*st, st->index.at(pos)))) pos++;
-    // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
-    if (pos < end)
-      *cursor = st->index.at(pos).id;
-    else if (end > 0)
-      *cursor = st->index.at(end - 1).id + 1;
-    RowId ready = 0;
-    st->policies.each([&](const auto& p) {
-      const RowId id = p.first_released();
-      if (id != 0 && (ready == 0 || id < ready)) ready = id;
-    });
-    Take result = register_waiter ? Take::kRegistered : Take::kNone;
-    RowEntry* e = nullptr;
-    if (ready != 0 && (pos == end || ready < st->index.at(pos).id)) e = st->index.find(ready);
-    if (!e && pos < end) e = &st->index.at(pos);
-    if (e)
+    Take result = Take::kNone;
+    if (RowEntry* e = next_plain(*st))
       result = take_locked(*st, r, *e, ctx);
     else if (register_waiter)
       result = register_locked(*st, r);

@@ -74,6 +74,12 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       }
       if (b.history) add_kept_histories(chunk, b);
     }
+    // Another connection gave the owner's rows back (release_owned holds the writer turn, so
+    // it went before this batch): they are back in the queue, not to be removed.
+    if (b.owner_end && b.remover->revoked_by()) {
+      b.status = revoked_status(*b.remover, b.removals[0], b.removal_count);
+      continue;
+    }
     w->policies.each([&](auto& p) { p.persist(b, chunk); });
     if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
     if (b.return_count) chunk.add_returns(b.returns, b.return_count);
@@ -114,7 +120,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
 
 void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto unsynced = [](const CommitRequest* r) { return !r->batch.sync; };
-  auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync; };
+  auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync && r->batch.status.ok(); };
   if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
   if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {
     auto st = state_.lock();
@@ -155,7 +161,7 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
   RowContext ctx = context(*st);
   st->tail.append(file.id(), base, written);
   for (CommitRequest* r : batch) {
-    if (!r) continue;  // answered before the sync
+    if (!r || !r->batch.status.ok()) continue;  // answered before the sync / refused: nothing written
     const WriteBatch& b = r->batch;
     if (b.removal_count) removed += publish_removal(*st, b, ctx);
     for (size_t k = 0; k < b.ids.size(); k++) {
@@ -250,6 +256,7 @@ Status Table::end_rows(const Holder* h, const RowId* ids, size_t count) {
   req.batch.removals = ids;
   req.batch.removal_count = count;
   req.batch.remover = h;
+  req.batch.owner_end = true;
   req.batch.sync = h->sync_removals();
   Status s = commit(&req);
   if (s.code() == ErrorCode::kDropped) return Status::Ok();

@@ -27,6 +27,8 @@ struct GlobalStats {
   Counter wait_yields;  // sleeping waits ended early by their WaitYield (DDL needed the tables)
   Counter ends, aborts, disconnect_returns, lease_expiries;
   Counter rows_expired;  // removed because their table's MESSAGE_TTL ran out
+  Counter rows_dead_lettered;  // became dead letters (MAX_DELIVERIES)
+  Counter rows_released, rows_redriven, rows_purged;  // queue_release_owned(), queue_redrive_dead(), queue_purge_dead()
   Counter returns_recorded;  // rows given back whose delivery count and delay went into a RETURN record
   Counter cond_evals, cond_compiles, cond_cache_hits;
   Counter compactions, recoveries;

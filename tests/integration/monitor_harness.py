@@ -1,0 +1,157 @@
+"""What the q4m-monitor tests share: the monitor process next to a test server, headless
+Chromium (Debian's chromium and chromium-driver, driven by Selenium), a login, and a load of
+producers and consumers on the server while the pages are looked at."""
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pymysql
+
+from q4m_server import REPO
+
+MONITOR = REPO / "tools" / "monitor" / "q4m-monitor"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Where the tests save their screenshots: Q4M_MONITOR_SCREENSHOTS=docs/images (scripts/monitor-screenshots.sh)
+SCREENSHOTS = os.environ.get("Q4M_MONITOR_SCREENSHOTS")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Monitor:
+    """tools/monitor/q4m-monitor polling `server` through its socket as root."""
+
+    def __init__(self, server, tmp: Path, *args):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tmp / f"monitor-{self.port}.log"
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", str(MONITOR), "--socket", str(server.socket), "--listen", f"127.0.0.1:{self.port}",
+             "--interval", "0.5", *args],
+            stdin=subprocess.DEVNULL, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.get("/metrics")
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError("q4m-monitor did not start:\n" + self.log.read_text())
+                time.sleep(0.1)
+
+    def get(self, path, headers=None) -> tuple[str, str]:
+        """(body, content type) of a GET."""
+        req = urllib.request.Request(self.url + path, headers=headers or {})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.read().decode(), r.headers.get("Content-Type")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def chromium(tmp: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--window-size=1280,1000", f"--user-data-dir={tmp / 'chromium-profile'}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def submit(driver, button):
+    """Clicks a form's button and waits for the page it leads to (click() does not)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(page))
+
+
+def login(driver, monitor: Monitor, user: str, password: str):
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(monitor.url + "/login")
+    driver.find_element(By.ID, "user").send_keys(user)
+    driver.find_element(By.ID, "password").send_keys(password)
+    submit(driver, driver.find_element(By.ID, "login"))
+    assert driver.find_element(By.ID, "whoami").text == user
+
+
+def screenshot(driver, name: str):
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(SCREENSHOTS) / f"{name}.png"))
+
+
+class Load:
+    """Producers and consumers on test.traffic until stopped (bounded: at most `seconds`)."""
+
+    def __init__(self, server, seconds=120.0):
+        server.sql("CREATE TABLE IF NOT EXISTS test.traffic (id INT, body VARCHAR(40)) ENGINE=QUEUE")
+        self._stop = threading.Event()
+        self.errors = []
+        self.produced = self.consumed = 0
+        self._deadline = time.monotonic() + seconds
+        self._threads = [threading.Thread(target=self._produce, args=(server,), daemon=True),
+                         threading.Thread(target=self._consume, args=(server,), daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def _conn(self, server):
+        return pymysql.connect(unix_socket=str(server.socket), user="root", password="", database="test",
+                               autocommit=True)
+
+    def _running(self):
+        return not self._stop.is_set() and time.monotonic() < self._deadline
+
+    def _produce(self, server):
+        try:
+            with self._conn(server) as c, c.cursor() as cur:
+                i = 0
+                while self._running():
+                    cur.execute("INSERT INTO traffic VALUES " + ", ".join(f"({i + k}, 'msg')" for k in range(5)))
+                    i += 5
+                    self.produced += 5
+                    time.sleep(0.01)
+        except Exception as e:  # noqa: BLE001 (reported by stop())
+            self.errors.append(e)
+
+    def _consume(self, server):
+        try:
+            with self._conn(server) as c, c.cursor() as cur:
+                while self._running():
+                    cur.execute("SELECT id FROM traffic WHERE queue_wait('traffic', 0.2)")
+                    self.consumed += len(cur.fetchall())
+        except Exception as e:  # noqa: BLE001
+            self.errors.append(e)
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        assert not self.errors, self.errors
+        assert self.produced > 0 and self.consumed > 0, (self.produced, self.consumed)

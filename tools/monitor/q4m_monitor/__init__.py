@@ -1,0 +1,1 @@
+"""q4m-monitor: Prometheus metrics and a web dashboard for q4m queues, run next to mariadbd."""

@@ -1,0 +1,32 @@
+"""Connections to MariaDB: the sampler's, and one per dashboard request with the logged-in
+account's own credentials (so the server checks every privilege)."""
+import pymysql
+
+from .config import Config
+
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 30
+
+
+def connect(cfg: Config, user: str, password: str) -> pymysql.connections.Connection:
+    kw = dict(user=user, password=password, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+              read_timeout=READ_TIMEOUT_S, write_timeout=READ_TIMEOUT_S, charset="utf8mb4")
+    if cfg.socket:
+        return pymysql.connect(unix_socket=cfg.socket, **kw)
+    return pymysql.connect(host=cfg.host, port=cfg.port, **kw)
+
+
+def rows(conn, sql: str, args=None) -> list:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def dict_rows(conn, sql: str, args=None) -> list[dict]:
+    with conn.cursor(pymysql.cursors.DictCursor) as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def quote_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

@@ -1,0 +1,245 @@
+"""The dashboard and /metrics (Flask, served by waitress). Pages read with the logged-in
+account's own connection, so each sees only the queues it may SELECT from and may do only
+what the server lets it; the plots come from the sampler's ring buffer."""
+import json
+import secrets
+import time
+
+import pymysql
+from flask import Flask, Response, abort, g, redirect, render_template, request, url_for
+from markupsafe import Markup
+from prometheus_client.exposition import choose_encoder
+
+from . import actions, browse, db, metrics, plots
+from .auth import COOKIE, LOGIN_COOKIE, Sessions, same_token
+from .config import Config
+from .sampling import Sampler, ready_rows
+
+OVERVIEW_REFRESH_S = 5
+
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+
+
+def create_app(cfg: Config, sampler: Sampler) -> Flask:
+    app = Flask(__name__)
+    sessions = Sessions(cfg.session_timeout)
+    registry = metrics.registry(sampler, cfg.per_table)
+
+    # ---- plumbing ----------------------------------------------------------
+    @app.after_request
+    def headers(resp):
+        resp.headers["Content-Security-Policy"] = CSP
+        resp.headers["X-Frame-Options"] = "DENY"
+        resp.headers["X-Content-Type-Options"] = "nosniff"
+        resp.headers["Referrer-Policy"] = "no-referrer"
+        if request.endpoint not in ("metrics_endpoint", "static"):
+            resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    @app.teardown_request
+    def close_conn(_exc):
+        conn = g.pop("conn", None)
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def session():
+        return sessions.get(request.cookies.get(COOKIE))
+
+    def user_conn(s):
+        if "conn" not in g:
+            g.conn = db.connect(cfg, s.user, s.password)
+        return g.conn
+
+    def require_login():
+        s = session()
+        if s is None:
+            abort(redirect(url_for("login", next=request.full_path if request.method == "GET" else "/")))
+        return s
+
+    def require_csrf(s):
+        if not same_token(request.form.get("csrf"), s.csrf):
+            abort(403, "the form's CSRF token does not match this session: reload the page and try again")
+
+    def render(template, s, **kw):
+        messages, s.messages = s.messages, []
+        return render_template(template, user=s.user, csrf=s.csrf, messages=messages, **kw)
+
+    @app.errorhandler(pymysql.MySQLError)
+    def db_error(e):
+        s = session()
+        if s is None:
+            return Response(actions.error_text(e), status=502, mimetype="text/plain")
+        return render("error.html", s, error=actions.error_text(e)), 502
+
+    # ---- metrics -----------------------------------------------------------
+    @app.get("/metrics")
+    def metrics_endpoint():
+        encoder, content_type = choose_encoder(request.headers.get("Accept"))
+        return Response(encoder(registry), mimetype=None, content_type=content_type)
+
+    # ---- login -------------------------------------------------------------
+    @app.route("/login", methods=["GET", "POST"])
+    def login():
+        error = None
+        if request.method == "POST":
+            if not same_token(request.form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
+                abort(403, "the login form's token does not match: reload the page and try again")
+            user, password = request.form.get("user", ""), request.form.get("password", "")
+            try:
+                db.connect(cfg, user, password).close()
+            except pymysql.MySQLError as e:
+                error = f"cannot log in as {user!r}: {actions.error_text(e)}"
+            else:
+                sid, _ = sessions.create(user, password)
+                target = request.args.get("next", "/")
+                resp = redirect(target if target.startswith("/") and not target.startswith("//") else "/", code=303)
+                resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
+                resp.delete_cookie(LOGIN_COOKIE, path="/")
+                return resp
+        token = secrets.token_urlsafe(32)
+        resp = Response(render_template("login.html", csrf=token, error=error, user=None, messages=[]),
+                        status=401 if error else 200)
+        resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="Strict", path="/")
+        return resp
+
+    @app.post("/logout")
+    def logout():
+        s = require_login()
+        require_csrf(s)
+        sessions.drop(request.cookies.get(COOKIE))
+        resp = redirect(url_for("login"), code=303)
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    # ---- pages -------------------------------------------------------------
+    @app.get("/")
+    def overview():
+        s = require_login()
+        conn = user_conn(s)
+        visible = db.dict_rows(conn, "SELECT TABLE_SCHEMA, TABLE_NAME, `ROWS`, OWNED_ROWS, DELAYED_ROWS, DEAD_ROWS, "
+                                     "WAITERS FROM information_schema.QUEUE_TABLES ORDER BY TABLE_SCHEMA, TABLE_NAME")
+        latest = sampler.latest()
+        now = time.time()
+        t0 = sampler.window_start(now)
+        queues = []
+        for r in visible:
+            key = (r["TABLE_SCHEMA"], r["TABLE_NAME"])
+            st = latest.tables.get(key) if latest else None
+            rate_in, rate_out = sampler.recent_rates(key)
+            series = sampler.series(key, t0)
+            queues.append(dict(
+                schema=key[0], table=key[1],
+                ready=max(0, r["ROWS"] - r["OWNED_ROWS"] - r["DELAYED_ROWS"] - r["DEAD_ROWS"]),
+                owned=r["OWNED_ROWS"], delayed=r["DELAYED_ROWS"], dead=r["DEAD_ROWS"], waiters=r["WAITERS"],
+                oldest_ready_s=(st["oldest_ready_age_ms"] / 1000) if st else None,
+                rate_in=rate_in, rate_out=rate_out,
+                plot=Markup(plots.line_chart("in / out rows/s", {"in": series["in"], "out": series["out"]},
+                                             t0, now, width=360, height=110))))
+        return render("overview.html", s, queues=queues, refresh=OVERVIEW_REFRESH_S, sample=latest,
+                      interval=cfg.interval)
+
+    @app.get("/queue/<schema>/<table>")
+    def queue(schema, table):
+        s = require_login()
+        conn = user_conn(s)
+        info = db.dict_rows(conn, "SELECT * FROM information_schema.QUEUE_TABLES WHERE TABLE_SCHEMA=%s "
+                                  "AND TABLE_NAME=%s", (schema, table))
+        if not info:
+            abort(404, f"no QUEUE table {schema}.{table} that this account may see")
+        info = info[0]
+        stats = db.rows(conn, "SELECT queue_stats(%s)", (f"{schema}.{table}",))[0][0]
+        options = db.rows(conn, "SELECT CREATE_OPTIONS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
+                                "AND TABLE_NAME=%s", (schema, table))
+        allowed = actions.allowed(conn, schema, table)
+        owned = db.dict_rows(
+            conn, "SELECT o.ROW_ID, o.CONNECTION_ID, o.DELIVERY_COUNT, o.OWNED_MS, o.ROW_AGE_MS, o.LEASE_LEFT_MS, "
+                  "p.USER, p.HOST FROM information_schema.QUEUE_OWNED_ROWS o "
+                  "LEFT JOIN information_schema.PROCESSLIST p ON p.ID = o.CONNECTION_ID "
+                  "WHERE o.TABLE_SCHEMA=%s AND o.TABLE_NAME=%s ORDER BY o.ROW_ID LIMIT 200", (schema, table))
+        for o in owned:  # KILL: any connection with SUPER/CONNECTION ADMIN, else the account's own
+            o["may_kill"] = allowed["kill"] or o["USER"] == s.user
+        cols = browse.columns(conn, schema, table)
+        dead_cols, dead_rows = [], []
+        if info["DEAD_ROWS"]:
+            dead_cols, dead_rows = browse.page(conn, schema, table, state="dead", limit=20)
+        filter_text = request.args.get("filter", "")
+        after = request.args.get("after", "0")
+        after = int(after) if after.isdigit() else 0
+        browse_error, page_cols, page_rows = None, cols, []
+        try:
+            flt = browse.compile_filter(filter_text, cols) if filter_text.strip() else None
+            page_cols, page_rows = browse.page(conn, schema, table, after=after, flt=flt)
+        except browse.FilterError as e:
+            browse_error = str(e)
+        except pymysql.err.MySQLError as e:
+            browse_error = actions.error_text(e)
+        now = time.time()
+        t0 = sampler.window_start(now)
+        series = sampler.series((schema, table), t0)
+        depth_plot = plots.line_chart("depth (rows)", {k: series[k] for k in ("ready", "owned", "delayed", "dead")},
+                                      t0, now)
+        rate_plot = plots.line_chart("in / out (rows/s)", {"in": series["in"], "out": series["out"]}, t0, now)
+        refresh = request.args.get("refresh")
+        return render("queue.html", s, schema=schema, table=table, info=info,
+                      ready=max(0, info["ROWS"] - info["OWNED_ROWS"] - info["DELAYED_ROWS"] - info["DEAD_ROWS"]),
+                      stats=json.loads(stats) if stats else {},
+                      options=options[0][0] if options else "", allowed=allowed, owned=owned,
+                      dead_cols=dead_cols, dead_rows=dead_rows, columns=cols,
+                      filter_text=filter_text, after=after, browse_error=browse_error,
+                      page_cols=page_cols, page_rows=page_rows, page_size=browse.PAGE_ROWS,
+                      depth_plot=Markup(depth_plot), rate_plot=Markup(rate_plot),
+                      refresh=int(refresh) if refresh and refresh.isdigit() and int(refresh) > 0 else None)
+
+    # ---- actions -----------------------------------------------------------
+    def act(schema, table, fn, done):
+        s = require_login()
+        require_csrf(s)
+        try:
+            result = fn(user_conn(s))
+            s.messages.append(("ok", done(result)))
+        except pymysql.MySQLError as e:
+            s.messages.append(("error", actions.error_text(e)))
+        except ValueError as e:
+            s.messages.append(("error", str(e)))
+        return redirect(url_for("queue", schema=schema, table=table), code=303)
+
+    def max_rows_field():
+        v = request.form.get("max_rows", "").strip()
+        if not v:
+            return None
+        if not v.isdigit():
+            raise ValueError(f"max rows: {v!r} is not a whole number")
+        return int(v)
+
+    @app.post("/queue/<schema>/<table>/redrive")
+    def redrive(schema, table):
+        return act(schema, table, lambda c: actions.redrive(c, schema, table, max_rows_field()),
+                   lambda n: f"{n} dead rows of {schema}.{table} queued again")
+
+    @app.post("/queue/<schema>/<table>/purge")
+    def purge(schema, table):
+        if request.form.get("confirm") != "yes":
+            s = require_login()
+            require_csrf(s)
+            s.messages.append(("error", "purge: tick the box to confirm that the dead rows are to be removed"))
+            return redirect(url_for("queue", schema=schema, table=table), code=303)
+        return act(schema, table, lambda c: actions.purge(c, schema, table, max_rows_field()),
+                   lambda n: f"{n} dead rows of {schema}.{table} removed")
+
+    @app.post("/queue/<schema>/<table>/release")
+    def release(schema, table):
+        row_id = request.form.get("row_id", "")
+        return act(schema, table, lambda c: actions.release(c, schema, table, int(row_id)),
+                   lambda n: f"row {row_id}: {n} rows given back to the queue (the owner's next queue_end() fails)")
+
+    @app.post("/queue/<schema>/<table>/kill")
+    def kill(schema, table):
+        conn_id = request.form.get("connection_id", "")
+        return act(schema, table, lambda c: actions.kill_connection(c, int(conn_id)),
+                   lambda _: f"connection {conn_id} ended: its rows went back to the queue")
+
+    return app
