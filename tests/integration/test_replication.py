@@ -1,0 +1,131 @@
+"""A replica of QUEUE tables, over real MariaDB replication (a primary and a replica on
+127.0.0.1): what README "Replication" warns about. Consuming a row is not in the binary log, so
+the replica keeps every consumed row; and a DELETE that races an INSERT of the same rows can
+reach the binary log first, which stops a ROW-format replica with error 1032 and is silently
+lost on a MIXED/STATEMENT one (tests/integration/test_binlog.py checks what is logged)."""
+import socket
+import time
+
+import pymysql
+import pytest
+
+from sqlcheck import Background, query, value, wait_until
+
+ER_KEY_NOT_FOUND = 1032
+SYNC_TIMEOUT_S = 60
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Pair:
+    """A primary (binary log on, listening on a 127.0.0.1 port) and a replica of it."""
+
+    def __init__(self, server_factory):
+        self.port = _free_port()
+        self.primary = server_factory.new(extra_args=[
+            "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={self.port}",
+            "--server-id=1", "--log-bin=primary-bin", "--binlog-format=MIXED"])
+        self.replica = None
+        try:
+            self.replica = server_factory.new(extra_args=["--server-id=2", "--relay-log=replica-relay"])
+            self.primary.sql("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl'")
+            self.primary.sql("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")
+            self.replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.port}, "
+                             "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos")
+            self.replica.sql("START SLAVE")
+            self.sync()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def status(self):
+        c = self.replica.admin()
+        with c.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SHOW SLAVE STATUS")
+            return cur.fetchone()
+
+    def sync(self):
+        """Waits until the replica has applied everything the primary logged so far."""
+        pos = self.primary.value("SELECT @@gtid_binlog_pos")
+        got = self.replica.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, SYNC_TIMEOUT_S))
+        assert got == 0, f"replica did not reach {pos}: {self.status()}"
+
+    def destroy(self):
+        for s in (self.replica, self.primary):
+            if s is not None:
+                s.destroy()
+
+
+@pytest.fixture(scope="module")
+def pair(server_factory):
+    p = Pair(server_factory)
+    yield p
+    p.destroy()
+
+
+def rows(server, table):
+    return [r[0] for r in server.sql(f"SELECT id FROM test.{table}")]
+
+
+@pytest.mark.parametrize("binlog_format", ["ROW", "MIXED", "STATEMENT"])
+def test_a_replica_keeps_every_row_consumed_on_the_primary(pair, binlog_format):
+    table = f"jobs_{binlog_format.lower()}"
+    producer = pair.primary.connect()
+    consumer = pair.primary.connect()
+    for c in (producer, consumer):
+        query(c, "SET SESSION binlog_format = %s", (binlog_format,))
+    query(producer, f"CREATE TABLE {table} (id INT NOT NULL) ENGINE=QUEUE")
+    query(producer, f"INSERT INTO {table} VALUES (1), (2), (3), (4)")
+    for expected in (1, 2, 3):  # each wait ends the row before
+        assert query(consumer, f"SELECT id FROM {table} WHERE queue_wait('{table}', 0)") == [(expected,)]
+    assert value(consumer, "SELECT queue_end()") == 1
+    query(producer, f"DELETE FROM {table} WHERE id = 4")  # a DELETE replicates
+    query(producer, f"INSERT INTO {table} VALUES (5)")
+    pair.sync()
+    assert rows(pair.primary, table) == [5]
+    assert rows(pair.replica, table) == [1, 2, 3, 5]  # consumed on the primary, still queued here
+
+
+def _delete_inside_a_running_insert(pair, table, binlog_format):
+    """Row 1 of `INSERT (1), (2)` is queued and visible while the statement still runs (a
+    trigger holds it at row 2); a DELETE of row 1 meanwhile is logged before the INSERT."""
+    admin = pair.primary.connect()
+    query(admin, f"CREATE TABLE {table} (id INT NOT NULL) ENGINE=QUEUE")
+    query(admin, f"CREATE TRIGGER {table}_hold BEFORE INSERT ON {table} FOR EACH ROW "
+                 "BEGIN IF NEW.id = 2 THEN DO GET_LOCK('hold', 120); DO RELEASE_LOCK('hold'); END IF; END")
+    assert value(admin, "SELECT GET_LOCK('hold', 0)") == 1
+    producer = pair.primary.connect()
+    deleter = pair.primary.connect()
+    for c in (producer, deleter):
+        query(c, "SET SESSION binlog_format = %s", (binlog_format,))
+    insert = Background(query, producer, f"INSERT INTO {table} VALUES (1), (2)")
+    wait_until(lambda: value(deleter, f"SELECT COUNT(*) FROM {table}") == 1, what="row 1 to be queued")
+    query(deleter, f"DELETE FROM {table} WHERE id = 1")
+    assert value(admin, "SELECT RELEASE_LOCK('hold')") == 1
+    insert.join()
+    assert rows(pair.primary, table) == [2]
+
+
+def test_a_delete_racing_an_insert_is_lost_on_a_statement_format_replica(pair):
+    _delete_inside_a_running_insert(pair, "raced_mixed", "MIXED")
+    pair.sync()
+    assert rows(pair.replica, "raced_mixed") == [1, 2]  # the DELETE ran before row 1 existed here
+
+
+def test_a_delete_racing_an_insert_stops_a_row_format_replica_with_error_1032(server_factory):
+    own = Pair(server_factory)  # this replica stops for good
+    try:
+        _delete_inside_a_running_insert(own, "raced_row", "ROW")
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while own.status()["Slave_SQL_Running"] == "Yes":
+            assert time.monotonic() < deadline, own.status()
+            time.sleep(0.05)
+        status = own.status()
+        assert status["Last_SQL_Errno"] == ER_KEY_NOT_FOUND, status
+        assert "Delete_rows" in status["Last_SQL_Error"] and "raced_row" in status["Last_SQL_Error"], status
+    finally:
+        own.destroy()
