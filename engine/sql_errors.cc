@@ -20,6 +20,7 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     // A lease is a lock held for a time; drivers treat this number as "retry", and rerunning
     // the consume statement is the right retry (it takes the next row).
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
+    case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
     default: return ER_UNKNOWN_ERROR;
   }
 }
