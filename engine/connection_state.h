@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "core/table/consumer.h"
 #include "core/table/queue_table.h"
+#include "core/table/transaction.h"
 
 class THD;
 
@@ -67,6 +70,26 @@ class ConnectionState {
     return h;
   }
 
+  // The connection's open transaction (engine/transactions.h), null if none.
+  q4m::Transaction* transaction() { return txn_.get(); }
+  // Opens one if none is open; notes where the statement `query_id` began in it (a failed
+  // statement rolls back to there).
+  q4m::Transaction& begin_transaction(int64_t query_id) {
+    if (!txn_) txn_ = std::make_unique<q4m::Transaction>(consumer_.connection_id());
+    if (statement_query_id_ != query_id) {
+      statement_query_id_ = query_id;
+      statement_mark_ = txn_->mark();
+    }
+    return *txn_;
+  }
+  void end_transaction() {
+    consumer_.set_transaction(nullptr);
+    txn_.reset();
+    statement_query_id_ = -1;
+  }
+  int64_t statement_query_id() const { return statement_query_id_; }
+  size_t statement_mark() const { return statement_mark_; }
+
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -79,6 +102,9 @@ class ConnectionState {
  private:
   q4m::Consumer consumer_;
   const uint64_t mark_;
+  std::unique_ptr<q4m::Transaction> txn_;  // declared after consumer_: rolled back first
+  int64_t statement_query_id_ = -1;
+  size_t statement_mark_ = 0;
   std::optional<PendingRelay> pending_relay_;
   std::string owned_label_;
   int64_t read_query_id_ = -1;

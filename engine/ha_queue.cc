@@ -12,6 +12,7 @@
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
 #include "engine/table_definition.h"
+#include "engine/transactions.h"
 #include "engine/table_options.h"
 
 namespace q4m_engine {
@@ -114,7 +115,7 @@ ulonglong ha_queue::table_flags() const {
   // HA_NULL_IN_KEY and HA_CAN_INDEX_BLOBS only let index definitions reach create(),
   // which rejects every index with one clear message. No HA_CAN_BIT_FIELD: BIT values
   // then live wholly in the field's bytes, not partly in the null-flag area.
-  return HA_NO_TRANSACTIONS | HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
+  return HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
          HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
          HA_CAN_FORCE_BULK_DELETE | HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
 }
@@ -311,6 +312,25 @@ int ha_queue::write_row(const uchar* buf) {
     bulk_histories_.push_back(copied_history());
     return buffer_row();
   }
+  bool failed = false;
+  if (q4m::Transaction* txn = joined_transaction(ha_thd(), &failed)) {  // written at its commit
+    ConnectionState* cs = find_connection_state(ha_thd());
+    if (relaying_ || (cs && cs->has_pending_relay())) {
+      my_printf_error(ER_NOT_SUPPORTED_YET,
+                      "QUEUE table '%s': rows declared by queue_set_srcid() cannot be inserted inside a "
+                      "transaction; relay them in autocommit mode",
+                      MYF(0), table_label().c_str());
+      error_raised_ = true;
+      return HA_ERR_UNSUPPORTED;
+    }
+    txn->insert(queue_, std::move(encoded_));
+    encoded_ = std::string();
+    return 0;
+  }
+  if (failed) {
+    error_raised_ = true;
+    return HA_ERR_UNSUPPORTED;
+  }
   if (!relaying_) {
     ConnectionState* cs = find_connection_state(ha_thd());
     if (cs && cs->has_pending_relay()) {
@@ -432,6 +452,19 @@ int ha_queue::update_row(const uchar*, const uchar*) { return reject_update(); }
 int ha_queue::delete_row(const uchar*) {
   THD* thd = ha_thd();
   ConnectionState& cs = connection_state(thd);
+  bool failed = false;
+  if (q4m::Transaction* txn = joined_transaction(thd, &failed)) {  // removed at its commit
+    if (is_staged(current_id_)) {
+      txn->unstage(queue_.get(), staged_index(current_id_));
+      return 0;
+    }
+    if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) return 0;
+    return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
+  }
+  if (failed) {
+    error_raised_ = true;
+    return HA_ERR_UNSUPPORTED;
+  }
   if (!queue_->claim_for_delete(&cs.consumer(), current_id_)) {
     // Consumed by another connection since we read it. A single-table DELETE skips it
     // (not counted, LIMIT not used up); other statements treat it as already deleted.
@@ -467,6 +500,7 @@ q4m::Status ha_queue::commit_claims() {
 int ha_queue::rnd_init(bool) {
   scan_after_ = 0;
   current_id_ = 0;
+  staged_next_ = 0;
   THD* thd = ha_thd();
   copy_scan_ = copies_table(thd);
   copy_history_ = copy_scan_ && !(thd->lex->alter_info.flags & ALTER_ORDER);
@@ -496,18 +530,41 @@ int ha_queue::rnd_next(uchar* buf) {
   q4m::RowId id = 0;
   bool found = false;
   q4m::RowHistory history;
+  if (staged_next_ > 0) return next_staged(buf);
   q4m::Status st =
       copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
                  : queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
   if (!st.ok()) return raise(st);
-  if (!found) return HA_ERR_END_OF_FILE;
+  if (!found) return copy_scan_ ? HA_ERR_END_OF_FILE : next_staged(buf);
   if (copy_history_) connection_state(ha_thd()).keep_copied_history(ha_thd()->query_id, history);
   scan_after_ = id;
   return read_into(buf, id);
 }
 
+// The rows the connection's open transaction inserted come after the table's own, with ids
+// of their own (kStagedBit | index) that no table row has: only that connection sees them.
+int ha_queue::next_staged(uchar* buf) {
+  const q4m::Transaction* txn = open_transaction(ha_thd());
+  const q4m::Consumer* viewer = viewer_of(ha_thd());
+  if (!txn || (viewer && viewer->owner_mode())) return HA_ERR_END_OF_FILE;  // owner mode sees its row only
+  for (size_t n = txn->staged(queue_.get()); staged_next_ < n;) {
+    const std::string* row = txn->staged_row(queue_.get(), staged_next_++);
+    if (!row) continue;  // deleted again
+    payload_ = *row;
+    return read_into(buf, kStagedBit | (staged_next_ - 1));
+  }
+  return HA_ERR_END_OF_FILE;
+}
+
 int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
   q4m::RowId id = uint8korr(pos);
+  if (is_staged(id)) {
+    const q4m::Transaction* txn = open_transaction(ha_thd());
+    const std::string* row = txn ? txn->staged_row(queue_.get(), staged_index(id)) : nullptr;
+    if (!row) return HA_ERR_KEY_NOT_FOUND;
+    payload_ = *row;
+    return read_into(buf, id);
+  }
   bool found = false;
   q4m::Status st = queue_->read_row(id, &payload_, &found);
   if (!st.ok()) return raise(st);
@@ -531,7 +588,7 @@ void ha_queue::position(const uchar*) { int8store(ref, current_id_); }
 
 int ha_queue::info(uint flag) {
   if (flag & HA_STATUS_VARIABLE) {
-    stats.records = queue_->visible_count(viewer_of(ha_thd()));
+    stats.records = records();
     stats.deleted = 0;
   }
   if (flag & HA_STATUS_VARIABLE_EXTRA) {  // SHOW TABLE STATUS, I_S.TABLES: not per statement
@@ -544,7 +601,17 @@ int ha_queue::info(uint flag) {
   return 0;
 }
 
-ha_rows ha_queue::records() { return queue_->visible_count(viewer_of(ha_thd())); }
+ha_rows ha_queue::records() { return queue_->visible_count(viewer_of(ha_thd())) + staged_rows(); }
+
+// The rows the connection's open transaction inserted into this table (still there).
+ha_rows ha_queue::staged_rows() {
+  const q4m::Transaction* txn = open_transaction(ha_thd());
+  const q4m::Consumer* viewer = viewer_of(ha_thd());
+  if (!txn || (viewer && viewer->owner_mode())) return 0;
+  ha_rows n = 0;
+  for (size_t i = 0, end = txn->staged(queue_.get()); i < end; i++) n += txn->staged_row(queue_.get(), i) != nullptr;
+  return n;
+}
 
 // ---- locking and statement boundaries ---------------------------------------
 

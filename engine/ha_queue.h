@@ -88,6 +88,12 @@ class ha_queue final : public handler {
   q4m::Status commit_claims();     // rows claimed by delete_row()
   int reject_update();
   int read_into(uchar* buf, q4m::RowId id);
+  // The connection's own uncommitted rows (engine/transactions.h), after the table's.
+  static constexpr q4m::RowId kStagedBit = q4m::RowId(1) << 63;
+  static bool is_staged(q4m::RowId id) { return (id & kStagedBit) != 0; }
+  static size_t staged_index(q4m::RowId id) { return static_cast<size_t>(id & ~kStagedBit); }
+  int next_staged(uchar* buf);
+  ha_rows staged_rows();
   int raise(const q4m::Status& st);
   std::string table_label() const;  // "db.table" for messages
 
@@ -100,6 +106,7 @@ class ha_queue final : public handler {
   int64_t reorder_noted_in_ = -1;  // the statement told that ORDER BY loses the histories
   CopyScan copy_;
   q4m::RowId current_id_ = 0;
+  size_t staged_next_ = 0;  // the scan reached the transaction's rows: the next one to read
   std::string payload_;
 
   // Multi-row INSERT: rows are buffered and committed together.

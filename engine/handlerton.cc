@@ -18,6 +18,7 @@
 #include "engine/ha_queue.h"
 #include "engine/sysvars.h"
 #include "engine/table_options.h"
+#include "engine/transactions.h"
 
 namespace q4m_engine {
 
@@ -106,6 +107,7 @@ int engine_init(void* p) {
   hton->show_status = show_status;
   hton->panic = panic;
   hton->table_options = queue_table_options;
+  install_transaction_hooks(hton);
   q4m::BlockingHooks hooks;
   hooks.begin = blocking_begin;
   hooks.end = blocking_end;

@@ -9,6 +9,7 @@
 #include "engine/connection_state.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
+#include "engine/transactions.h"
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 #include "functions/wait_arguments.h"
@@ -59,7 +60,13 @@ class Item_func_queue_end final : public Item_queue_action {
  protected:
   longlong run(THD* thd) override {
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
-    if (cs) cs->consumer().set_sync_removals(q4m_engine::session_sync_removals(thd));
+    if (cs && cs->consumer().owner_mode()) {
+      cs->consumer().set_sync_removals(q4m_engine::session_sync_removals(thd));
+      // In a transaction the removal takes effect at its commit.
+      bool failed = false;
+      cs->consumer().set_transaction(q4m_engine::joined_transaction(thd, &failed));
+      if (failed) return 0;
+    }
     q4m::Status st = cs ? cs->consumer().end() : q4m::Status(q4m::ErrorCode::kNotOwner, "");
     return owner_action_result(func_name(), cs, st);
   }

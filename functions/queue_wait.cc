@@ -14,6 +14,7 @@
 #include "engine/connection_state.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
+#include "engine/transactions.h"
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 #include "functions/statement_yield.h"
@@ -43,6 +44,10 @@ q4m::Consumer* consumer_for_wait(THD* thd, q4m_engine::ConnectionState& cs) {
   q4m::Consumer& consumer = cs.consumer();
   consumer.set_lease(q4m_engine::session_lease(thd));
   consumer.set_sync_removals(q4m_engine::session_sync_removals(thd));
+  // In a transaction the owned row's end (before the wait) takes effect at its commit.
+  bool failed = false;
+  consumer.set_transaction(consumer.owner_mode() ? q4m_engine::joined_transaction(thd, &failed) : nullptr);
+  if (failed) return nullptr;
   // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
   // after the check stays pending in the consumer and ends the wait at once.
   consumer.clear_interrupt();

@@ -7,6 +7,7 @@
 #include "core/util/blocking.h"
 
 #include "core/table/consumer_impl.h"
+#include "core/table/transaction.h"
 
 namespace q4m {
 
@@ -118,6 +119,7 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t
 }  // namespace
 
 void Consumer::set_lease(std::chrono::milliseconds lease) { impl_->lease_ms = lease.count(); }
+void Consumer::set_transaction(Transaction* txn) { impl_->txn = txn; }
 void Consumer::set_sync_removals(bool sync) { impl_->holder.set_sync_removals(sync); }
 bool Consumer::sync_removals() const { return impl_->holder.sync_removals(); }
 
@@ -148,6 +150,18 @@ Status Consumer::end() {
     Status s = revoked_status(c.holder, ids.front(), ids.size());
     leave_after_expiry(c);
     return s;
+  }
+  if (c.txn) {  // the transaction removes them at its commit (its claim settles the lease)
+    Status s = c.txn->remove_owned(c.owned, c.holder, ids.begin(), ids.size());
+    if (s.code() == ErrorCode::kLeaseExpired) {
+      leave_after_expiry(c);
+      return s;
+    }
+    if (!s.ok()) return s;
+    c.owned->counters().ends.add();
+    global_stats().ends.add();
+    leave_owner_mode(c);
+    return Status::Ok();
   }
   if (c.leased) {
     Status s = c.owned->settle_lease(&c.holder, ids.front(), ids.size());

@@ -25,6 +25,8 @@ struct WaitYield {
   std::function<bool()> should_yield;
 };
 
+class Transaction;
+
 class Consumer {
  public:
   // connection_id: who this consumer is, as listed by QueueTable::owned_rows().
@@ -79,6 +81,9 @@ class Consumer {
   // affected.
   void set_sync_removals(bool sync);
   bool sync_removals() const;
+  // The transaction its removals join (end(), the end inside wait() and take_dead()): they
+  // take effect at its commit (transaction.h); null (the default): each commits at once.
+  void set_transaction(Transaction* txn);
   // queue_renew_lease(): the owned row's lease now runs out `lease` (> 0) from now, whether
   // or not it had one. kNotOwner if none; kLeaseExpired (and out of owner mode) if it ran
   // out already; kInvalid if lease <= 0.

@@ -63,6 +63,7 @@ struct Consumer::Impl final : public Receiver {
   std::vector<uint32_t> batch_deliveries;
 
   int64_t lease_ms = 0;  // what a row taken from now on is leased for (0 = no lease); own thread
+  Transaction* txn = nullptr;  // set_transaction(); own thread
   // The owned rows were taken with a lease, or renewed to one: end() settles it first.
   bool leased = false;
 

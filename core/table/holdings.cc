@@ -1,6 +1,8 @@
 // What holders do with the rows they hold: give them back (queue_abort, a disconnect), settle
 // or renew their lease, and DELETE's claims. Their removal is a commit (writer.cc: end_rows,
 // remove_claimed_rows).
+#include <algorithm>
+
 #include "core/table/consumer.h"
 #include "core/table/table.h"
 
@@ -67,22 +69,23 @@ Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::
   return s;
 }
 
-bool Table::claim_for_delete(Consumer* viewer, RowId id) {
+bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as) {
   const View v = viewer ? viewer->view() : View();
+  const Holder* claimer = as ? as : v.holder;
   if (v.owned_in && v.owned_in != this) return false;  // everything here is invisible to it
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
     if (!e) return false;
-    if (e->holder == v.holder && e->state == RowState::kClaimed) return true;
+    if (e->state == RowState::kClaimed && (e->holder == claimer || e->holder == v.holder)) return e->holder == claimer;
     const bool owned_by_viewer = v.holder && e->state == RowState::kOwned && e->holder == v.holder;
     if (v.owned_in && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
     if (!queued(e->state) && !owned_by_viewer) return false;
     RowContext ctx = context(*st);
-    move(*st, *e, Move{RowState::kClaimed, v.holder}, ctx);
+    move(*st, *e, Move{RowState::kClaimed, claimer}, ctx);
     finish(*st, ctx);
   }
-  if (viewer) viewer->claimed_in(weak_from_this());
+  if (viewer && !as) viewer->claimed_in(weak_from_this());  // a transaction gives back its own
   return true;
 }
 
@@ -91,18 +94,50 @@ Status Table::remove_claimed(Consumer* viewer) {
   return remove_claimed_rows(viewer ? &viewer->holder() : nullptr, &removed);
 }
 
-void Table::release_claims(const Holder* h) {
+void Table::release_claims(const Holder* h, const RowId* only, size_t count) {
+  std::vector<fmt::ReturnedRow> returned;
+  {
+    auto st = state_.lock();
+    auto it = st->claims.find(h);
+    if (it == st->claims.end()) return;
+    std::vector<RowId> ids;
+    if (only) {  // these go back; the rest stay claimed
+      ids.assign(only, only + count);
+      std::vector<RowId>& kept = it->second;
+      kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                [&](RowId id) { return std::find(only, only + count, id) != only + count; }),
+                 kept.end());
+      if (kept.empty()) st->claims.erase(it);
+    } else {
+      ids = std::move(it->second);
+      st->claims.erase(it);
+    }
+    RowContext ctx = context(*st);
+    for (RowId id : ids) {
+      RowEntry* e = st->index.find(id);
+      if (!e || e->state != RowState::kClaimed || e->holder != h) continue;
+      // Deliveries that ended without a removal are what a RETURN record keeps.
+      if (e->deliveries > 0) returned.push_back(fmt::ReturnedRow{e->id, e->deliveries, 0});
+      requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+    }
+    finish(*st, ctx);
+  }
+  record_returns(returned);
+}
+
+Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) {
+  if (owner->revoked_by()) return revoked_status(*owner, ids[0], count);
   auto st = state_.lock();
-  auto it = st->claims.find(h);
-  if (it == st->claims.end()) return;
-  std::vector<RowId> ids = std::move(it->second);
-  st->claims.erase(it);
+  Status s = st->policies.get<Leases>().settle(owner, ids[0], count);  // the lease can no longer run out
+  if (!s.ok()) return s;
   RowContext ctx = context(*st);
-  for (RowId id : ids) {
-    RowEntry* e = st->index.find(id);
-    if (e && e->state == RowState::kClaimed && e->holder == h) requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+  for (size_t i = 0; i < count; i++) {
+    RowEntry* e = st->index.find(ids[i]);
+    if (!e || e->state != RowState::kOwned || e->holder != owner) continue;  // gone (TRUNCATE, DROP)
+    move(*st, *e, Move{RowState::kClaimed, as}, ctx);
   }
   finish(*st, ctx);
+  return Status::Ok();
 }
 
 }  // namespace q4m

@@ -106,7 +106,8 @@ class QueueTable {
   // DELETE: claim a visible row for removal (false if it is gone or held by another
   // connection), then remove all claimed rows durably in one commit. Claimed rows are
   // invisible to others; if the consumer goes away before remove_claimed they return.
-  virtual bool claim_for_delete(Consumer* viewer, RowId id) = 0;
+  // `as`: the claim is held by this holder instead of the viewer's (its transaction's).
+  virtual bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr) = 0;
   virtual Status remove_claimed(Consumer* viewer) = 0;
 
   // ---- maintenance -------------------------------------------------------
@@ -162,7 +163,18 @@ class QueueTable {
   // and were not removed), else the lease is cancelled. (policy/leases.h)
   virtual Status settle_lease(const Holder* h, RowId first, size_t count) = 0;
   virtual Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) = 0;
-  virtual void release_claims(const Holder* h) = 0;  // a DELETE's claimed rows back to the queue
+  // The rows `h` claimed (all, or `ids`) back to the queue, their delivery counts kept (a
+  // RETURN record): a DELETE that failed or went away, a transaction rolled back.
+  virtual void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) = 0;
+
+  // ---- Transactions (transaction.h) --------------------------------------
+  // The rows `ids` that `owner` owns are now held by `as`, claimed for removal; their lease
+  // is settled (kLeaseExpired if it ran out first: then they went back). Rows `owner` no
+  // longer owns (TRUNCATE, DROP) are skipped.
+  virtual Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) = 0;
+  // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
+  // atomically. On failure nothing of it is written and the claims stay.
+  virtual Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) = 0;
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
 };
 

@@ -67,7 +67,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status read_row(RowId id, std::string* payload, bool* found) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
-  bool claim_for_delete(Consumer* viewer, RowId id) override;
+  bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr) override;
   Status remove_claimed(Consumer* viewer) override;
   Status truncate() override;
   Status compact() override;
@@ -88,7 +88,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
   Status settle_lease(const Holder* h, RowId first, size_t count) override;
   Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) override;
-  void release_claims(const Holder* h) override;
+  void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) override;
+  Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) override;
+  Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) override;
   Status dropped_status() const override;
 
   // Timed (the reaper's thread): every policy's due() pass.
@@ -181,6 +183,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;
   Status remove_claimed_rows(const Holder* claimer, size_t* removed);
+  // The rows `claimer` holds claimed (verified against the index), and its claims forgotten.
+  std::vector<RowId> take_claims(const Holder* claimer);
 
   // ---- rows.cc (state lock held)
   // The one way a row changes state (core/row/lifecycle.h): counts, claims, cursors, and

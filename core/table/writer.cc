@@ -263,19 +263,46 @@ Status Table::end_rows(const Holder* h, const RowId* ids, size_t count) {
   return s;
 }
 
+std::vector<RowId> Table::take_claims(const Holder* claimer) {
+  std::vector<RowId> ids;
+  auto st = state_.lock();
+  auto it = st->claims.find(claimer);
+  if (it == st->claims.end()) return ids;
+  for (RowId id : it->second) {
+    RowEntry* e = st->index.find(id);
+    if (e && e->state == RowState::kClaimed && e->holder == claimer) ids.push_back(id);
+  }
+  st->claims.erase(it);
+  return ids;
+}
+
+Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) {
+  *deduplicated = 0;
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  std::vector<RowId> ids = take_claims(txn);
+  if (rows.empty() && ids.empty()) return Status::Ok();
+  CommitRequest req;
+  if (!rows.empty()) req.batch.rows = &rows;
+  req.batch.removals = ids.data();
+  req.batch.removal_count = ids.size();
+  req.batch.remover = txn;
+  Status s = commit(&req);
+  if (s.ok()) {
+    *deduplicated = req.batch.deduplicated;
+    return s;
+  }
+  // Nothing was written: the claims are the transaction's again (its rollback gives them back).
+  if (!ids.empty()) {
+    auto st = state_.lock();
+    auto& claims = st->claims[txn];
+    claims.insert(claims.end(), ids.begin(), ids.end());
+  }
+  return s.code() == ErrorCode::kDropped ? Status::Ok() : s;
+}
+
 Status Table::remove_claimed_rows(const Holder* claimer, size_t* removed) {
   *removed = 0;
-  std::vector<RowId> ids;
-  {
-    auto st = state_.lock();
-    auto it = st->claims.find(claimer);
-    if (it == st->claims.end()) return Status::Ok();
-    for (RowId id : it->second) {
-      RowEntry* e = st->index.find(id);
-      if (e && e->state == RowState::kClaimed && e->holder == claimer) ids.push_back(id);
-    }
-    st->claims.erase(it);
-  }
+  std::vector<RowId> ids = take_claims(claimer);
   if (ids.empty()) return Status::Ok();
   CommitRequest req;
   req.batch.removals = ids.data();

@@ -1,0 +1,116 @@
+#include "core/table/transaction.h"
+
+#include <algorithm>
+
+namespace q4m {
+
+Transaction::Transaction(uint64_t connection_id) : holder_(connection_id) {}
+
+Transaction::~Transaction() { rollback(); }
+
+Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
+  for (Part& p : parts_)
+    if (p.table == table) return p;
+  parts_.push_back(Part{table, {}, {}, 0});
+  return parts_.back();
+}
+
+const Transaction::Part* Transaction::find(const QueueTable* table) const {
+  for (const Part& p : parts_)
+    if (p.table.get() == table) return &p;
+  return nullptr;
+}
+
+void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string row) {
+  Part& p = part_of(table);
+  p.rows.push_back(std::move(row));
+  p.unstaged.push_back(false);
+  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, p.rows.size() - 1});
+}
+
+Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
+                                 size_t count) {
+  Status s = table->claim_owned(&owner, ids, count, &holder_);
+  if (!s.ok()) return s;
+  Part& p = part_of(table);
+  const size_t at = static_cast<size_t>(&p - parts_.data());
+  for (size_t i = 0; i < count; i++) log_.push_back(Change{at, false, ids[i]});
+  p.claimed += count;
+  return Status::Ok();
+}
+
+bool Transaction::remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id) {
+  if (!table->claim_for_delete(viewer, id, &holder_)) return false;
+  Part& p = part_of(table);
+  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), false, id});
+  p.claimed++;
+  return true;
+}
+
+size_t Transaction::staged(const QueueTable* table) const {
+  const Part* p = find(table);
+  return p ? p->rows.size() : 0;
+}
+
+const std::string* Transaction::staged_row(const QueueTable* table, size_t i) const {
+  const Part* p = find(table);
+  return p && i < p->rows.size() && !p->unstaged[i] ? &p->rows[i] : nullptr;
+}
+
+void Transaction::unstage(const QueueTable* table, size_t i) {
+  for (Part& p : parts_)
+    if (p.table.get() == table && i < p.unstaged.size()) p.unstaged[i] = true;
+}
+
+void Transaction::rollback_to(size_t mark) {
+  // Claims taken since the mark go back, per table, in one call each.
+  std::vector<std::vector<RowId>> given_back(parts_.size());
+  while (log_.size() > mark) {
+    const Change c = log_.back();
+    log_.pop_back();
+    Part& p = parts_[c.part];
+    if (c.insert) {
+      p.unstaged[c.id] = true;
+    } else {
+      given_back[c.part].push_back(c.id);
+      p.claimed--;
+    }
+  }
+  for (size_t i = 0; i < parts_.size(); i++)
+    if (!given_back[i].empty()) parts_[i].table->release_claims(&holder_, given_back[i].data(), given_back[i].size());
+}
+
+Status Transaction::commit() {
+  Status failed;
+  for (Part& p : parts_) {
+    if (!failed.ok()) {  // the rest is rolled back
+      if (p.claimed) p.table->release_claims(&holder_);
+      continue;
+    }
+    std::vector<std::string_view> rows;
+    for (size_t i = 0; i < p.rows.size(); i++)
+      if (!p.unstaged[i]) rows.push_back(p.rows[i]);
+    if (rows.empty() && p.claimed == 0) continue;
+    size_t deduplicated = 0;
+    Status s = p.table->commit_part(&holder_, rows, &deduplicated);
+    if (!s.ok()) {
+      if (p.claimed) p.table->release_claims(&holder_);
+      failed = s;
+    }
+  }
+  clear();
+  return failed;
+}
+
+void Transaction::rollback() {
+  for (Part& p : parts_)
+    if (p.claimed) p.table->release_claims(&holder_);
+  clear();
+}
+
+void Transaction::clear() {
+  parts_.clear();
+  log_.clear();
+}
+
+}  // namespace q4m

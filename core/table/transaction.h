@@ -1,0 +1,77 @@
+// Transaction: what one connection's open transaction (BEGIN ... COMMIT, autocommit=0, XA)
+// does to queue tables, until it ends:
+//  - rows it inserts are kept here, seen by no consumer and no other connection;
+//  - rows it removes (queue_end(), the end inside the next queue_wait(), DELETE) are
+//    claimed by its own holder: held (no one else sees or takes them) until the end.
+// commit() writes each table's part as one commit (its rows and its removals together);
+// rollback() drops the rows and gives the claimed rows back, as queue_abort() does. Every
+// change is logged, so that a savepoint or a failed statement can be undone alone.
+// Used by its connection's thread only.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/row/holder.h"
+#include "core/table/queue_table.h"
+
+namespace q4m {
+
+class Transaction {
+ public:
+  explicit Transaction(uint64_t connection_id);
+  ~Transaction();  // rolls back what is still open
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  // Who holds the rows it removes (RowEntry::holder).
+  const Holder& holder() const { return holder_; }
+
+  // ---- changes
+  void insert(const std::shared_ptr<QueueTable>& table, std::string row);
+  // The rows `ids` that `owner` owns in `table` become this transaction's, to remove at commit.
+  // kLeaseExpired if their lease ran out first (then they went back to the queue).
+  Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count);
+  // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it.
+  bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);
+
+  // The rows it inserted into `table` so far, as its own connection's scans see them (a row
+  // deleted again is empty and skipped): index i is stable for the transaction's life.
+  size_t staged(const QueueTable* table) const;
+  const std::string* staged_row(const QueueTable* table, size_t i) const;  // null if deleted
+  void unstage(const QueueTable* table, size_t i);  // the connection DELETEs its own new row
+
+  // ---- savepoints and statements
+  size_t mark() const { return log_.size(); }
+  void rollback_to(size_t mark);  // undoes every change made since mark()
+
+  // ---- the end
+  // Writes every table's part (its rows and removals in one commit each). On failure the
+  // parts not written yet are rolled back; parts written stay written.
+  Status commit();
+  void rollback();
+  bool empty() const { return log_.empty(); }
+
+ private:
+  struct Part {
+    std::shared_ptr<QueueTable> table;
+    std::vector<std::string> rows;  // in insert order
+    std::vector<bool> unstaged;     // rows[i] was deleted again (or rolled back)
+    size_t claimed = 0;             // rows claimed here
+  };
+  struct Change {
+    size_t part;
+    bool insert;  // else a claim
+    RowId id;     // a claim's row; an insert's index in rows
+  };
+  Part& part_of(const std::shared_ptr<QueueTable>& table);
+  const Part* find(const QueueTable* table) const;
+  void clear();
+
+  Holder holder_;
+  std::vector<Part> parts_;
+  std::vector<Change> log_;
+};
+
+}  // namespace q4m

@@ -1,0 +1,91 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <handler.h>
+
+#include "engine/transactions.h"
+
+#include "core/table/transaction.h"
+#include "engine/connection_state.h"
+#include "engine/handlerton.h"
+#include "engine/sql_errors.h"
+
+namespace q4m_engine {
+
+namespace {
+
+bool in_explicit_transaction(THD* thd) { return thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN); }
+
+// The end of the whole transaction (else of one statement inside it). In autocommit the
+// server commits each statement with all = false.
+bool ends_transaction(THD* thd, bool all) { return all || !in_explicit_transaction(thd); }
+
+int commit(handlerton*, THD* thd, bool all) {
+  ConnectionState* cs = peek_connection_state(thd);
+  if (!cs || !cs->transaction() || !ends_transaction(thd, all)) return 0;
+  q4m::Status st = cs->transaction()->commit();
+  cs->end_transaction();
+  if (st.ok()) return 0;
+  raise_status_error(st);
+  return HA_ERR_GENERIC;
+}
+
+int rollback(handlerton*, THD* thd, bool all) {
+  ConnectionState* cs = peek_connection_state(thd);
+  if (!cs || !cs->transaction()) return 0;
+  if (ends_transaction(thd, all)) {
+    cs->transaction()->rollback();
+    cs->end_transaction();
+  } else {
+    cs->transaction()->rollback_to(cs->statement_mark());  // a failed statement: its changes only
+  }
+  return 0;
+}
+
+// A savepoint is a position in the transaction's log of changes.
+int savepoint_set(handlerton*, THD* thd, void* sv) {
+  ConnectionState* cs = peek_connection_state(thd);
+  *static_cast<size_t*>(sv) = cs && cs->transaction() ? cs->transaction()->mark() : 0;
+  return 0;
+}
+
+int savepoint_rollback(handlerton*, THD* thd, void* sv) {
+  ConnectionState* cs = peek_connection_state(thd);
+  if (cs && cs->transaction()) cs->transaction()->rollback_to(*static_cast<size_t*>(sv));
+  return 0;
+}
+
+// What a rolled-back savepoint undid holds no lock of ours: its metadata locks may go.
+bool savepoint_rollback_can_release_mdl(handlerton*, THD*) { return true; }
+
+}  // namespace
+
+q4m::Transaction* open_transaction(THD* thd) {
+  ConnectionState* cs = find_connection_state(thd);
+  return cs ? cs->transaction() : nullptr;
+}
+
+q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
+  *failed = false;
+  if (!in_explicit_transaction(thd)) return nullptr;
+  ConnectionState& cs = connection_state(thd);
+  const bool new_statement = cs.statement_query_id() != thd->query_id;
+  q4m::Transaction& txn = cs.begin_transaction(thd->query_id);
+  if (new_statement) {
+    trans_register_ha(thd, false, queue_hton, 0);
+    trans_register_ha(thd, true, queue_hton, 0);
+    thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
+  }
+  return &txn;
+}
+
+void install_transaction_hooks(handlerton* hton) {
+  hton->commit = commit;
+  hton->rollback = rollback;
+  hton->savepoint_offset = sizeof(size_t);
+  hton->savepoint_set = savepoint_set;
+  hton->savepoint_rollback = savepoint_rollback;
+  hton->savepoint_rollback_can_release_mdl = savepoint_rollback_can_release_mdl;
+}
+
+}  // namespace q4m_engine

@@ -1,0 +1,26 @@
+// The engine's side of transactions: joining the server's transaction when a connection in
+// an explicit transaction (BEGIN, autocommit=0, XA) writes a queue table or consumes, and the
+// handlerton's commit, rollback and savepoint hooks that end it (core/table/transaction.h
+// holds what the transaction did). In autocommit nothing joins: each statement acts at once,
+// as it always has.
+#pragma once
+
+class THD;
+struct handlerton;
+
+namespace q4m {
+class Transaction;
+}
+
+namespace q4m_engine {
+
+// The transaction thd's statement joins, or null in autocommit. Registers the engine with
+// the server for this statement (and the transaction) on first use. Null with an SQL error
+// raised (*failed) if the engine cannot take part in a transaction.
+q4m::Transaction* joined_transaction(THD* thd, bool* failed);
+// The open transaction of thd's connection, without joining (scans see its rows); null if none.
+q4m::Transaction* open_transaction(THD* thd);
+
+void install_transaction_hooks(handlerton* hton);
+
+}  // namespace q4m_engine

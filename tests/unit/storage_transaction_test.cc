@@ -1,0 +1,159 @@
+// Transaction (core/table/transaction.h): rows it inserts and rows it removes take effect at
+// its commit, together; its rollback leaves nothing behind and gives removed rows back.
+#include "check.h"
+#include <thread>
+
+#include "core/table/transaction.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+
+TEST(inserted_rows_are_invisible_until_commit_and_then_taken_in_order) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a"});
+  REQUIRE(t);
+  Transaction txn(7);
+  txn.insert(t, "b");
+  txn.insert(t, "c");
+  CHECK_EQ(txn.staged(t.get()), 2u);
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK_EQ(scan(*t).size(), 1u);  // nobody else sees them
+  Consumer c;
+  REQUIRE(take(c, t));
+  REQUIRE(c.end().ok());
+  CHECK(!take(c, t));  // not handed out before the commit
+  REQUIRE(txn.commit().ok());
+  CHECK_EQ(t->info().rows, 2u);
+  REQUIRE(take(c, t));
+  std::string payload;
+  bool found = false;
+  REQUIRE(t->read_row(c.owned_rowid(), &payload, &found).ok());
+  CHECK_EQ(payload, std::string("b"));
+}
+
+TEST(a_rollback_leaves_no_row_no_id_and_no_dedup_key_behind) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  set_dedup(*t, key_label_column("k"), std::chrono::seconds(300));
+  const RowId next = t->info().next_rowid;
+  {
+    Transaction txn(7);
+    txn.insert(t, key_label_row("job-1", "x"));
+    txn.rollback();
+  }
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->info().next_rowid, next);  // no id was used: a relay sees no gap
+  CHECK_EQ(t->info().dedup_keys, 0u);
+  size_t deduplicated = 0;
+  std::vector<std::string_view> rows;
+  const std::string row = key_label_row("job-1", "y");
+  rows.push_back(row);
+  REQUIRE(t->insert(rows, nullptr, &deduplicated).ok());
+  CHECK_EQ(deduplicated, 0u);  // the key is free
+  CHECK_EQ(t->info().rows, 1u);
+}
+
+TEST(a_row_removed_in_a_transaction_is_held_until_commit_and_returns_on_rollback) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b"}, &ids);
+  REQUIRE(t);
+  Consumer worker(1), other(2);
+  {
+    Transaction txn(1);
+    worker.set_transaction(&txn);
+    REQUIRE(take(worker, t));
+    REQUIRE(worker.end().ok());  // joins the transaction
+    CHECK(!worker.owner_mode());
+    CHECK_EQ(t->info().rows, 2u);
+    CHECK_EQ(t->visible_count(nullptr), 1u);  // held by the transaction
+    REQUIRE(take(other, t));
+    CHECK_EQ(other.owned_rowid(), ids[1]);  // not the held row
+    REQUIRE(other.abort().ok());
+    txn.rollback();
+    worker.set_transaction(nullptr);
+  }
+  CHECK_EQ(t->info().rows, 2u);
+  REQUIRE(take(other, t));
+  CHECK_EQ(other.owned_rowid(), ids[0]);  // back, first in line
+  CHECK_EQ(other.owned_delivery_count(), 2u);  // its delivery count kept, as after queue_abort()
+  REQUIRE(other.abort().ok());
+  {
+    Transaction txn(1);
+    worker.set_transaction(&txn);
+    REQUIRE(take(worker, t));
+    REQUIRE(worker.end().ok());
+    txn.insert(t, "c");
+    REQUIRE(txn.commit().ok());  // the removal and the insert in one commit
+    worker.set_transaction(nullptr);
+  }
+  CHECK_EQ(t->info().rows, 2u);
+  auto after = reopen(dir.file("t"));
+  REQUIRE(after);
+  CHECK_EQ(after->info().rows, 2u);  // durable: b and c
+}
+
+TEST(rollback_to_a_mark_undoes_only_what_came_after_it) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b"}, &ids);
+  REQUIRE(t);
+  Consumer worker(1);
+  Transaction txn(1);
+  worker.set_transaction(&txn);
+  txn.insert(t, "kept");
+  REQUIRE(take(worker, t));
+  REQUIRE(worker.end().ok());
+  const size_t mark = txn.mark();
+  txn.insert(t, "undone");
+  REQUIRE(take(worker, t));
+  REQUIRE(worker.end().ok());
+  txn.rollback_to(mark);
+  CHECK_EQ(t->visible_count(nullptr), 1u);  // b is back
+  REQUIRE(txn.commit().ok());
+  worker.set_transaction(nullptr);
+  std::vector<std::string> left;
+  for (auto& [id, payload] : scan(*t)) left.push_back(payload);
+  REQUIRE(left.size() == 2u);
+  CHECK_EQ(left[0], std::string("b"));
+  CHECK_EQ(left[1], std::string("kept"));
+}
+
+TEST(a_commit_refused_by_max_rows_writes_nothing_and_gives_the_removed_rows_back) {
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b"}, &ids);
+  REQUIRE(t);
+  set_option(*t, &TableOptions::max_rows, uint64_t{2});
+  Consumer worker(1);
+  Transaction txn(1);
+  worker.set_transaction(&txn);
+  REQUIRE(take(worker, t));
+  REQUIRE(worker.end().ok());
+  txn.insert(t, "c");
+  txn.insert(t, "d");  // one removed, two added: 3 rows > 2
+  Status s = txn.commit();
+  worker.set_transaction(nullptr);
+  CHECK(s.code() == ErrorCode::kFull);
+  CHECK_EQ(t->info().rows, 2u);
+  CHECK_EQ(t->visible_count(nullptr), 2u);  // a is back
+}
+
+TEST(an_owner_whose_lease_ran_out_cannot_end_into_a_transaction) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a"});
+  REQUIRE(t);
+  Consumer worker(1);
+  worker.set_lease(std::chrono::milliseconds(30));
+  Transaction txn(1);
+  worker.set_transaction(&txn);
+  REQUIRE(take(worker, t));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Status s = worker.end();
+  worker.set_transaction(nullptr);
+  CHECK(s.code() == ErrorCode::kLeaseExpired);
+  CHECK(txn.empty());
+  CHECK_EQ(t->visible_count(nullptr), 1u);
+}
