@@ -11,7 +11,7 @@
 
 namespace q4m {
 
-bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
+bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries, uint32_t prior_deliveries) {
   auto mb = mailbox.lock();
   if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
   mb->handed = true;
@@ -19,6 +19,7 @@ bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
   mb->handed_sub = sub_index;
   mb->handed_rowid = id;
   mb->handed_deliveries = deliveries;
+  mb->handed_prior_deliveries = prior_deliveries;
   wake.notify_one();
   return true;
 }
@@ -180,6 +181,36 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
   return interrupted_status();
 }
 
+// A row handed to c by a writer for subscription k > 0 (c was registered as a waiter): the
+// subscriptions listed before k may have rows too (one INSERT or group commit brings rows for
+// several of them, offered one by one; or theirs came while c was being woken). c takes the
+// first listed row there is now, trying each of them in order without waiting, and gives the
+// handed row back as if it had never been handed out. Only c can do this: a writer holds its
+// table's lock while it hands a row, and must not take another table's.
+void take_first_listed(Consumer::Impl& c, const std::vector<Subscription>& subs, Consumer::Impl::Mailbox* result) {
+  const Consumer::Impl::Mailbox handed = *result;
+  QueueTableImpl* handed_by = impl_of(subs[static_cast<size_t>(handed.handed_sub)].table.get());
+  for (int i = 0; i < handed.handed_sub; i++) {
+    {
+      auto mb = c.mailbox.lock();
+      mb->handed = false;
+      mb->waiting = true;
+    }
+    const size_t at = static_cast<size_t>(i);
+    const QueueTableImpl::Take r = impl_of(subs[at].table.get())->take_or_register(c, i, subs[at].filter, false);
+    {
+      auto mb = c.mailbox.lock();
+      mb->waiting = false;
+      if (r != QueueTableImpl::Take::kTaken) continue;
+      *result = *mb;
+    }
+    handed_by->give_back(c, handed.handed_rowid, handed.handed_prior_deliveries);
+    global_stats().wait_handoffs_passed_over.add();
+    return;
+  }
+  handed_by->keep_handed(c, handed.handed_rowid);  // none: its lease starts now
+}
+
 // The start of every take (wait(), take_dead()): a KILL that came first wins and keeps the
 // owned row; else the mailbox is cleared, the owned row ended, and (unless a KILL came
 // meanwhile) the mailbox accepts a row. The caller resets `waiting` when it is done.
@@ -219,6 +250,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   const auto deadline = deadline_after(timeout);
   std::vector<QueueTableImpl*> registered;
   std::string dropped_message;
+  bool taken_in_order = false;  // by this scan, after every earlier subscription had no row
   for (size_t i = 0; i < subs.size(); i++) {
     QueueTableImpl* t = impl_of(subs[i].table.get());
     t->counters().waits.add();
@@ -231,6 +263,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       dropped_message = t->dropped_status().message();
       break;
     }
+    taken_in_order = r == QueueTableImpl::Take::kTaken;
     if (r != QueueTableImpl::Take::kNone) break;  // taken now, or handed by an earlier table
   }
 
@@ -273,6 +306,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   for (QueueTableImpl* t : registered) t->unregister(c);
 
   if (result.handed) {
+    if (result.handed_sub > 0 && !taken_in_order) take_first_listed(c, subs, &result);
     enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
     *index = result.handed_sub + 1;
     return Status::Ok();

@@ -35,7 +35,10 @@ class Consumer {
   // queue_wait(): first removes the owned row (like end(); if its lease ran out, returns
   // kLeaseExpired at once, out of owner mode, without waiting), then takes ownership of the
   // first available row of the first subscription that has a matching one (list order is
-  // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
+  // priority), blocking up to `timeout`. A waiter woken by a row takes from the first listed
+  // subscription that has a row when it wakes: a row handed to it for a later one goes back
+  // untouched if an earlier one has a row too (one INSERT may bring rows for several).
+  // *index = 1-based subscription index, 0 on timeout.
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
   // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).

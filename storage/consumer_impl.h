@@ -24,6 +24,7 @@ struct Consumer::Impl {
     int handed_sub = -1;
     RowId handed_rowid = 0;
     uint32_t handed_deliveries = 0;  // the row's delivery count, this one included
+    uint32_t handed_prior_deliveries = 0;  // its count before: restored if it is given back
     bool dropped = false;
     std::string dropped_message;
     // Set by interrupt(), consumed by the wait() that returns kInterrupted, cleared by
@@ -34,7 +35,7 @@ struct Consumer::Impl {
 
   // Called by a table under its state lock (lock order table -> consumer).
   // Returns true if the consumer took the row.
-  bool accept(int sub_index, RowId id, uint32_t deliveries);
+  bool accept(int sub_index, RowId id, uint32_t deliveries, uint32_t prior_deliveries);
   void table_dropped(const std::string& message);
 
   Consumer* const self;

@@ -248,6 +248,12 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
+  // A row handed to c for a later subscription (offer_row) that c did not keep: it took a
+  // row of an earlier listed one instead (Consumer::wait). Free again as if never handed out:
+  // its delivery count `deliveries` as before, no RETURN record; offered to the waiters.
+  void give_back(const Consumer::Impl& c, RowId id, uint32_t deliveries);
+  // Such a row that c keeps: leased now, if c asks for leases.
+  void keep_handed(const Consumer::Impl& c, RowId id);
   // Removal of c's owned rows `ids` in one commit (synced unless c waived it); Ok for rows
   // that vanished.
   Status end_rows(const Consumer* c, const RowId* ids, size_t count);
@@ -377,8 +383,8 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   RowId* cursor_for(TableState& st, const std::shared_ptr<const RowFilter>& filter);
   Take take_locked(TableState& st, Consumer::Impl& c, int sub_index, RowEntry& e);
   // `e` now belongs to `c`, which accepted it as delivery number `deliveries`: owner,
-  // delivery count, and a lease if c asked for one.
-  void give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries);
+  // delivery count, and (with `lease`) a lease if c asked for one.
+  void give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries, bool lease);
   void lease_row(TableState& st, const Consumer::Impl& c, RowId id, int64_t ms);  // new token + deadline
   // One more row under c's live lease (a batch): the same token and deadline.
   void add_to_lease(TableState& st, const Consumer::Impl& c, RowId id);

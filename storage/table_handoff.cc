@@ -34,11 +34,13 @@ void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view pay
     }
     Consumer::Impl* c = it->consumer;
     const uint32_t deliveries = next_delivery(e);
-    if (!c->accept(it->sub_index, e.id, deliveries)) {  // done waiting (timed out / got a row elsewhere)
+    if (!c->accept(it->sub_index, e.id, deliveries, e.deliveries)) {  // done waiting (timed out / got a row elsewhere)
       it = st.waiters.erase(it);
       continue;
     }
-    give_row(st, *c, e, deliveries);
+    // For a later subscription the row is the waiter's only if no earlier one has a row when
+    // it wakes (Consumer::wait): it is leased once kept (keep_handed), or given back.
+    give_row(st, *c, e, deliveries, it->sub_index == 0);
     st.waiters.erase(it);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
@@ -156,25 +158,42 @@ QueueTableImpl::Take QueueTableImpl::take_locked(TableState& st, Consumer::Impl&
   // A batch stops growing once its lease ran out (its rows are going back already).
   if (c.taking_more && c.lease_expired.load()) return Take::kConsumerDone;
   const uint32_t deliveries = next_delivery(e);
-  if (!c.accept(sub_index, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
-  give_row(st, c, e, deliveries);
+  if (!c.accept(sub_index, e.id, deliveries, e.deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give_row(st, c, e, deliveries, true);
   global_stats().wait_immediate.add();
   return Take::kTaken;
 }
 
-void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries) {
+void QueueTableImpl::give_row(TableState& st, const Consumer::Impl& c, RowEntry& e, uint32_t deliveries,
+                              bool lease) {
   e.owner = c.self;
   e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: its group looks at both
   set_state(st, e, RowState::kOwned);
   if (!c.taking_more) c.owned_since.store(LeaseClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   // c is out of owner mode (its lease token and expired flag are clear, leave_owner_mode),
   // or adding to a batch, whose rows share the first one's lease.
-  if (const int64_t ms = c.lease_ms.load(); ms > 0) {
+  if (const int64_t ms = c.lease_ms.load(); ms > 0 && lease) {
     if (c.taking_more)
       add_to_lease(st, c, e.id);
     else
       lease_row(st, c, e.id, ms);
   }
+}
+
+void QueueTableImpl::give_back(const Consumer::Impl& c, RowId id, uint32_t deliveries) {
+  auto st = state_.lock();
+  RowEntry* e = st->index.find(id);
+  if (!e || e->owner != c.self || e->state != RowState::kOwned) return;  // gone (TRUNCATE, DROP)
+  e->deliveries = static_cast<uint16_t>(deliveries);
+  row_became_free(*st, *e);
+}
+
+void QueueTableImpl::keep_handed(const Consumer::Impl& c, RowId id) {
+  const int64_t ms = c.lease_ms.load();
+  if (ms <= 0) return;
+  auto st = state_.lock();
+  const RowEntry* e = st->index.find(id);
+  if (e && e->owner == c.self && e->state == RowState::kOwned) lease_row(*st, c, id, ms);
 }
 
 namespace {

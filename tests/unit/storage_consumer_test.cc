@@ -676,3 +676,195 @@ TEST(a_wait_whose_yield_check_says_no_still_gets_its_row) {
   CHECK_EQ(taken, 1u);
   CHECK(checks.load() >= 1);
 }
+
+// ---- A waiter takes from the first listed subscription that has a row when it takes ----
+
+namespace {
+
+// Holds a woken consumer between its wake-up and its take (the end of its announced sleep),
+// until open(): what a producer does meanwhile happens "while the waiter is being woken".
+struct WakeGate {
+  static inline std::atomic<int> woken{0};
+  static inline std::atomic<bool> is_open{false};
+  static inline int row_token = 0;
+  WakeGate() {
+    woken = 0;
+    is_open = false;
+    BlockingHooks h;
+    h.begin = [](BlockingWait w) -> const void* { return w == BlockingWait::kRow ? &row_token : nullptr; };
+    h.end = [](const void* token) {
+      if (token != &row_token) return;
+      woken++;
+      while (!is_open) std::this_thread::sleep_for(milliseconds(1));
+    };
+    set_blocking_hooks(h);
+  }
+  ~WakeGate() {
+    open();
+    set_blocking_hooks(BlockingHooks());
+  }
+  void wait_until_woken() const {
+    while (woken.load() == 0) std::this_thread::sleep_for(milliseconds(1));
+  }
+  void open() { is_open = true; }
+};
+
+std::vector<RowId> insert_rows(QueueTable& t, std::vector<std::string> rows) {
+  std::vector<std::string_view> views(rows.begin(), rows.end());
+  std::vector<RowId> ids;
+  CHECK(t.insert(views, &ids).ok());
+  return ids;
+}
+
+}  // namespace
+
+// Q4M's example: a consumer blocked on ('prio=0', 'prio=1') of one table, and one INSERT of
+// (1,1),(2,0),(3,1): it gets row 2, as if the rows had been there before the wait. Row 1,
+// handed to it first, goes back untouched (its delivery count as before, no lease left).
+TEST(a_woken_waiter_takes_the_first_listed_subscription_of_one_insert) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  auto level1 = std::make_shared<PrefixFilter>("prio=0");
+  auto level2 = std::make_shared<PrefixFilter>("prio=1");
+  Consumer c;
+  c.set_lease(milliseconds(600000));
+  Status s;
+  int idx = -1;
+  const uint64_t swaps = global_stats().wait_handoffs_passed_over.get();
+  std::thread th([&] { s = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*t, 2);  // one entry per subscription
+  const std::vector<RowId> ids = insert_rows(*t, {"prio=1 a", "prio=0 b", "prio=1 c"});
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(owned_payload(*t, c), std::string("prio=0 b"));
+  CHECK_EQ(c.owned_delivery_count(), 1u);
+  CHECK_EQ(global_stats().wait_handoffs_passed_over.get(), swaps + 1);
+  auto owned = t->owned_rows();
+  REQUIRE(owned.size() == 1u);
+  CHECK_EQ(owned[0].id, ids[1]);
+  CHECK(owned[0].lease_left_ms > 0);
+  // The rows passed over are queued in order, never handed out.
+  Consumer d;
+  REQUIRE(d.wait({{t, level2}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(d.owned_rowid(), ids[0]);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+  REQUIRE(c.end().ok());
+  REQUIRE(d.end().ok());
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK_EQ(t->counters().lease_expiries.get(), 0u);
+}
+
+// The row a waiter passes over goes to the next waiter that wants it.
+TEST(a_row_a_woken_waiter_passes_over_goes_to_the_next_waiter) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  auto level1 = std::make_shared<PrefixFilter>("0");
+  auto level2 = std::make_shared<PrefixFilter>("1");
+  Consumer c, d;
+  Status sc, sd;
+  int ic = -1, id = -1;
+  std::thread tc([&] { sc = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &ic); });
+  wait_for_waiters(*t, 2);
+  std::thread td([&] { sd = d.wait({{t, level2}}, milliseconds(30000), &id); });
+  wait_for_waiters(*t, 3);
+  const std::vector<RowId> ids = insert_rows(*t, {"1", "0"});
+  tc.join();
+  td.join();
+  REQUIRE(sc.ok() && sd.ok());
+  CHECK_EQ(ic, 1);
+  CHECK_EQ(c.owned_rowid(), ids[1]);
+  CHECK_EQ(id, 1);
+  CHECK_EQ(d.owned_rowid(), ids[0]);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+}
+
+// Tables: a row of 'b' wakes a waiter on ('a', 'b'), and a row of 'a' comes while it is being
+// woken: it ends up with the row of 'a'; the row of 'b' stays queued, never handed out.
+TEST(a_row_of_an_earlier_table_that_comes_while_the_waiter_wakes_wins) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  WakeGate gate;
+  Consumer c;
+  Status s;
+  int idx = -1;
+  std::thread th([&] { s = c.wait({{a, nullptr}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0, in_a = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());  // handed to c, which wakes...
+  gate.wait_until_woken();
+  REQUIRE(insert1(*a, "a", &in_a).ok());  // ...and this comes before it takes
+  gate.open();
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(c.owned_rowid(), in_a);
+  CHECK_EQ(b->visible_count(nullptr), 1u);
+  Consumer d;
+  REQUIRE(d.wait({{b, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(d.owned_rowid(), in_b);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+}
+
+// Nothing better listed before it: the handed row is kept.
+TEST(a_woken_waiter_keeps_the_handed_row_when_no_earlier_subscription_has_one) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  REQUIRE(insert1(*a, "not for it").ok());
+  auto wanted = std::make_shared<PrefixFilter>("yes");
+  Consumer c;
+  Status s;
+  int idx = -1;
+  const uint64_t swaps = global_stats().wait_handoffs_passed_over.get();
+  std::thread th([&] { s = c.wait({{a, wanted}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(c.owned_rowid(), in_b);
+  CHECK_EQ(c.owned_delivery_count(), 1u);
+  CHECK_EQ(global_stats().wait_handoffs_passed_over.get(), swaps);
+}
+
+// A row handed for a later subscription is leased once the waiter keeps it (a row it gives
+// back never had a lease): the kept row's lease runs out as any other.
+TEST(a_kept_row_of_a_later_subscription_is_leased_and_its_lease_runs_out) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  WakeGate gate;
+  Consumer c;
+  c.set_lease(milliseconds(50));
+  Status s;
+  int idx = -1;
+  std::thread th([&] { s = c.wait({{a, nullptr}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());
+  gate.wait_until_woken();
+  std::this_thread::sleep_for(milliseconds(200));  // past the lease, had it started at the hand-off
+  CHECK_EQ(b->counters().lease_expiries.get(), 0u);
+  gate.open();
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(c.owned_rowid(), in_b);
+  auto owned = b->owned_rows();
+  REQUIRE(owned.size() == 1u);
+  CHECK(owned[0].lease_left_ms >= 0);
+  while (b->counters().lease_expiries.get() == 0) std::this_thread::sleep_for(milliseconds(1));
+  CHECK(c.end().code() == ErrorCode::kLeaseExpired);
+  CHECK_EQ(b->visible_count(nullptr), 1u);
+}
