@@ -37,7 +37,7 @@ Consumer::Consumer(uint64_t connection_id) : impl_(new Impl(this, connection_id)
 Consumer::~Consumer() { release(); }
 
 uint64_t Consumer::connection_id() const { return impl_->connection_id; }
-bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
+bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr || impl_->owns_nothing.load(); }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
 uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned_rowid()); }
@@ -54,6 +54,7 @@ namespace {
 
 // Out of owner mode no lease is live, so the reaper no longer touches these fields.
 void leave_owner_mode(Consumer::Impl& c) {
+  c.owns_nothing.store(false);
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
@@ -119,7 +120,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
 
 Status Consumer::end() {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_end()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
   const OwnedIds ids(c);
   // Token before expired: expiry writes them the other way round (consumer_impl.h).
   if (c.lease_token.load() != 0 || c.lease_expired.load()) {
@@ -139,7 +140,7 @@ Status Consumer::end() {
 
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_abort()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_abort()");
   return_owned_rows(c, delay);
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
@@ -152,8 +153,8 @@ void Consumer::release() {
   if (c.owned) {
     return_owned_rows(c);
     global_stats().disconnect_returns.add();
-    leave_owner_mode(c);
   }
+  leave_owner_mode(c);
   std::vector<std::weak_ptr<QueueTableImpl>> tables;
   tables.swap(*c.claim_tables.lock());
   for (auto& w : tables)
@@ -220,7 +221,7 @@ Status begin_take(Consumer& self, Consumer::Impl& c) {
     if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
     *mb = Consumer::Impl::Mailbox();
   }
-  if (c.owned) {
+  if (self.owner_mode()) {
     Status s = self.end();
     if (!s.ok()) return s;
   }
@@ -316,6 +317,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
   if (interrupted) return interrupted_status();
   global_stats().wait_timeouts.add();
+  c.owns_nothing.store(true);  // as Q4M: owner mode all the same
   return Status::Ok();
 }
 

@@ -48,6 +48,9 @@ struct Consumer::Impl {
   std::shared_ptr<QueueTableImpl> owned;
   std::atomic<QueueTableImpl*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};  // the lowest of a batch
+  // Owner mode owning no row: the wait that entered it timed out (as Q4M's queue_wait()).
+  // Every table looks empty to it; end() and abort() just leave it. Written by its own thread.
+  std::atomic<bool> owns_nothing{false};
   uint32_t owned_deliveries = 0;  // own thread only; a batch keeps its own (batch_deliveries)
   // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
   // counts; both empty otherwise. Own thread only.

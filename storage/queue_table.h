@@ -4,7 +4,8 @@
 //
 // Visibility rules (Q4M semantics):
 //  - a row owned by a Consumer is visible only to that Consumer;
-//  - a Consumer in owner mode sees only its owned row (and nothing in other tables);
+//  - a Consumer in owner mode sees only its owned row (and nothing in other tables); one
+//    in owner mode owning no row (its wait timed out, as in Q4M) sees nothing;
 //  - other rows are visible to everybody.
 #pragma once
 #include <chrono>

@@ -28,7 +28,7 @@ namespace {
 
 // What a viewer may see (see the visibility rules in queue_table.h).
 struct ViewerMode {
-  bool owns_elsewhere = false;
+  bool sees_nothing = false;  // it owns rows of another table, or none (owns_nothing)
   RowId owned_here = 0;  // the only row visible when non-zero (the lowest of a batch)
   const std::vector<RowId>* batch = nullptr;  // the rows visible, if it owns a batch here
 };
@@ -39,9 +39,12 @@ ViewerMode mode_of(const Consumer* viewer, const QueueTableImpl* table) {
   if (!viewer) return m;
   const Consumer::Impl& c = viewer->impl();
   const QueueTableImpl* t = c.owned_table.load(std::memory_order_acquire);
-  if (!t) return m;
+  if (!t) {
+    m.sees_nothing = c.owns_nothing.load(std::memory_order_relaxed);
+    return m;
+  }
   if (t != table) {
-    m.owns_elsewhere = true;
+    m.sees_nothing = true;
     return m;
   }
   m.owned_here = c.owned_rowid.load(std::memory_order_acquire);
@@ -151,7 +154,7 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
                                     bool* found) {
   *found = false;
   ViewerMode m = mode_of(viewer, this);
-  if (m.owns_elsewhere) return Status::Ok();
+  if (m.sees_nothing) return Status::Ok();
   RowId owned = m.owned_here ? next_owned(m, after) : 0;
   if (m.owned_here && !owned) return Status::Ok();  // the owner's scan is past its rows
   UncachedRead r;
@@ -228,7 +231,7 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
 
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {
   ViewerMode m = mode_of(viewer, this);
-  if (m.owns_elsewhere) return 0;
+  if (m.sees_nothing) return 0;
   if (m.owned_here && !m.batch) return 1;
   if (m.batch) {  // the rows of its batch still held
     auto st = state_.lock();

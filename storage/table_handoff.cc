@@ -464,6 +464,7 @@ void QueueTableImpl::restore_delays(const std::unordered_map<RowId, uint64_t>& d
 bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
   const QueueTableImpl* owned_table = viewer ? viewer->impl().owned_table.load() : nullptr;
   if (owned_table && owned_table != this) return false;  // everything here is invisible to it
+  if (viewer && viewer->impl().owns_nothing.load()) return false;  // so is every row in owner mode without one
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);

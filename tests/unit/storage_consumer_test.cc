@@ -652,7 +652,7 @@ TEST(a_sleeping_wait_ends_as_a_timeout_when_its_yield_check_says_so) {
   CHECK_EQ(index, 0);
   CHECK_EQ(checks.load(), 3);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
-  CHECK(!c.owner_mode());
+  CHECK_EQ(c.owned_count(), 0u);  // as a timeout: owner mode owning no row
   // The waiter is gone: the next row is there for anyone.
   REQUIRE(insert1(*t, "row").ok());
   Consumer d;
@@ -867,4 +867,59 @@ TEST(a_kept_row_of_a_later_subscription_is_leased_and_its_lease_runs_out) {
   while (b->counters().lease_expiries.get() == 0) std::this_thread::sleep_for(milliseconds(1));
   CHECK(c.end().code() == ErrorCode::kLeaseExpired);
   CHECK_EQ(b->visible_count(nullptr), 1u);
+}
+
+// ---- After a wait that timed out: owner mode owning nothing (as Q4M) ----
+
+TEST(a_timed_out_wait_leaves_the_consumer_in_owner_mode_owning_nothing) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  auto other = create_and_open(dir.file("other"));
+  REQUIRE(t && other);
+  RowId in_other = 0;
+  REQUIRE(insert1(*other, "o", &in_other).ok());
+  Consumer c;
+  int idx = -1;
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 0);
+  CHECK(c.owner_mode());
+  CHECK(c.owned_table() == nullptr);
+  CHECK_EQ(c.owned_rowid(), 0u);
+  CHECK_EQ(c.owned_count(), 0u);
+  CHECK_EQ(c.owned_delivery_count(), 0u);
+  // Every table looks empty to it; others see the rows.
+  RowId in_t = 0;
+  REQUIRE(insert1(*t, "t", &in_t).ok());
+  CHECK_EQ(scan(*t, &c).size(), 0u);
+  CHECK_EQ(t->visible_count(&c), 0u);
+  CHECK_EQ(scan(*other, &c).size(), 0u);
+  CHECK_EQ(other->visible_count(&c), 0u);
+  CHECK(!other->claim_for_delete(&c, in_other));
+  CHECK_EQ(scan(*t, nullptr).size(), 1u);
+  CHECK_EQ(t->info().owned_rows, 0u);
+  // end() leaves it (nothing to remove); then it is out of owner mode.
+  const uint64_t ends = global_stats().ends.get();
+  REQUIRE(c.end().ok());
+  CHECK(!c.owner_mode());
+  CHECK_EQ(global_stats().ends.get(), ends);  // nothing was ended
+  CHECK_EQ(scan(*t, &c).size(), 1u);
+  CHECK_EQ(other->visible_count(&c), 1u);
+  CHECK(c.end().code() == ErrorCode::kNotOwner);
+  CHECK(c.abort().code() == ErrorCode::kNotOwner);
+  // abort() leaves it too, and a wait from it takes a row as usual.
+  REQUIRE(c.wait({{other, std::make_shared<PrefixFilter>("x")}}, milliseconds(0), &idx).ok() && idx == 0);
+  REQUIRE(c.abort().ok());
+  CHECK(!c.owner_mode());
+  REQUIRE(c.wait({{t, std::make_shared<PrefixFilter>("x")}}, milliseconds(0), &idx).ok() && idx == 0);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(c.owned_rowid(), in_t);
+  CHECK(c.renew_lease(milliseconds(1000)).ok());
+  // release() (a disconnect) leaves it as well.
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && idx == 0);  // ends the row first
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK(c.renew_lease(milliseconds(1000)).code() == ErrorCode::kNotOwner);  // owns no row
+  c.release();
+  CHECK(!c.owner_mode());
+  CHECK_EQ(other->visible_count(&c), 1u);
 }
