@@ -1,7 +1,10 @@
 """After a queue_wait() that returned 0, as in Q4M: the connection is in owner mode owning no
 row. queue_end() and queue_abort() succeed (1) and leave it; until then every QUEUE table looks
 empty to the connection, as to any connection in owner mode (it sees only the row it owns)."""
-from sqlcheck import expect_error, query, value
+import pymysql
+import pytest
+
+from sqlcheck import ER_QUERY_INTERRUPTED, expect_error, query, start_waiter, value
 
 
 def _queue(server, name="q", n=0):
@@ -110,3 +113,24 @@ def test_a_connection_closed_after_a_timed_out_wait_leaves_every_row(server):
     c.close()
     assert server.sql("SELECT v FROM test.other") == [(1,), (2,)]
     assert value(server.connect(), "SELECT queue_wait('other', 0)") == 1
+
+
+def test_queue_take_dead_after_a_timed_out_wait_leaves_owner_mode(server):
+    _queue(server, n=1)
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('q:v > 5', 0)") == 0
+    assert query(c, "SELECT v FROM q") == []
+    assert value(c, "SELECT queue_take_dead('q')") == 0  # no dead row: out of owner mode
+    assert query(c, "SELECT v FROM q") == [(1,)]
+    expect_error(c, "SELECT queue_end()", "queue_end(): this connection does not own a row")
+
+
+def test_a_wait_ended_by_kill_query_enters_no_owner_mode(server):
+    _queue(server, n=1)
+    c, bg = start_waiter(server, "SELECT queue_wait('q:v > 5', 60)")
+    server.sql(f"KILL QUERY {c.thread_id()}")
+    with pytest.raises(pymysql.MySQLError) as e:
+        bg.join()
+    assert e.value.args[0] == ER_QUERY_INTERRUPTED, e.value.args
+    assert query(c, "SELECT v FROM q") == [(1,)]
+    expect_error(c, "SELECT queue_end()", "queue_end(): this connection does not own a row")
