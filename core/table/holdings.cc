@@ -1,4 +1,5 @@
-// What holders do with the rows they hold: give them back (queue_abort, a disconnect), settle
+// What holders do with the rows they hold: give them back (queue_abort, a disconnect), keep or
+// give back a provisional hand-off (a waiter that took an earlier listed row instead), settle
 // or renew their lease, and DELETE's claims. Their removal is a commit (writer.cc: end_rows,
 // remove_claimed_rows).
 #include <algorithm>
@@ -27,6 +28,26 @@ size_t Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::c
   }
   record_returns(returned);  // one record for a batch
   return returned.size();
+}
+
+void Table::keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) {
+  auto st = state_.lock();
+  RowEntry* e = st->index.find(id);
+  if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone: its owner learns it as usual
+  RowContext ctx = context(*st);
+  handed_out(*e, ctx);
+  if (lease.count() > 0) st->policies.get<Leases>().renew(h, &id, 1, lease, st->index, ctx);
+  finish(*st, ctx);
+}
+
+void Table::give_back(const Holder* h, RowId id, uint32_t deliveries) {
+  auto st = state_.lock();
+  RowEntry* e = st->index.find(id);
+  if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone (TRUNCATE, DROP, released)
+  RowContext ctx = context(*st);
+  e->deliveries = static_cast<uint16_t>(deliveries);  // as before the hand-off: nothing to record
+  requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+  finish(*st, ctx);
 }
 
 Status revoked_status(const Holder& h, RowId first, size_t count) {
@@ -72,7 +93,7 @@ Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::
 bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as) {
   const View v = viewer ? viewer->view() : View();
   const Holder* claimer = as ? as : v.holder;
-  if (v.owned_in && v.owned_in != this) return false;  // everything here is invisible to it
+  if (v.sees_nothing_in(this)) return false;  // everything here is invisible to it
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);

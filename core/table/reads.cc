@@ -26,7 +26,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   *found = false;
   // Only the viewer's own thread scans with it, so reading its batch is safe.
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && v.owned_in != this) return Status::Ok();
+  if (v.sees_nothing_in(this)) return Status::Ok();
   const bool owner = v.owned_in == this;
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
@@ -104,7 +104,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
 
 uint64_t Table::visible_count(const Consumer* viewer) {
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && v.owned_in != this) return 0;
+  if (v.sees_nothing_in(this)) return 0;
   if (v.owned_in && !v.batch) return 1;
   if (v.batch) {  // the rows of its batch still held
     auto st = state_.lock();
