@@ -44,6 +44,9 @@ void destroy_connection_state(THD* thd) {
   // thd_set_ha_data takes LOCK_thd_data, which a concurrent KILL holds while it calls
   // kill_query: once this returns no killer can still be using `s`.
   thd_set_ha_data(thd, queue_hton, nullptr);
+  // A transaction still prepared when its connection goes is a detached XA transaction: its
+  // parts stay prepared in their tables until XA COMMIT/ROLLBACK names its xid.
+  if (s->transaction() && s->transaction()->prepared()) s->transaction()->detach();
   s->consumer().release();
   delete s;
 }

@@ -134,11 +134,7 @@ int ha_queue::optimize(THD*, HA_CHECK_OPT*) {
 
 int ha_queue::raise(const q4m::Status& st) {
   error_raised_ = true;
-  if (st.code() == q4m::ErrorCode::kFull)  // the storage layer knows the file, not the table
-    return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label() + "' is full: " + st.message() +
-                                                         ", none of them was added. Consume rows, or raise MAX_ROWS "
-                                                         "with ALTER TABLE"));
-  return raise_status_error(st);
+  return raise_table_error(table_label(), st);
 }
 
 void ha_queue::print_error(int error, myf errflag) {

@@ -19,6 +19,7 @@
 #include "engine/sysvars.h"
 #include "engine/table_options.h"
 #include "engine/transactions.h"
+#include "engine/xa.h"
 
 namespace q4m_engine {
 
@@ -87,7 +88,10 @@ void blocking_end(const void* state_before) {
 }
 
 int panic(handlerton*, enum ha_panic_function flag) {
-  if (flag == HA_PANIC_CLOSE) q4m::TableRegistry::instance().close_all();
+  if (flag == HA_PANIC_CLOSE) {
+    forget_prepared_marker_if_unused();
+    q4m::TableRegistry::instance().close_all();
+  }
   return 0;
 }
 
@@ -108,6 +112,7 @@ int engine_init(void* p) {
   hton->panic = panic;
   hton->table_options = queue_table_options;
   install_transaction_hooks(hton);
+  install_xa_hooks(hton);
   q4m::BlockingHooks hooks;
   hooks.begin = blocking_begin;
   hooks.end = blocking_end;
@@ -117,6 +122,7 @@ int engine_init(void* p) {
 }
 
 int engine_deinit(void*) {
+  forget_prepared_marker_if_unused();
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   q4m::set_blocking_hooks(q4m::BlockingHooks());

@@ -7,13 +7,13 @@
 #include <table_cache.h>
 #include <mysql/plugin.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/table/registry.h"
 #include "engine/info_schema.h"
 #include "engine/handlerton.h"
+#include "engine/data_files.h"
 #include "engine/table_definition.h"
 
 bool schema_table_store_record(THD* thd, TABLE* table);
@@ -21,8 +21,6 @@ bool schema_table_store_record(THD* thd, TABLE* table);
 namespace q4m_engine {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // TABLE_SCHEMA, TABLE_NAME, then the figures of core/policy/table_stats.h that name a column.
 constexpr int kSchema = 0;
@@ -37,12 +35,6 @@ ST_FIELD_INFO* queue_tables_fields() {
     return f;
   }();
   return fields.data();
-}
-
-std::string decoded_name(const std::string& file_name) {
-  char buf[NAME_LEN + 1];
-  size_t n = filename_to_tablename(file_name.c_str(), buf, sizeof(buf), false);
-  return std::string(buf, n);
 }
 
 bool may_see(THD* thd, const std::string& db, const std::string& name) {
@@ -79,35 +71,21 @@ void apply_current_options(THD* thd, const std::string& db, const std::string& n
 // cwd), the same paths the handler gives the registry. Returns fn's first nonzero result.
 template <typename Fn>
 int for_each_queue_table(THD* thd, Fn fn) {
-  const std::string ext = q4m::kDataFileExtension;
-  std::error_code ec;
-  for (const fs::directory_entry& db_dir : fs::directory_iterator(".", ec)) {
-    if (!db_dir.is_directory(ec)) continue;
-    const std::string db_file = db_dir.path().filename().string();
-    std::error_code ec2;
-    for (const fs::directory_entry& f : fs::directory_iterator(db_dir.path(), ec2)) {
-      const std::string file = f.path().filename().string();
-      if (file.size() <= ext.size() || file.compare(file.size() - ext.size(), ext.size(), ext) != 0)
-        continue;
-      if (file.compare(0, 4, "#sql") == 0) continue;  // ALTER/TRUNCATE work files
-      const std::string table_file = file.substr(0, file.size() - ext.size());
-      const std::string db = decoded_name(db_file), name = decoded_name(table_file);
-      if (!may_see(thd, db, name)) continue;
-
-      std::shared_ptr<q4m::QueueTable> queue;
-      std::string path = "./" + db_file + "/" + file;
-      q4m::Status st = q4m::TableRegistry::instance().acquire(path, &queue);
-      if (!st.ok()) {  // listed tables stay readable; the broken one is named in a warning
-        push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_UNKNOWN_ERROR,
-                            "QUEUE table '%s.%s' skipped: %s", db.c_str(), name.c_str(),
-                            st.message().c_str());
-        continue;
-      }
-      apply_current_options(thd, db, name, *queue);
-      if (int rc = fn(db, name, *queue)) return rc;
+  int rc = 0;
+  for_each_data_file([&](const std::string& db, const std::string& name, const std::string& path) {
+    if (!may_see(thd, db, name)) return true;
+    std::shared_ptr<q4m::QueueTable> queue;
+    q4m::Status st = q4m::TableRegistry::instance().acquire(path, &queue);
+    if (!st.ok()) {  // listed tables stay readable; the broken one is named in a warning
+      push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_UNKNOWN_ERROR, "QUEUE table '%s.%s' skipped: %s",
+                          db.c_str(), name.c_str(), st.message().c_str());
+      return true;
     }
-  }
-  return 0;
+    apply_current_options(thd, db, name, *queue);
+    rc = fn(db, name, *queue);
+    return rc == 0;
+  });
+  return rc;
 }
 
 void store_name(TABLE* t, int schema_field, const std::string& db, const std::string& name) {

@@ -3,6 +3,7 @@
 #include <my_base.h>
 #include <mysqld_error.h>
 #include <sql_class.h>
+#include <sql_table.h>
 
 #include "engine/sql_errors.h"
 
@@ -44,6 +45,30 @@ int raise_status_error(const q4m::Status& st) {
   else
     my_printf_error(sql_errno_for(st.code()), "%s", MYF(0), st.message().c_str());
   return handler_error_for(st.code());
+}
+
+int raise_table_error(const std::string& table_label, const q4m::Status& st) {
+  if (st.code() == q4m::ErrorCode::kFull)
+    return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label + "' is full: " + st.message() +
+                                                         ", none of them was added. Consume rows, or raise MAX_ROWS "
+                                                         "with ALTER TABLE"));
+  return raise_status_error(st);
+}
+
+std::string table_label_of_path(const std::string& data_path) {
+  // ./<db>/<table>.Q4M, each part in the server's file-name encoding.
+  auto decoded = [](const std::string& file_name) {
+    char buf[NAME_LEN + 1];
+    const size_t n = filename_to_tablename(file_name.c_str(), buf, sizeof(buf), false);
+    return std::string(buf, n);
+  };
+  const size_t slash = data_path.rfind('/');
+  const size_t dot = data_path.rfind('.');
+  const size_t db_slash = slash == std::string::npos || slash == 0 ? std::string::npos : data_path.rfind('/', slash - 1);
+  if (slash == std::string::npos || dot == std::string::npos || dot < slash || db_slash == std::string::npos)
+    return data_path;
+  return decoded(data_path.substr(db_slash + 1, slash - db_slash - 1)) + "." +
+         decoded(data_path.substr(slash + 1, dot - slash - 1));
 }
 
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st) {

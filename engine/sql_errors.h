@@ -11,6 +11,13 @@ namespace q4m_engine {
 // error code (HA_ERR_*) that goes with it.
 int raise_status_error(const q4m::Status& st);
 
+// A failed write into table `table_label` ("db.t"): raise_status_error(), with what the
+// storage layer cannot say itself (it knows the file, not the table).
+int raise_table_error(const std::string& table_label, const q4m::Status& st);
+
+// "db.t" of a data file path as the engine names them ("./db/t.Q4M").
+std::string table_label_of_path(const std::string& data_path);
+
 // kLeaseExpired from `function` ("queue_end"/"queue_wait") about the owned row of
 // `table_label`: "queue_end(): lease expired: table 'db.q': <storage message>".
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st);

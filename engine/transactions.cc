@@ -23,10 +23,14 @@ bool ends_transaction(THD* thd, bool all) { return all || !in_explicit_transacti
 int commit(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction() || !ends_transaction(thd, all)) return 0;
-  q4m::Status st = cs->transaction()->commit();
+  const q4m::QueueTable* failed = nullptr;
+  q4m::Status st = cs->transaction()->commit(&failed);
   cs->end_transaction();
   if (st.ok()) return 0;
-  raise_status_error(st);
+  if (failed)
+    raise_table_error(table_label_of_path(failed->path()), st);
+  else
+    raise_status_error(st);
   return HA_ERR_GENERIC;
 }
 
@@ -68,6 +72,18 @@ q4m::Transaction* open_transaction(THD* thd) {
 q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
   *failed = false;
   if (!in_explicit_transaction(thd)) return nullptr;
+  if (!queue_hton->prepare) {
+    // The server takes two-phase commit from an engine installed while it runs with the
+    // binary log off; joining without it would turn off InnoDB's for the transaction too.
+    my_printf_error(ER_NOT_SUPPORTED_YET,
+                    "QUEUE tables cannot take part in transactions on this server: the QUEUE engine was "
+                    "installed while the server ran (INSTALL SONAME) with the binary log off, so MariaDB gives "
+                    "it no two-phase commit. Restart the server (it then loads QUEUE at startup), or use "
+                    "autocommit",
+                    MYF(0));
+    *failed = true;
+    return nullptr;
+  }
   ConnectionState& cs = connection_state(thd);
   const bool new_statement = cs.statement_query_id() != thd->query_id;
   q4m::Transaction& txn = cs.begin_transaction(thd->query_id);

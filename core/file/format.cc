@@ -91,6 +91,41 @@ void ChunkBuilder::add_dedup_key(uint64_t time_ms, std::string_view key) {
   out_->append(key);
 }
 
+size_t ChunkBuilder::add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload) {
+  reserve_record(kTxnRowHeaderSize + payload.size());
+  out_->push_back(static_cast<char>(kTxnRow));
+  put_u64(out_, txn);
+  put_u64(out_, time_ms);
+  put_u32(out_, static_cast<uint32_t>(payload.size()));
+  size_t pos = out_->size();
+  out_->append(payload);
+  return pos;
+}
+
+void ChunkBuilder::add_txn_remove(uint64_t txn, const RowId* ids, size_t count) {
+  reserve_record(kTxnRemoveHeaderSize + 8 * count);
+  out_->push_back(static_cast<char>(kTxnRemove));
+  put_u32(out_, static_cast<uint32_t>(count));
+  put_u64(out_, txn);
+  for (size_t i = 0; i < count; i++) put_u64(out_, ids[i]);
+}
+
+void ChunkBuilder::add_txn_prepare(uint64_t txn, std::string_view xid) {
+  reserve_record(kTxnPrepareHeaderSize + xid.size());
+  out_->push_back(static_cast<char>(kTxnPrepare));
+  put_u64(out_, txn);
+  put_u32(out_, static_cast<uint32_t>(xid.size()));
+  out_->append(xid);
+}
+
+void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) {
+  reserve_record(kTxnEndSize);
+  out_->push_back(static_cast<char>(kTxnEnd));
+  put_u64(out_, txn);
+  out_->push_back(committed ? 1 : 0);
+  put_u64(out_, first_rowid);
+}
+
 void ChunkBuilder::finish() {
   if (!open_) return;
   open_ = false;
@@ -167,6 +202,33 @@ bool RecordReader::next(Record* r) {
       return counted(kReturnEntrySize);
     case kDedupKey:
       return with_bytes(kDedupKeyHeaderSize);
+    case kTxnRow:
+      if (!need(kTxnRowHeaderSize)) return false;
+      r->txn = get_u64(p + 1);
+      return with_bytes(kTxnRowHeaderSize);
+    case kTxnRemove:
+      if (!need(kTxnRemoveHeaderSize)) return false;
+      r->count = get_u32(p + 1);
+      r->txn = get_u64(p + 5);
+      if (!need(kTxnRemoveHeaderSize + 8 * size_t(r->count))) return false;
+      r->ids_pos = pos_ + kTxnRemoveHeaderSize;
+      pos_ += kTxnRemoveHeaderSize + 8 * size_t(r->count);
+      return true;
+    case kTxnPrepare:
+      if (!need(kTxnPrepareHeaderSize)) return false;
+      r->txn = get_u64(p + 1);
+      r->length = get_u32(p + 9);
+      if (!need(kTxnPrepareHeaderSize + size_t(r->length))) return false;
+      r->payload_pos = pos_ + kTxnPrepareHeaderSize;
+      pos_ += kTxnPrepareHeaderSize + r->length;
+      return true;
+    case kTxnEnd:
+      if (!need(kTxnEndSize)) return false;
+      r->txn = get_u64(p + 1);
+      r->committed = p[9] != 0;
+      r->first_rowid = get_u64(p + 10);
+      pos_ += kTxnEndSize;
+      return true;
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +
            std::to_string(pos_);

@@ -12,6 +12,12 @@
 //           | META   u8 4 | u64 next_rowid | u64 rows_inserted | u64 rows_removed
 //           | RETURN u8 5 | u32 count | { u64 rowid | u32 deliveries | u64 due_ms }[count]   (version 3)
 //           | DEDUP_KEY u8 6 | u64 insert_time_ms | u32 len | key[len]                       (version 4)
+//           A prepared transaction's part (two-phase commit; docs/transactions.md), one chunk:
+//           | TXN_ROW u8 7 | u64 txn | u64 insert_time_ms | u32 len | payload[len]         (version 6)
+//           | TXN_REMOVE u8 8 | u32 count | u64 txn | u64 rowid[count]                     (version 6)
+//           | TXN_PREPARE u8 9 | u64 txn | u32 len | xid[len]                              (version 6)
+//           and its outcome, later:
+//           | TXN_END u8 10 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +29,7 @@
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-constexpr uint32_t kFormatVersion = 4;   // written by this build (3 added RETURN records, 4 DEDUP_KEY)
+constexpr uint32_t kFormatVersion = 6;   // written by this build (3 added RETURN records, 4 DEDUP_KEY, 6 TXN_*)
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -37,7 +43,10 @@ constexpr uint32_t kChunkUnsynced = 1u << 31;
 constexpr size_t kSplitChunkBody = 256u << 20;
 constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
-enum RecordType : uint8_t { kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6 };
+enum RecordType : uint8_t {
+  kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
+  kTxnRow = 7, kTxnRemove = 8, kTxnPrepare = 9, kTxnEnd = 10,
+};
 constexpr size_t kRowHeaderSize = 1 + 8 + 8 + 4;
 constexpr size_t kRemoveHeaderSize = 1 + 4;
 constexpr size_t kSrcIdSize = 1 + 4 + 8;
@@ -45,6 +54,10 @@ constexpr size_t kMetaSize = 1 + 8 + 8 + 8;
 constexpr size_t kReturnHeaderSize = 1 + 4;
 constexpr size_t kReturnEntrySize = 8 + 4 + 8;
 constexpr size_t kDedupKeyHeaderSize = 1 + 8 + 4;  // then the key's bytes
+constexpr size_t kTxnRowHeaderSize = 1 + 8 + 8 + 4;   // as ROW's, the transaction in place of the id
+constexpr size_t kTxnRemoveHeaderSize = 1 + 4 + 8;   // then the ids
+constexpr size_t kTxnPrepareHeaderSize = 1 + 8 + 4;  // then the xid's bytes
+constexpr size_t kTxnEndSize = 1 + 8 + 1 + 8;
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -115,6 +128,14 @@ class ChunkBuilder {
   // DEDUP_COLUMN: the key of a row inserted at time_ms, kept by compaction after the row
   // itself is gone, so that the key still counts until the table's dedup window is over.
   void add_dedup_key(uint64_t time_ms, std::string_view key);
+  // A prepared transaction's part: its rows (each: the payload's offset, as add_row), its
+  // removals, and last the prepare itself with the transaction's xid: a part whose
+  // TXN_PREPARE did not reach the file was never prepared.
+  size_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload);
+  void add_txn_remove(uint64_t txn, const RowId* ids, size_t count);
+  void add_txn_prepare(uint64_t txn, std::string_view xid);
+  // Its outcome: committed (its rows get ids first_rowid, first_rowid + 1, ...) or not.
+  void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -154,6 +175,11 @@ struct Record {
   RowId last_rowid = 0;
   // kMeta
   Meta meta;
+  // kTxnRow (with time_ms, payload_pos, length), kTxnRemove (with count, ids_pos),
+  // kTxnPrepare (the xid at payload_pos, `length` bytes), kTxnEnd
+  uint64_t txn = 0;
+  bool committed = false;
+  RowId first_rowid = 0;
 };
 
 // Walks the records of one checksummed chunk body.

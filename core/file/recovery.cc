@@ -1,5 +1,6 @@
 #include "core/file/recovery.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/file/block_reader.h"
@@ -123,6 +124,49 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         t->rows_inserted = rec.meta.rows_inserted;
         t->rows_removed = rec.meta.rows_removed;
         break;
+      case fmt::kTxnRow: {
+        RowEntry e;
+        e.offset = body_pos + rec.payload_pos;
+        e.length = rec.length;
+        e.time_ms = rec.time_ms;
+        t->prepared[rec.txn].rows.push_back(e);
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
+      case fmt::kTxnRemove: {
+        PreparedPart& part = t->prepared[rec.txn];
+        for (uint32_t i = 0; i < rec.count; i++) part.removals.push_back(rr.removed_id(rec, i));
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
+      case fmt::kTxnPrepare: {
+        PreparedPart& part = t->prepared[rec.txn];
+        part.prepared = true;
+        part.xid.assign(body.data() + rec.payload_pos, rec.length);
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
+      case fmt::kTxnEnd: {
+        auto it = t->prepared.find(rec.txn);
+        if (it == t->prepared.end()) break;  // ended before (a compaction keeps no ended part)
+        if (rec.committed) {
+          RowId id = rec.first_rowid;
+          for (RowEntry e : it->second.rows) {
+            if (id <= *last_row) return corrupt(f, pos, "row id " + std::to_string(id) + " is not increasing");
+            e.id = *last_row = id++;
+            t->index.append(e);
+            t->rows_inserted++;
+          }
+          if (id > t->next_rowid) t->next_rowid = id;
+          for (RowId removed : it->second.removals) {
+            if (!t->index.remove(removed)) continue;
+            t->rows_removed++;
+            if (!t->due_ms.empty()) t->due_ms.erase(removed);
+          }
+        }
+        t->prepared.erase(it);
+        break;
+      }
     }
   }
   if (!rr.error().empty()) return corrupt(f, pos, rr.error());
@@ -191,6 +235,9 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
     out->chunks++;
     pos = end;
   }
+  // A part whose prepare did not reach the file was never prepared: nobody was told it was.
+  for (auto it = out->prepared.begin(); it != out->prepared.end();)
+    it = it->second.prepared ? std::next(it) : out->prepared.erase(it);
   global_stats().recoveries.add();
   return Status::Ok();
 }

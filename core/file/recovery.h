@@ -7,6 +7,9 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
+#include <vector>
 #include <string_view>
 #include <unordered_map>
 
@@ -17,6 +20,15 @@
 namespace q4m {
 
 using SourceMap = std::unordered_map<uint32_t, RowId>;  // relay source -> last row id
+
+// A transaction's part written by a prepare and not ended yet (two-phase commit): its rows
+// (id 0 until it commits), its removals and its xid.
+struct PreparedPart {
+  std::string xid;
+  std::vector<RowEntry> rows;
+  std::vector<RowId> removals;
+  bool prepared = false;  // its TXN_PREPARE was read
+};
 
 struct RecoveredTable {
   RowIndex index;
@@ -29,6 +41,9 @@ struct RecoveredTable {
   // Live rows given back with a retry delay (RETURN records): wall-clock ms when each may be
   // handed out again. Entries may lie in the past; rows removed later have none.
   std::unordered_map<RowId, uint64_t> due_ms;
+  // Prepared parts not ended in the file, by transaction id; the next unused id.
+  std::map<uint64_t, PreparedPart> prepared;
+  uint64_t next_txn = 1;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

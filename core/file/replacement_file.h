@@ -24,6 +24,13 @@ class ReplacementFile {
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
   void add_returns(const std::vector<fmt::ReturnedRow>& rows) { chunk_.add_returns(rows.data(), rows.size()); }
   void add_dedup_key(uint64_t time_ms, std::string_view key) { chunk_.add_dedup_key(time_ms, key); }
+  // A prepared part (format.h, TXN_*): its rows (each returns the payload's file offset),
+  // removals and prepare. The new file is installed whole, so the records need not share a chunk.
+  uint64_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload) {
+    return flushed_ + chunk_.add_txn_row(txn, time_ms, payload);
+  }
+  void add_txn_remove(uint64_t txn, const std::vector<RowId>& ids) { chunk_.add_txn_remove(txn, ids.data(), ids.size()); }
+  void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }
   Status flush_if_over(uint64_t flush_bytes);
   // Writes out and fdatasyncs everything added so far, so that install() (run while
   // writers wait) only has to sync what is added after this.

@@ -42,6 +42,19 @@ struct WriteBatch {
   // RETURN record: rows that went back to the queue (delivery counts, retry delays).
   const fmt::ReturnedRow* returns = nullptr;
   size_t return_count = 0;
+  // Two-phase commit of a transaction's part (core/table/transaction.h):
+  //  kPrepare: its rows (TXN_ROW, no ids yet) and removals (TXN_REMOVE) are written with the
+  //            prepare (TXN_PREPARE, `xid`); the leader gives it its id (`txn`). Nothing of it
+  //            is applied: its rows are not in the table and its removed rows stay claimed.
+  //  kEnd:     part `txn` ends (TXN_END): committed, its `end_rows` rows get ids from
+  //            first_rowid on (set by the leader) and its removals apply; or rolled back.
+  enum class Phase : uint8_t { kNone, kPrepare, kEnd };
+  Phase phase = Phase::kNone;
+  uint64_t txn = 0;
+  std::string_view xid;
+  bool commit = false;
+  size_t end_rows = 0;
+  RowId first_rowid = 0;
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
@@ -57,7 +70,7 @@ struct WriteBatch {
   std::vector<fmt::ReturnedRow> histories_kept;
   Status status;
 
-  bool inserts() const { return rows != nullptr; }
+  bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }
   bool relayed() const { return relay_rowids != nullptr; }
 };
 

@@ -81,6 +81,13 @@ void Dedup::failed(WriterContext& ctx) {
   ctx.counters->dedup_keys.set(window_.size());
 }
 
+void Dedup::withdraw(const WriteBatch& b) {
+  if (!column_ || !b.rows) return;
+  std::string key;
+  for (std::string_view payload : *b.rows)
+    if (row_key(*column_, payload, &key)) window_.forget(key);
+}
+
 void Dedup::keep(ReplacementFile& out, bool truncating) {
   if (truncating) return;
   // The keys of the window, whose rows may be gone (consumed) and so not copied.

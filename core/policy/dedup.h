@@ -27,6 +27,7 @@ class Dedup : public PolicyBase {
   void reject(WriteBatch& b);
   void written(WriterContext& ctx);
   void failed(WriterContext& ctx);  // a retry of these rows must not be taken for a duplicate
+  void withdraw(const WriteBatch& b);  // their keys are free again
   void keep(ReplacementFile& out, bool truncating);  // compaction keeps the window
   void truncated() { window_.clear(); }               // the new file holds no key: TRUNCATE forgets them too
 

@@ -39,6 +39,8 @@ void DedupWindow::forget_batch(std::vector<std::pair<std::string, uint64_t>>* un
   // by_time_ may keep entries for them: expire() checks each against time_of_.
 }
 
+void DedupWindow::forget(const std::string& key) { time_of_.erase(key); }  // by_time_'s entry goes when due
+
 void DedupWindow::clear() {
   time_of_.clear();
   by_time_.clear();

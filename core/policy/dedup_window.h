@@ -30,6 +30,7 @@ class DedupWindow {
   // Takes back the remember() and admit() calls that filled `undo` from position `from` on
   // (their rows were not written), and drops those entries from it.
   void forget_batch(std::vector<std::pair<std::string, uint64_t>>* undo, size_t from = 0);
+  void forget(const std::string& key);  // as if it had never been inserted
   void clear();
   size_t size() const { return time_of_.size(); }
   // Every key still inside the window at now_ms, with the time it was inserted.

@@ -21,6 +21,8 @@
 //   reject(WriteBatch&)                    a later policy refused the request admit() passed
 //   persist(WriteBatch&, ChunkBuilder&)    adds the policy's records to the request's chunk
 //   written(WriterContext&) / failed(WriterContext&)   the batch is durable / was not written
+//   withdraw(WriteBatch&)                  a prepared part rolls back: what admit() let in for
+//                                          its rows (b.rows) goes back
 //   keep(ReplacementFile&, bool truncating)  what a compacted (or truncated) file keeps
 //   truncated()                            TRUNCATE installed its empty file
 //
@@ -170,6 +172,7 @@ struct PolicyBase {
   void persist(WriteBatch&, fmt::ChunkBuilder&) {}
   void written(WriterContext&) {}
   void failed(WriterContext&) {}
+  void withdraw(const WriteBatch&) {}
   void keep(ReplacementFile&, bool /*truncating*/) {}
   void truncated() {}
   // row side

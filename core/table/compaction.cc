@@ -7,6 +7,7 @@
 // appended since (larger ids), a REMOVE record for copied rows removed since, the
 // current relay sources and a final META. Otherwise the turn is held throughout.
 #include <algorithm>
+#include <map>
 
 #include "core/file/block_reader.h"
 #include "core/file/replacement_file.h"
@@ -155,6 +156,28 @@ Status Table::compact_now() {
   // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
   if (!returned.empty()) out.add_returns(returned);
   w->policies.each([&](auto& p) { p.keep(out, false); });  // relay sources, the dedup window
+  // Prepared parts (frozen: they change only through commits): rewritten whole, new offsets.
+  std::map<uint64_t, std::vector<uint64_t>> part_offsets;
+  {
+    std::map<uint64_t, State::Prepared> parts;
+    std::shared_ptr<DataFile> file;
+    {
+      auto st = state_.lock();
+      file = st->file;
+      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr};
+    }
+    for (const auto& [id, p] : parts) {
+      std::vector<uint64_t>& offsets = part_offsets[id];
+      std::string payload;
+      for (const RowEntry& e : p.rows) {
+        s = file->read(e.offset, e.length, &payload);
+        if (!s.ok()) return s;
+        offsets.push_back(out.add_txn_row(id, e.time_ms, payload));
+      }
+      if (!p.removals.empty()) out.add_txn_remove(id, p.removals);
+      out.add_txn_prepare(id, p.xid);
+    }
+  }
   fmt::Meta final_meta;  // authoritative counters as of the end of the copy
   final_meta.next_rowid = w->next_rowid;
   final_meta.rows_inserted = counters_.rows_inserted.get();
@@ -177,6 +200,8 @@ Status Table::compact_now() {
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
     }
+    for (auto& [id, p] : st->prepared)
+      for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
     retired = st->file;
     st->install_file(fresh);
   }

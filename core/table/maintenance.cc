@@ -47,6 +47,8 @@ void Table::forget_rows(State& st) {
   st.cursors.clear();
   st.first_free_hint = 0;
   st.policies.each([](auto& p) { p.forget(); });
+  for (auto& [id, p] : st.prepared) pending_rows_.fetch_sub(p.rows.size());
+  st.prepared.clear();  // a part's rows vanish with the others; its end finds nothing to do
   // Every count and mirror of the index, in one place.
   st.delayed = st.dead = 0;
   rows_.store(0);
@@ -104,8 +106,9 @@ void Table::close() {
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
+  // A snapshot holds no prepared part: with one, the next open reads the file (TXN_* records).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

@@ -193,6 +193,20 @@ class QueueTable {
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
   // atomically. On failure nothing of it is written and the claims stay.
   virtual Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) = 0;
+  // Two-phase commit of a part: prepare_part() writes `rows` and the removal of every row
+  // `txn` claimed, durably and with `xid`, but applies nothing (the rows are not in the
+  // table; the claimed rows stay held, by the part from now on); *id names the part. Its
+  // admission (MAX_ROWS, dedup) happens here, so that its end cannot be refused. end_part()
+  // then applies it (commit) or drops it (its claimed rows go back to the queue). A part
+  // survives a restart until it is ended (prepared_parts()).
+  virtual Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
+                              uint64_t* id) = 0;
+  virtual Status end_part(uint64_t id, bool commit) = 0;
+  struct PreparedPartInfo {
+    uint64_t id;
+    std::string xid;
+  };
+  virtual std::vector<PreparedPartInfo> prepared_parts() = 0;
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
 };
 

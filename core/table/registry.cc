@@ -120,6 +120,18 @@ Status TableRegistry::rename(const std::string& from, const std::string& to) {
   return s;
 }
 
+std::vector<std::shared_ptr<QueueTable>> TableRegistry::open_tables() {
+  std::vector<std::shared_ptr<Slot>> all;
+  {
+    auto m = slots().lock();
+    for (auto& entry : *m) all.push_back(entry.second);
+  }
+  std::vector<std::shared_ptr<QueueTable>> out;
+  for (auto& slot : all)
+    if (auto table = *slot->lock()) out.push_back(table);
+  return out;
+}
+
 void TableRegistry::close_all() {
   SlotMap all;
   all.swap(*slots().lock());

@@ -1,8 +1,10 @@
 // TableRegistry: the one open QueueTable per data file path, shared by all handlers
 // and consumers. Paths are the data file paths the engine builds (".../db/t.Q4M").
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/table/queue_table.h"
 #include "core/util/status.h"
@@ -23,6 +25,8 @@ class TableRegistry {
   Status rename(const std::string& from, const std::string& to);
   // Plugin unload / server shutdown: close every table cleanly (fast next open).
   void close_all();
+  // Every table open now (two-phase commit looks for prepared parts in them).
+  std::vector<std::shared_ptr<QueueTable>> open_tables();
 };
 
 }  // namespace q4m

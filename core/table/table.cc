@@ -87,6 +87,7 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
     auto w = writer_.lock();
     w->file = file;
     w->next_rowid = rec.next_rowid;
+    w->next_txn = rec.next_txn;
     w->policies.each([&](auto& p) { p.opened(rec); });
   }
   rows_ = rec.index.live();
@@ -103,6 +104,7 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
 void Table::restore(RecoveredTable& rec) {
   auto st = state_.lock();
   RowContext ctx = context(*st);
+  restore_prepared(*st, rec, ctx);
   st->policies.each([&](auto& p) { p.opened(rec, ctx); });
   finish(*st, ctx);
 }

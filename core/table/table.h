@@ -21,6 +21,7 @@
 #pragma once
 #include <atomic>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <deque>
@@ -94,6 +95,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) override;
   Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) override;
   Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) override;
+  Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
+                      uint64_t* id) override;
+  Status end_part(uint64_t id, bool commit) override;
+  std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
 
   // Timed (the reaper's thread): every policy's due() pass.
@@ -117,6 +122,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     Status broken;       // sticky: after a failed sync the file's content is unknown
     uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
     bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
+    uint64_t next_txn = 1;  // the next prepared part's id
     WriterPolicies policies;
   };
 
@@ -132,6 +138,15 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     ScanCursors cursors;             // of filtered takes
     std::unordered_map<const Holder*, std::vector<RowId>> claims;  // kClaimed rows, by claimer
     uint64_t delayed = 0, dead = 0;  // rows in kDelayed / kDead (kept by move())
+    // Transactions' parts prepared and not ended (two-phase commit): their rows (not in the
+    // index; id 0), the rows they remove (claimed by `holder` until the end), their xid.
+    struct Prepared {
+      std::string xid;
+      std::vector<RowEntry> rows;
+      std::vector<RowId> removals;
+      std::unique_ptr<Holder> holder;
+    };
+    std::map<uint64_t, Prepared> prepared;
     RowPolicies policies;
     bool dropped = false;
 
@@ -182,6 +197,12 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                std::string_view written, uint64_t now_ms);
   uint64_t publish_removal(State& st, const WriteBatch& b, RowContext& ctx);  // returns how many
+  // A prepared part (its claims move to the part's own holder) / its end: true if a committed
+  // row was placed elsewhere than kFree.
+  void publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx);
+  bool publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed);
+  void restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx);  // at open
+  Status read_at(uint64_t offset, uint32_t length, std::string* out);  // bytes of the current file
   // After rows went into or out of the index: the lock-free mirrors and the counters.
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;
@@ -253,6 +274,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  std::atomic<uint64_t> pending_rows_{0};  // rows of prepared parts (MAX_ROWS counts them)
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)

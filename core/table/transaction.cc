@@ -80,22 +80,50 @@ void Transaction::rollback_to(size_t mark) {
     if (!given_back[i].empty()) parts_[i].table->release_claims(&holder_, given_back[i].data(), given_back[i].size());
 }
 
-Status Transaction::commit() {
+std::vector<std::string_view> Transaction::rows_of(const Part& p) const {
+  std::vector<std::string_view> rows;
+  for (size_t i = 0; i < p.rows.size(); i++)
+    if (!p.unstaged[i]) rows.push_back(p.rows[i]);
+  return rows;
+}
+
+Status Transaction::prepare(std::string_view xid, const QueueTable** failed_table) {
+  for (Part& p : parts_) {
+    const std::vector<std::string_view> rows = rows_of(p);
+    if (rows.empty() && p.claimed == 0) continue;
+    Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared);
+    if (s.ok()) continue;
+    if (failed_table) *failed_table = p.table.get();
+    rollback();  // the parts prepared before, and the claims of the rest
+    return s;
+  }
+  prepared_ = true;
+  return Status::Ok();
+}
+
+Status Transaction::commit(const QueueTable** failed_table) {
   Status failed;
   for (Part& p : parts_) {
+    if (p.prepared) {  // its admission ran at prepare: its end is not refused
+      Status s = p.table->end_part(p.prepared, true);
+      if (!s.ok() && failed.ok() && s.code() != ErrorCode::kDropped) {
+        failed = s;
+        if (failed_table) *failed_table = p.table.get();
+      }
+      continue;
+    }
     if (!failed.ok()) {  // the rest is rolled back
       if (p.claimed) p.table->release_claims(&holder_);
       continue;
     }
-    std::vector<std::string_view> rows;
-    for (size_t i = 0; i < p.rows.size(); i++)
-      if (!p.unstaged[i]) rows.push_back(p.rows[i]);
+    const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0) continue;
     size_t deduplicated = 0;
     Status s = p.table->commit_part(&holder_, rows, &deduplicated);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);
       failed = s;
+      if (failed_table) *failed_table = p.table.get();
     }
   }
   clear();
@@ -103,14 +131,21 @@ Status Transaction::commit() {
 }
 
 void Transaction::rollback() {
-  for (Part& p : parts_)
-    if (p.claimed) p.table->release_claims(&holder_);
+  for (Part& p : parts_) {
+    if (p.prepared)
+      (void)p.table->end_part(p.prepared, false);  // a failure leaves it prepared: ended by xid later
+    else if (p.claimed)
+      p.table->release_claims(&holder_);
+  }
   clear();
 }
+
+void Transaction::detach() { clear(); }
 
 void Transaction::clear() {
   parts_.clear();
   log_.clear();
+  prepared_ = false;
 }
 
 }  // namespace q4m

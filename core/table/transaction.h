@@ -47,10 +47,19 @@ class Transaction {
   void rollback_to(size_t mark);  // undoes every change made since mark()
 
   // ---- the end
-  // Writes every table's part (its rows and removals in one commit each). On failure the
-  // parts not written yet are rolled back; parts written stay written.
-  Status commit();
+  // Two-phase commit, first phase: every table's part written durably with `xid` (an opaque
+  // name the server gives the transaction), applied by nothing yet (QueueTable::prepare_part).
+  // On failure the parts prepared so far are rolled back; *failed names the table.
+  Status prepare(std::string_view xid, const QueueTable** failed = nullptr);
+  bool prepared() const { return prepared_; }
+  // Writes every table's part: a prepared one is ended, else its rows and removals go in one
+  // commit. On failure the parts not written yet are rolled back; parts written stay
+  // written; *failed (if given) names the table whose part failed.
+  Status commit(const QueueTable** failed = nullptr);
   void rollback();
+  // A prepared XA transaction whose connection goes: its parts stay prepared in their tables,
+  // to be ended by xid later (QueueTable::prepared_parts()); this object forgets them.
+  void detach();
   bool empty() const { return log_.empty(); }
 
  private:
@@ -59,6 +68,7 @@ class Transaction {
     std::vector<std::string> rows;  // in insert order
     std::vector<bool> unstaged;     // rows[i] was deleted again (or rolled back)
     size_t claimed = 0;             // rows claimed here
+    uint64_t prepared = 0;          // its id in the table once prepared (0: not)
   };
   struct Change {
     size_t part;
@@ -69,9 +79,12 @@ class Transaction {
   const Part* find(const QueueTable* table) const;
   void clear();
 
+  std::vector<std::string_view> rows_of(const Part& p) const;
+
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
+  bool prepared_ = false;
 };
 
 }  // namespace q4m

@@ -48,7 +48,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   }
   WriterContext ctx;
   ctx.now_ms = now_ms();
-  ctx.rows = rows_.load();
+  ctx.rows = rows_.load() + pending_rows_.load();  // a prepared part's rows will come
   ctx.counters = &counters_;
   const SyncMode mode = settings().sync();
   const bool sync = mode != SyncMode::kNone &&
@@ -62,17 +62,36 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
+    if (b.phase == WriteBatch::Phase::kEnd) {  // its admission ran at prepare
+      if (b.commit) {
+        b.first_rowid = next;
+        next += b.end_rows;
+      } else {
+        w->policies.each([&](auto& p) { p.withdraw(b); });
+      }
+      chunk.add_txn_end(b.txn, b.commit, b.first_rowid);
+      if (b.return_count) chunk.add_returns(b.returns, b.return_count);
+      continue;
+    }
+    const bool prepare = b.phase == WriteBatch::Phase::kPrepare;
     if (b.inserts()) {
       b.admitted.resize(b.rows->size());
       std::iota(b.admitted.begin(), b.admitted.end(), size_t{0});
       const bool admitted = w->policies.until_refused([&](auto& p) { return p.admit(b, ctx); },
                                                       [&](auto& p) { p.reject(b); });
       if (!admitted) continue;  // b.status says why; nothing of it is written
+      if (prepare) b.txn = w->next_txn++;
       for (size_t i : b.admitted) {
+        if (prepare) {  // ids at its commit, so that rows become visible in id order
+          b.offsets.push_back(chunk.add_txn_row(b.txn, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
+          continue;
+        }
         b.ids.push_back(next);
         b.offsets.push_back(chunk.add_row(next++, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
       }
       if (b.history) add_kept_histories(chunk, b);
+    } else if (prepare) {
+      b.txn = w->next_txn++;
     }
     // Another connection gave the owner's rows back (release_owned holds the writer turn, so
     // it went before this batch): they are back in the queue, not to be removed.
@@ -81,6 +100,11 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       continue;
     }
     w->policies.each([&](auto& p) { p.persist(b, chunk); });
+    if (prepare) {
+      if (b.removal_count) chunk.add_txn_remove(b.txn, b.removals, b.removal_count);
+      chunk.add_txn_prepare(b.txn, b.xid);
+      continue;
+    }
     if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
     if (b.return_count) chunk.add_returns(b.returns, b.return_count);
   }
@@ -163,6 +187,14 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
   for (CommitRequest* r : batch) {
     if (!r || !r->batch.status.ok()) continue;  // answered before the sync / refused: nothing written
     const WriteBatch& b = r->batch;
+    if (b.phase == WriteBatch::Phase::kPrepare) {
+      publish_prepared(*st, b, base, now, ctx);
+      continue;
+    }
+    if (b.phase == WriteBatch::Phase::kEnd) {
+      if (publish_end(*st, b, ctx, &inserted, &removed)) placed_elsewhere = true;
+      continue;
+    }
     if (b.removal_count) removed += publish_removal(*st, b, ctx);
     for (size_t k = 0; k < b.ids.size(); k++) {
       RowEntry e;

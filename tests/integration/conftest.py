@@ -40,11 +40,15 @@ class _ServerFactory:
     def __init__(self, tmp_root, pristine, plugin_dir):
         self.tmp_root, self.pristine, self.plugin_dir, self.n = tmp_root, pristine, plugin_dir, 0
 
-    def new(self, extra_args=(), install=True):
+    def new(self, extra_args=(), install=True, at_startup=False):
+        """A started server with the plugin: installed while it runs (INSTALL SONAME), or with
+        at_startup loaded at startup (--plugin-load-add, as ./q4m.sh run does), which alone
+        gives QUEUE two-phase commit when the binary log is off (docs/transactions.md)."""
         self.n += 1
-        s = Server(self.tmp_root / f"s{self.n}", self.pristine, extra_args, self.plugin_dir)
+        args = list(extra_args) + (["--plugin-load-add=ha_queue.so"] if at_startup else [])
+        s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir)
         s.start()
-        if install:
+        if install and not at_startup:
             s.install_plugin()
         return s
 
@@ -56,7 +60,7 @@ def server_factory(tmp_root, pristine, plugin_dir):
 
 @pytest.fixture(scope="session")
 def _shared(server_factory):
-    holder = {"server": server_factory.new()}
+    holder = {"server": server_factory.new(at_startup=True)}
     yield holder
     holder["server"].destroy()
 
@@ -96,7 +100,7 @@ def server(_shared, server_factory):
     s = _shared["server"]
     if not s.alive():  # an earlier test killed it; that test already failed
         s.destroy(keep_dir=True)
-        s = _shared["server"] = server_factory.new()
+        s = _shared["server"] = server_factory.new(at_startup=True)
     saved_vars = _queue_variables(s)
     yield s
     try:

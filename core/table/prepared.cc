@@ -1,0 +1,156 @@
+// Two-phase commit of a transaction's part in one table (docs/transactions.md): prepare
+// writes it durably without applying it; its end applies it (commit) or drops it (rollback).
+// Between the two its rows are in no index and the rows it removes stay claimed, by a holder
+// of its own, so that the transaction's connection may go (an XA transaction prepared and
+// detached) and a restart finds the part again (recovery reads TXN_* records).
+#include "core/table/table.h"
+
+namespace q4m {
+
+Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
+                           uint64_t* id) {
+  *id = 0;
+  if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  std::vector<RowId> ids = take_claims(txn);
+  CommitRequest req;
+  req.batch.phase = WriteBatch::Phase::kPrepare;
+  req.batch.xid = xid;
+  if (!rows.empty()) req.batch.rows = &rows;
+  req.batch.removals = ids.data();
+  req.batch.removal_count = ids.size();
+  req.batch.remover = txn;
+  Status s = commit(&req);
+  if (s.ok()) {
+    *id = req.batch.txn;
+    return s;
+  }
+  if (!ids.empty()) {  // nothing was written: the claims are the transaction's again
+    auto st = state_.lock();
+    auto& claims = st->claims[txn];
+    claims.insert(claims.end(), ids.begin(), ids.end());
+  }
+  return s;
+}
+
+void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx) {
+  State::Prepared& p = st.prepared[b.txn];
+  p.xid.assign(b.xid);
+  p.holder = std::make_unique<Holder>();
+  for (size_t k = 0; k < b.offsets.size(); k++) {
+    RowEntry e;
+    e.offset = base + b.offsets[k];
+    e.length = static_cast<uint32_t>((*b.rows)[b.admitted[k]].size());
+    e.time_ms = now;
+    p.rows.push_back(e);
+  }
+  pending_rows_.fetch_add(p.rows.size());
+  for (size_t i = 0; i < b.removal_count; i++) {
+    RowEntry* e = st.index.find(b.removals[i]);
+    if (!e || e->state != RowState::kClaimed || e->holder != b.remover) continue;  // gone (TRUNCATE)
+    p.removals.push_back(e->id);
+    move(st, *e, Move{RowState::kClaimed, p.holder.get()}, ctx);  // the part's now
+  }
+}
+
+bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed) {
+  auto it = st.prepared.find(b.txn);
+  if (it == st.prepared.end()) return false;
+  State::Prepared p = std::move(it->second);
+  st.prepared.erase(it);
+  pending_rows_.fetch_sub(p.rows.size());
+  bool placed_elsewhere = false;
+  if (b.commit) {
+    for (const RowId id : p.removals) {
+      RowEntry* e = st.index.find(id);
+      if (!e || e->state != RowState::kClaimed || e->holder != p.holder.get()) continue;
+      remove(st, *e, ctx);
+      ++*removed;
+    }
+    release(st, ctx);
+    RowId id = b.first_rowid;
+    for (size_t k = 0; k < p.rows.size(); k++) {
+      RowEntry e = p.rows[k];
+      e.id = id++;
+      st.index.append(e);
+      ++*inserted;
+      RowEntry& added = *st.index.find(e.id);
+      const std::string_view payload = b.rows ? (*b.rows)[k] : std::string_view();
+      if (place_new(st, added, payload, nullptr, ctx)) placed_elsewhere = true;
+    }
+    if (b.first_rowid + p.rows.size() > next_rowid_.load()) next_rowid_.store(b.first_rowid + p.rows.size());
+  } else {
+    for (const RowId id : p.removals) {
+      RowEntry* e = st.index.find(id);
+      if (e && e->state == RowState::kClaimed && e->holder == p.holder.get()) requeue(st, *e, std::chrono::milliseconds(0), ctx);
+    }
+  }
+  return placed_elsewhere;
+}
+
+Status Table::end_part(uint64_t id, bool committed) {
+  // What the part holds, and (to place its rows, or to take back their dedup keys) its rows'
+  // bytes, read outside the state lock.
+  std::vector<RowEntry> rows;
+  std::vector<fmt::ReturnedRow> returns;
+  {
+    auto st = state_.lock();
+    auto it = st->prepared.find(id);
+    if (it == st->prepared.end()) return Status(ErrorCode::kNotFound, "file " + path() + ": no prepared part " + std::to_string(id));
+    rows = it->second.rows;
+    if (!committed) {  // the removed rows come back: their delivery counts as after queue_abort()
+      for (RowId r : it->second.removals)
+        if (const RowEntry* e = st->index.find(r); e && e->deliveries > 0) returns.push_back(fmt::ReturnedRow{r, e->deliveries, 0});
+    }
+  }
+  std::vector<std::string> payloads(rows.size());
+  std::vector<std::string_view> views;
+  for (size_t k = 0; k < rows.size(); k++) {
+    Status s = read_at(rows[k].offset, rows[k].length, &payloads[k]);
+    if (!s.ok()) return s;
+    views.push_back(payloads[k]);
+  }
+  CommitRequest req;
+  req.batch.phase = WriteBatch::Phase::kEnd;
+  req.batch.txn = id;
+  req.batch.commit = committed;
+  req.batch.end_rows = rows.size();
+  req.batch.rows = &views;
+  req.batch.returns = returns.data();
+  req.batch.return_count = returns.size();
+  return commit(&req);
+}
+
+Status Table::read_at(uint64_t offset, uint32_t length, std::string* out) {
+  UncachedRead r;
+  {
+    auto st = state_.lock();
+    if (st->read_cached(offset, length, out)) return Status::Ok();
+    r = st->uncached_read(offset, length);
+  }
+  return read_uncached(r, out);
+}
+
+void Table::restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx) {
+  for (auto& [id, part] : rec.prepared) {
+    State::Prepared& p = st.prepared[id];
+    p.xid = std::move(part.xid);
+    p.rows = std::move(part.rows);
+    p.holder = std::make_unique<Holder>();
+    pending_rows_.fetch_add(p.rows.size());
+    for (RowId r : part.removals) {  // held until the part ends, as before the restart
+      RowEntry* e = st.index.find(r);
+      if (!e || !queued(e->state)) continue;
+      p.removals.push_back(r);
+      move(st, *e, Move{RowState::kClaimed, p.holder.get()}, ctx);
+    }
+  }
+}
+
+std::vector<QueueTable::PreparedPartInfo> Table::prepared_parts() {
+  std::vector<PreparedPartInfo> out;
+  auto st = state_.lock();
+  for (const auto& [id, p] : st->prepared) out.push_back(PreparedPartInfo{id, p.xid});
+  return out;
+}
+
+}  // namespace q4m

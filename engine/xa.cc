@@ -1,0 +1,171 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <handler.h>
+
+#include "engine/xa.h"
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/file/data_file.h"
+#include "core/table/registry.h"
+#include "core/table/transaction.h"
+#include "engine/connection_state.h"
+#include "engine/data_files.h"
+#include "engine/handlerton.h"
+#include "engine/sql_errors.h"
+
+namespace q4m_engine {
+
+namespace {
+
+// In the datadir while prepared parts may exist: made (and synced) before the first prepare
+// of a server run, removed at a clean shutdown that leaves none.
+constexpr const char* kPreparedMarker = "./q4m_prepared_parts";
+
+std::atomic<bool> marker_made{false};
+
+q4m::Status make_marker() {
+  if (marker_made.load()) return q4m::Status::Ok();
+  static std::mutex m;
+  std::lock_guard<std::mutex> one(m);
+  if (marker_made.load()) return q4m::Status::Ok();
+  q4m::Status s = q4m::write_file_atomically(kPreparedMarker, "QUEUE tables may hold prepared transactions\n", false);
+  if (s.ok()) marker_made.store(true);
+  return s;
+}
+
+// An XID as the files keep it: formatID (8 bytes), gtrid and bqual lengths (1 byte each),
+// then their bytes.
+std::string key_of(const XID& xid) {
+  std::string k;
+  const uint64_t format = static_cast<uint64_t>(xid.formatID);
+  for (int i = 0; i < 8; i++) k.push_back(static_cast<char>(format >> (8 * i)));
+  k.push_back(static_cast<char>(xid.gtrid_length));
+  k.push_back(static_cast<char>(xid.bqual_length));
+  k.append(xid.data, static_cast<size_t>(xid.gtrid_length + xid.bqual_length));
+  return k;
+}
+
+bool xid_of(const std::string& k, XID* xid) {
+  if (k.size() < 10) return false;
+  uint64_t format = 0;
+  for (int i = 0; i < 8; i++) format |= static_cast<uint64_t>(static_cast<unsigned char>(k[i])) << (8 * i);
+  const size_t gtrid = static_cast<unsigned char>(k[8]), bqual = static_cast<unsigned char>(k[9]);
+  if (k.size() != 10 + gtrid + bqual || gtrid + bqual > XIDDATASIZE) return false;
+  xid->formatID = static_cast<long>(static_cast<int64_t>(format));
+  xid->gtrid_length = static_cast<long>(gtrid);
+  xid->bqual_length = static_cast<long>(bqual);
+  memcpy(xid->data, k.data() + 10, gtrid + bqual);
+  return true;
+}
+
+int prepare(handlerton*, THD* thd, bool all) {
+  ConnectionState* cs = peek_connection_state(thd);
+  if (!cs || !cs->transaction()) return 0;
+  // The end of one statement inside a transaction: nothing to make durable yet.
+  if (!all && thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN)) return 0;
+  q4m::Status s = make_marker();
+  if (!s.ok()) {
+    raise_status_error(s);
+    return 1;
+  }
+  MYSQL_XID xid;
+  thd_get_xid(thd, &xid);
+  const q4m::QueueTable* failed = nullptr;
+  s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
+  if (s.ok()) return 0;
+  if (failed)
+    raise_table_error(table_label_of_path(failed->path()), s);
+  else
+    raise_status_error(s);
+  return 1;
+}
+
+// The xids prepared in the open tables, each once.
+std::vector<std::string> prepared_xids() {
+  std::vector<std::string> keys;
+  for (const auto& table : q4m::TableRegistry::instance().open_tables())
+    for (const auto& part : table->prepared_parts())
+      if (std::find(keys.begin(), keys.end(), part.xid) == keys.end()) keys.push_back(part.xid);
+  return keys;
+}
+
+// recover() is called again and again until it returns fewer than asked: a cursor over the
+// xids found when it was first called.
+struct Recovery {
+  std::vector<std::string> keys;
+  size_t next = 0;
+  bool started = false;
+};
+std::mutex recovery_mutex;
+Recovery recovery;
+
+int recover(handlerton*, XID* list, uint len) {
+  std::lock_guard<std::mutex> one(recovery_mutex);
+  if (!recovery.started) {
+    recovery.started = true;
+    if (q4m::file_exists(kPreparedMarker)) {  // a part may be prepared in any table: open them all
+      marker_made.store(true);
+      for_each_data_file([](const std::string& db, const std::string& name, const std::string& path) {
+        std::shared_ptr<q4m::QueueTable> table;
+        q4m::Status st = q4m::TableRegistry::instance().acquire(path, &table);
+        if (!st.ok())
+          sql_print_warning("QUEUE: table %s.%s not opened for recovery: %s", db.c_str(), name.c_str(),
+                            st.message().c_str());
+        return true;
+      });
+    }
+    recovery.keys = prepared_xids();
+    recovery.next = 0;
+  }
+  uint n = 0;
+  while (n < len && recovery.next < recovery.keys.size())
+    if (xid_of(recovery.keys[recovery.next++], &list[n])) n++;
+  if (n < len) recovery = Recovery();  // the next pass starts over
+  return static_cast<int>(n);
+}
+
+// Ends every part prepared under `xid` (the server asks every engine: one it does not know
+// is not ours).
+int end_by_xid(XID* xid, bool commit) {
+  const std::string key = key_of(*xid);
+  bool found = false;
+  for (const auto& table : q4m::TableRegistry::instance().open_tables()) {
+    for (const auto& part : table->prepared_parts()) {
+      if (part.xid != key) continue;
+      found = true;
+      q4m::Status s = table->end_part(part.id, commit);
+      if (!s.ok()) {
+        if (current_thd) raise_status_error(s);
+        sql_print_error("QUEUE: %s of a prepared transaction in %s failed: %s", commit ? "commit" : "rollback",
+                        table->path().c_str(), s.message().c_str());
+      }
+    }
+  }
+  return found ? 0 : 1;
+}
+
+int commit_by_xid(handlerton*, XID* xid) { return end_by_xid(xid, true); }
+int rollback_by_xid(handlerton*, XID* xid) { return end_by_xid(xid, false); }
+
+}  // namespace
+
+void install_xa_hooks(handlerton* hton) {
+  hton->prepare = prepare;
+  hton->recover = recover;
+  hton->commit_by_xid = commit_by_xid;
+  hton->rollback_by_xid = rollback_by_xid;
+}
+
+void forget_prepared_marker_if_unused() {
+  if (!q4m::file_exists(kPreparedMarker)) return;
+  for (const auto& table : q4m::TableRegistry::instance().open_tables())
+    if (!table->prepared_parts().empty()) return;
+  if (q4m::remove_file(kPreparedMarker).ok()) marker_made.store(false);
+}
+
+}  // namespace q4m_engine

@@ -1,0 +1,17 @@
+// Two-phase commit (docs/transactions.md): the handlerton's prepare, recover,
+// commit_by_xid and rollback_by_xid. A prepared transaction's parts live in its tables'
+// files (TXN_* records, core/file/format.h) and survive the connection (a detached XA
+// transaction) and a restart; these hooks find them by xid. After a restart that may have
+// left prepared parts (a marker file in the datadir says so), recover() opens every QUEUE
+// table of the datadir to find them.
+#pragma once
+
+struct handlerton;
+
+namespace q4m_engine {
+
+void install_xa_hooks(handlerton* hton);
+// Clean shutdown: the marker goes if no open table holds a prepared part.
+void forget_prepared_marker_if_unused();
+
+}  // namespace q4m_engine
