@@ -1,5 +1,8 @@
 #define MYSQL_SERVER 1
 #include <my_global.h>
+#include <log.h>
+#include <signal.h>
+#include <unistd.h>
 #include <mysql/plugin.h>
 
 #include <chrono>
@@ -24,6 +27,10 @@ unsigned int commit_spin_us = 300;
 
 // Same order as q4m::SyncMode.
 const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
+unsigned long crash_point = 0;
+const char* crash_point_names[] = {"none", "before_prepare", "after_prepare", "before_commit", "after_commit", nullptr};
+TYPELIB crash_point_typelib = {array_elements(crash_point_names) - 1, "crash_point_typelib", crash_point_names,
+                               nullptr};
 TYPELIB sync_mode_typelib = {array_elements(sync_mode_names) - 1, "sync_mode_typelib",
                              sync_mode_names, nullptr};
 
@@ -101,6 +108,11 @@ MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   "CPU (yielding to runnable threads) before it sleeps; at most as many "
                   "statements spin at once as the server may use CPUs. 0 = sleep at once",
                   nullptr, update_commit_spin_us, 300, 0, 100000, 0);
+MYSQL_SYSVAR_ENUM(debug_crash_point, crash_point, PLUGIN_VAR_RQCMDARG,
+                  "For crash tests only: the server kills itself (SIGKILL, as kill -9) when a transaction "
+                  "reaches this point of QUEUE's two-phase commit (before_prepare, after_prepare: its parts "
+                  "are durable; before_commit: the coordinator decided; after_commit). none (default)",
+                  nullptr, nullptr, 0, &crash_point_typelib);
 // Not a server variable (no SHOW VARIABLES, no SET): the mark of the ConnectionState this
 // session belongs to. COM_RESET_CONNECTION and COM_CHANGE_USER put every session variable
 // back to its default (0), which is how the engine learns that a pooled connection was
@@ -121,6 +133,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(sync_removals),
     MYSQL_SYSVAR(commit_spin_us),
     MYSQL_SYSVAR(session_mark),
+    MYSQL_SYSVAR(debug_crash_point),
     nullptr};
 
 std::chrono::milliseconds session_lease(THD* thd) {
@@ -130,6 +143,12 @@ std::chrono::milliseconds session_lease(THD* thd) {
 }
 
 bool session_sync_removals(THD* thd) { return THDVAR(thd, sync_removals); }
+
+void crash_at(CrashPoint point) {
+  if (crash_point != static_cast<unsigned long>(point)) return;
+  sql_print_information("QUEUE: queue_debug_crash_point=%s reached: killing the server", crash_point_names[crash_point]);
+  kill(getpid(), SIGKILL);
+}
 
 uint64_t session_mark(THD* thd) { return THDVAR(thd, session_mark); }
 void set_session_mark(THD* thd, uint64_t mark) { THDVAR(thd, session_mark) = mark; }

@@ -23,6 +23,10 @@ std::chrono::milliseconds session_lease(THD* thd);
 // queue_sync_removals of this session, for Consumer::set_sync_removals.
 bool session_sync_removals(THD* thd);
 
+// queue_debug_crash_point: the points of two-phase commit a crash test can stop the server at.
+enum class CrashPoint : unsigned long { kNone, kBeforePrepare, kAfterPrepare, kBeforeCommit, kAfterCommit };
+void crash_at(CrashPoint point);  // kills the server if queue_debug_crash_point names `point`
+
 // A hidden session variable that COM_RESET_CONNECTION / COM_CHANGE_USER set back to 0.
 // Own thread only (reading a session variable may set up the session's copy).
 uint64_t session_mark(THD* thd);

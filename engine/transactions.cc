@@ -9,6 +9,7 @@
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
+#include "engine/sysvars.h"
 
 namespace q4m_engine {
 
@@ -24,8 +25,11 @@ int commit(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction() || !ends_transaction(thd, all)) return 0;
   const q4m::QueueTable* failed = nullptr;
+  const bool two_phase = cs->transaction()->prepared();
+  if (two_phase) crash_at(CrashPoint::kBeforeCommit);
   q4m::Status st = cs->transaction()->commit(&failed);
   cs->end_transaction();
+  if (st.ok() && two_phase) crash_at(CrashPoint::kAfterCommit);
   if (st.ok()) return 0;
   if (failed)
     raise_table_error(table_label_of_path(failed->path()), st);

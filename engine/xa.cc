@@ -17,6 +17,7 @@
 #include "engine/data_files.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
+#include "engine/sysvars.h"
 
 namespace q4m_engine {
 
@@ -76,8 +77,12 @@ int prepare(handlerton*, THD* thd, bool all) {
   MYSQL_XID xid;
   thd_get_xid(thd, &xid);
   const q4m::QueueTable* failed = nullptr;
+  crash_at(CrashPoint::kBeforePrepare);
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
-  if (s.ok()) return 0;
+  if (s.ok()) {
+    crash_at(CrashPoint::kAfterPrepare);
+    return 0;
+  }
   if (failed)
     raise_table_error(table_label_of_path(failed->path()), s);
   else

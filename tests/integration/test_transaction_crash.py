@@ -1,0 +1,181 @@
+"""Two-phase commit across a crash (docs/transactions.md): a transaction that writes InnoDB rows
+and a QUEUE table, killed at each point of its commit, is afterwards wholly there or wholly
+gone. With the binary log on, the binlog coordinates, and every point holds. With it off the
+server's tc.log does, and MariaDB 10.11.18's tc.log recovery rolls back every prepared
+transaction, the ones it logged as committed too (sql/log.cc TC_LOG_MMAP::recover passes no
+mem_root, so sql/handler.cc xarecover_handlerton calls rollback_by_xid for all): the last
+test here shows the one case that splits, so that the docs' warning stays true.
+The server kills itself at the point (queue_debug_crash_point, SIGKILL as kill -9)."""
+import pytest
+
+from sqlcheck import query, value
+
+POINTS = ["before_prepare", "after_prepare", "before_commit", "after_commit"]
+BINLOG = {"binlog": ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1"], "no-binlog": ["--skip-log-bin"]}
+
+
+def _server(server_factory, binlog):
+    s = server_factory.new(extra_args=BINLOG[binlog], at_startup=True)
+    s.sql("CREATE TABLE test.q (id INT) ENGINE=QUEUE")
+    s.sql("CREATE TABLE test.orders (id INT PRIMARY KEY) ENGINE=InnoDB")
+    s.sql("CREATE TABLE test.results (id INT PRIMARY KEY) ENGINE=InnoDB")
+    return s
+
+
+def _commit_and_die(s, c):
+    try:
+        query(c, "COMMIT")
+    except Exception:  # noqa: BLE001 - the server is gone: that is the point
+        pass
+    s.kill9()  # reaps it (it killed itself at the point, or is killed now)
+    s.start()
+
+
+# (binlog, point) pairs MariaDB's coordination keeps whole; see the module's docstring.
+WHOLE = [("binlog", p) for p in POINTS] + [("no-binlog", p) for p in POINTS if p != "after_commit"]
+
+
+@pytest.mark.parametrize("binlog,point", WHOLE)
+def test_an_outbox_transaction_killed_at_any_point_is_all_or_nothing(server_factory, point, binlog):
+    s = _server(server_factory, binlog)
+    try:
+        c = s.connect()
+        query(c, f"SET GLOBAL queue_debug_crash_point = '{point}'")
+        query(c, "BEGIN")
+        query(c, "INSERT INTO orders VALUES (1)")
+        query(c, "INSERT INTO q VALUES (1)")
+        _commit_and_die(s, c)
+        orders = s.value("SELECT COUNT(*) FROM test.orders")
+        queued = s.value("SELECT COUNT(*) FROM test.q")
+        assert (orders, queued) in [(0, 0), (1, 1)], f"{point}/{binlog}: orders {orders}, queue rows {queued}"
+        if point in ("before_prepare",):
+            assert orders == 0
+        if binlog == "binlog" and point in ("before_commit", "after_commit"):  # in the binlog: committed
+            assert orders == 1
+        # Nothing is left prepared, and the table works on.
+        assert s.sql("XA RECOVER") == []
+        s.sql("INSERT INTO test.q VALUES (2)")
+        assert s.value("SELECT COUNT(*) FROM test.q") == queued + 1
+    finally:
+        s.destroy()
+
+
+@pytest.mark.parametrize("binlog,point", WHOLE)
+def test_a_consume_transaction_killed_at_any_point_is_all_or_nothing(server_factory, point, binlog):
+    s = _server(server_factory, binlog)
+    try:
+        s.sql("INSERT INTO test.q VALUES (7)")
+        c = s.connect()
+        query(c, f"SET GLOBAL queue_debug_crash_point = '{point}'")
+        query(c, "BEGIN")
+        assert value(c, "SELECT queue_wait('q', 0)") == 1
+        query(c, "INSERT INTO results SELECT id FROM q")
+        assert value(c, "SELECT queue_end()") == 1
+        _commit_and_die(s, c)
+        results = s.value("SELECT COUNT(*) FROM test.results")
+        queued = s.value("SELECT COUNT(*) FROM test.q")
+        assert (results, queued) in [(0, 1), (1, 0)], f"{point}/{binlog}: results {results}, queue rows {queued}"
+        if binlog == "binlog" and point in ("before_commit", "after_commit"):
+            assert results == 1
+        assert s.sql("XA RECOVER") == []
+    finally:
+        s.destroy()
+
+
+def test_without_the_binlog_mariadb_rolls_back_the_innodb_half_of_a_committed_transaction(server_factory):
+    """Measured, not wanted: killed after QUEUE committed and before InnoDB did, with the binary
+    log off, the server's recovery rolls InnoDB's prepared half back although tc.log recorded
+    the commit. docs/transactions.md says so and asks for log-bin; if MariaDB fixes its tc.log
+    recovery this test fails, and the warning can go."""
+    s = _server(server_factory, "no-binlog")
+    try:
+        c = s.connect()
+        query(c, "SET GLOBAL queue_debug_crash_point = 'after_commit'")
+        query(c, "BEGIN")
+        query(c, "INSERT INTO orders VALUES (1)")
+        query(c, "INSERT INTO q VALUES (1)")  # registered last: QUEUE commits first
+        _commit_and_die(s, c)
+        assert (s.value("SELECT COUNT(*) FROM test.orders"), s.value("SELECT COUNT(*) FROM test.q")) == (0, 1)
+    finally:
+        s.destroy()
+
+
+def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(server_factory):
+    """Producers commit an order and its job together; consumers take a job, write its result
+    and end the job together. kill -9 in the middle, 20 times: every order has its job still
+    queued or its result written, never both, never neither; nothing acknowledged is lost."""
+    import os
+    import random
+    import threading
+    import time
+
+    import pymysql
+
+    cycles = int(os.environ.get("Q4M_TXN_CRASH_CYCLES", "20"))
+    rng = random.Random(int(os.environ.get("Q4M_TXN_CRASH_SEED", "28")))
+    s = _server(server_factory, "binlog")
+    acked_orders, acked_results = set(), set()
+    lock = threading.Lock()
+    next_id = [1]
+    try:
+        for cycle in range(cycles):
+            stop = threading.Event()
+
+            def produce():
+                try:
+                    c = s.connect()
+                    while not stop.is_set():
+                        with lock:
+                            oid = next_id[0]
+                            next_id[0] += 1
+                        query(c, "BEGIN")
+                        query(c, "INSERT INTO orders VALUES (%s)", (oid,))
+                        query(c, "INSERT INTO q VALUES (%s)", (oid,))
+                        query(c, "COMMIT")
+                        with lock:
+                            acked_orders.add(oid)
+                except pymysql.MySQLError:
+                    pass  # the server went away
+
+            def consume():
+                try:
+                    c = s.connect()
+                    while not stop.is_set():
+                        query(c, "BEGIN")
+                        if value(c, "SELECT queue_wait('q', 0.2)") != 1:
+                            value(c, "SELECT queue_end()")
+                            query(c, "ROLLBACK")
+                            continue
+                        job = value(c, "SELECT id FROM q")
+                        query(c, "INSERT INTO results VALUES (%s)", (job,))
+                        assert value(c, "SELECT queue_end()") == 1
+                        query(c, "COMMIT")
+                        with lock:
+                            acked_results.add(job)
+                except pymysql.MySQLError:
+                    pass
+
+            workers = [threading.Thread(target=f) for f in (produce, produce, consume, consume)]
+            for w in workers:
+                w.start()
+            time.sleep(rng.uniform(0.2, 0.8))
+            s.kill9()
+            stop.set()
+            for w in workers:
+                w.join(60)
+            s.start()
+            orders = {r[0] for r in s.sql("SELECT id FROM test.orders")}
+            queued = [r[0] for r in s.sql("SELECT id FROM test.q")]
+            results = {r[0] for r in s.sql("SELECT id FROM test.results")}
+            assert len(queued) == len(set(queued)), f"cycle {cycle}: a job queued twice"
+            assert not set(queued) & results, f"cycle {cycle}: jobs both queued and done: {set(queued) & results}"
+            assert orders == set(queued) | results, (
+                f"cycle {cycle}: orders without a job or result: {sorted(orders - set(queued) - results)[:10]}, "
+                f"jobs or results without an order: {sorted((set(queued) | results) - orders)[:10]}")
+            assert acked_orders <= orders, f"cycle {cycle}: acknowledged orders lost: {sorted(acked_orders - orders)[:10]}"
+            assert acked_results <= results, f"cycle {cycle}: acknowledged results lost"
+            assert s.sql("XA RECOVER") == []
+        print(f"{cycles} kills: {len(acked_orders)} orders and {len(acked_results)} results acknowledged")
+        assert len(acked_orders) > 100 and len(acked_results) > 50, (len(acked_orders), len(acked_results))
+    finally:
+        s.destroy()
