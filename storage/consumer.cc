@@ -43,7 +43,7 @@ uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned
 size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
 uint32_t Consumer::delivery_count_of(RowId id) const {
   const Impl& c = *impl_;
-  if (!c.owned_table.load()) return 0;
+  if (!c.owned_table.load() || c.rows_moved.load()) return 0;  // moved rows may be others' now
   if (c.batch_ids.empty()) return id == c.owned_rowid.load() ? c.owned_deliveries : 0;
   auto it = std::lower_bound(c.batch_ids.begin(), c.batch_ids.end(), id);
   return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
@@ -61,6 +61,18 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.lease_token.store(0);
   c.lease_expired.store(false);
   c.expired_token.store(0);
+  c.rows_moved.store(false);
+}
+
+// The owned rows' table moved (take_over: a copying ALTER TABLE): from now on their ends,
+// aborts and leases go to the table that took them over.
+void follow_moved_table(Consumer::Impl& c) {
+  while (c.owned && c.owned->has_moved()) {
+    std::shared_ptr<QueueTableImpl> next = c.owned->moved_to();
+    if (!next) return;  // given back meanwhile
+    c.owned = std::move(next);
+    c.owned_table.store(c.owned.get());
+  }
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -73,13 +85,36 @@ void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& tabl
 }
 
 // Gives every owned row still held back to the queue (those a lease expiry returned
-// already, or a DELETE removed, are skipped by abort_row).
+// already, or a DELETE removed, are skipped by abort_row), where the rows are now.
 void return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   std::vector<fmt::ReturnedRow> returned;
   fmt::ReturnedRow r;
-  for (RowId id : OwnedIds(c))
-    if (c.owned->abort_row(c.self, id, delay, &r)) returned.push_back(r);
+  follow_moved_table(c);
+  const OwnedIds ids(c);
+  for (const RowId* id = ids.begin(); id != ids.end();) {
+    const QueueTableImpl::Abort a = c.owned->abort_row(c.self, *id, delay, &r);
+    if (a == QueueTableImpl::Abort::kMoved) {  // the rows returned so far moved with their history
+      returned.clear();
+      follow_moved_table(c);
+      continue;
+    }
+    if (a == QueueTableImpl::Abort::kReturned) returned.push_back(r);
+    ++id;
+  }
   c.owned->record_returns(returned);  // one record for a batch
+}
+
+// The owned rows moved with an ALTER TABLE that could not keep them owned: any it did keep
+// are given back, and the caller is told that none was removed.
+Status leave_after_rows_moved(Consumer::Impl& c) {
+  const OwnedIds ids(c);
+  const std::string rows = ids.size() > 1 ? "the batch of " + std::to_string(ids.size()) + " rows from row " +
+                                                std::to_string(ids.front()) + " was"
+                                          : "row " + std::to_string(ids.front()) + " was";
+  return_owned_rows(c);
+  leave_owner_mode(c);
+  return Status(ErrorCode::kRowsMoved, "ALTER TABLE moved the table's rows without keeping them owned by this "
+                                       "connection: " + rows + " not removed");
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -110,36 +145,49 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
-  const OwnedIds ids(c);
-  Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
-  if (s.code() == ErrorCode::kLeaseExpired) leave_after_expiry(c);
-  return s;
+  for (;;) {
+    follow_moved_table(c);
+    if (c.rows_moved.load()) return leave_after_rows_moved(c);
+    const OwnedIds ids(c);
+    Status s = c.owned->renew_lease(c, ids.begin(), ids.size(), lease);
+    if (s.code() == ErrorCode::kMoved) continue;
+    if (s.code() == ErrorCode::kLeaseExpired) leave_after_expiry(c);
+    return s;
+  }
 }
 
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
-  const OwnedIds ids(c);
-  // Token before expired: expiry writes them the other way round (consumer_impl.h).
-  if (c.lease_token.load() != 0 || c.lease_expired.load()) {
-    Status s = c.owned->settle_lease(c, ids.front(), ids.size());
-    if (!s.ok()) {
-      leave_after_expiry(c);
-      return s;
+  for (;;) {  // again where the rows moved, if they moved meanwhile (kMoved)
+    follow_moved_table(c);
+    if (c.rows_moved.load()) return leave_after_rows_moved(c);
+    const OwnedIds ids(c);
+    // Token before expired: expiry writes them the other way round (consumer_impl.h).
+    if (c.lease_token.load() != 0 || c.lease_expired.load()) {
+      Status s = c.owned->settle_lease(c, ids.front(), ids.size());
+      if (s.code() == ErrorCode::kMoved) continue;
+      if (!s.ok()) {
+        leave_after_expiry(c);
+        return s;
+      }
     }
+    Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
+    if (s.code() == ErrorCode::kMoved) continue;
+    if (!s.ok()) return s;  // still in owner mode: no row was removed
+    // A drop under ALTER TABLE that took the rows elsewhere came first: nothing was removed.
+    if (c.rows_moved.load()) return leave_after_rows_moved(c);
+    c.owned->counters().ends.add();
+    global_stats().ends.add();
+    leave_owner_mode(c);
+    return Status::Ok();
   }
-  Status s = c.owned->end_rows(this, ids.begin(), ids.size());  // a batch: one commit
-  if (!s.ok()) return s;  // still in owner mode: no row was removed
-  c.owned->counters().ends.add();
-  global_stats().ends.add();
-  leave_owner_mode(c);
-  return Status::Ok();
 }
 
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_abort()");
-  return_owned_rows(c, delay);
+  return_owned_rows(c, delay);  // rows that moved without their owner are queued already
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
   leave_owner_mode(c);

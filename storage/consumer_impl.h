@@ -70,6 +70,10 @@ struct Consumer::Impl {
   // rows of a batch share one lease, and each row's deadline returns it once any has expired.
   mutable std::atomic<LeaseClock::rep> lease_at{0};
   mutable std::atomic<uint64_t> expired_token{0};
+  // The owned rows moved with a copying ALTER TABLE that could not keep them owned (the
+  // table left the engine, or the copy lacks them): set under the owned table's state lock
+  // (take_over, a drop under ALTER), read by the own thread, which then reports kRowsMoved.
+  mutable std::atomic<bool> rows_moved{false};
   // When the owned row (a batch: its first row) was handed out, in LeaseClock ticks;
   // written under the owned table's state lock (give_row), read by owned_rows().
   mutable std::atomic<LeaseClock::rep> owned_since{0};

@@ -31,7 +31,7 @@ void QueueTableImpl::set_max_deliveries(uint32_t max) {
 QueueTableImpl::Take QueueTableImpl::take_dead(Consumer::Impl& c) {
   auto st = state_.lock();
   if (st->dropped) return Take::kDropped;
-  if (st->dead_ids.empty()) return Take::kNone;
+  if (st->dead_ids.empty() || st->moved_to) return Take::kNone;
   RowEntry* e = st->index.find(*st->dead_ids.begin());
   // (set_state keeps dead_ids exact; the check is a guard against ever handing out a held row)
   return e && e->state == RowState::kDead ? take_locked(*st, c, 0, *e) : Take::kNone;

@@ -54,6 +54,9 @@ LeaseClock::time_point QueueTableImpl::claim_expired(TableState& st, LeaseClock:
 }
 
 void QueueTableImpl::remove_expired() {
+  // A moved table's rows are frozen (take_over): the table that took them over expires them;
+  // a failed commit here would only claim them again, pass after pass.
+  if (has_moved()) return;
   size_t removed = 0;
   // A failed commit puts the rows back (unclaim), where row_became_free() claims them again
   // and asks the reaper for another pass.

@@ -149,7 +149,27 @@ uint64_t inserted_at(const CommitRequest& r, size_t i, uint64_t now) {
   return r.history && r.history[i].insert_time_ms ? r.history[i].insert_time_ms : now;
 }
 
-// A copy's deliveries and retry delays, as a RETURN record under the rows' new ids in the
+// A copy's rows that keep their ids (RowHistory::id) must come in increasing order, from the
+// table's next id on: else *why is set and none of the request's rows is written.
+bool kept_ids_fit(const CommitRequest& r, const std::vector<size_t>& rows, RowId next, Status* why) {
+  if (!r.history) return true;
+  for (size_t i : rows) {
+    const RowId id = r.history[i].id;
+    if (id == 0) {
+      next++;
+      continue;
+    }
+    if (id < next) {
+      *why = Status(ErrorCode::kInvalid, "copied row id " + std::to_string(id) + " is below the table's next row id " +
+                                             std::to_string(next) + ": ids must increase");
+      return false;
+    }
+    next = id + 1;
+  }
+  return true;
+}
+
+// A copy's deliveries and retry delays, as a RETURN record under the rows' ids in the
 // rows' own chunk: a crash keeps both or neither.
 void add_kept_histories(fmt::ChunkBuilder& chunk, CommitRequest* r) {
   r->histories_kept.clear();
@@ -164,7 +184,9 @@ void add_kept_histories(fmt::ChunkBuilder& chunk, CommitRequest* r) {
 
 void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto w = writer_.lock();
-  Status fail = dropped_.load() ? dropped_status() : w->broken;
+  // Moved first: an owner's end must reach the table its row moved to, even once this one
+  // is dropped (a dropped table's end would look like success).
+  Status fail = has_moved() ? moved_status() : dropped_.load() ? dropped_status() : w->broken;
   if (!fail.ok()) {
     for (CommitRequest* r : batch) r->status = fail;
     return;
@@ -187,14 +209,16 @@ void QueueTableImpl::run_batch(const CommitRequest* leader, std::vector<CommitRe
   // The rows of r to write are in `rows`: checks their room under MAX_ROWS (else takes their
   // keys out of the window again, from undo position `undo_from`) and appends them.
   auto write_rows = [&](CommitRequest* r, size_t undo_from) {
-    if (!room.take(rows.size(), &r->status)) {
+    if (!kept_ids_fit(*r, rows, next, &r->status) || !room.take(rows.size(), &r->status)) {
       w->dedup.forget_batch(&dedup_undo, undo_from);
       return false;
     }
     for (size_t i : rows) {
-      r->ids.push_back(next);
+      const RowId id = r->history && r->history[i].id ? r->history[i].id : next;  // a copy keeps its ids
+      next = id + 1;
+      r->ids.push_back(id);
       r->written.push_back(i);
-      r->offsets.push_back(chunk.add_row(next++, inserted_at(*r, i, now), (*r->rows)[i]));
+      r->offsets.push_back(chunk.add_row(id, inserted_at(*r, i, now), (*r->rows)[i]));
     }
     deduplicated += r->deduplicated;
     return true;
@@ -307,6 +331,7 @@ uint64_t QueueTableImpl::publish_removal(TableState& st, const CommitRequest& r)
     if (!st.delay_tokens.empty()) st.delay_tokens.erase(id);  // its deadline is stale now
     const bool in_group = e->grouped;
     st.index.remove(id);
+    if (st.took_over_ids_kept) st.removed_since_take_over.push_back(id);  // for a give-back (take_over)
     if (in_group) {
       st.groups.remove(id, group_lookup(st));
       grouped = true;

@@ -67,6 +67,11 @@ struct RowHistory {
   uint64_t insert_time_ms = 0;  // wall clock; 0 = inserted now
   uint32_t deliveries = 0;
   uint64_t due_ms = 0;  // wall-clock ms a queue_abort(delay) holds it back until; 0 = none
+  // Its id, kept (queue_rowid() and a relay's dedup see the same row); 0 = the next new id.
+  RowId id = 0;
+  // A connection owned it when it was copied: the copy holds it back (taken by no one,
+  // expired by no TTL) until take_over() says what became of it.
+  bool held = false;
 };
 
 class QueueTable {
@@ -94,9 +99,23 @@ class QueueTable {
 
   // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
   // given in the order they were inserted. Their age, delivery count (so MAX_DELIVERIES finds
-  // the dead ones) and retry delays are in the same chunk as the rows.
+  // the dead ones) and retry delays are in the same chunk as the rows. Rows with an id keep
+  // it: ids must increase, from the table's next id on (else kInvalid, nothing written).
   virtual Status insert_with_history(const std::vector<std::string_view>& rows,
                                      const std::vector<RowHistory>& history) = 0;
+
+  // The end of a copying ALTER TABLE (table_takeover.cc): this table, which the copy filled
+  // with `old`'s rows by insert_with_history(), becomes the queue `old` was. With
+  // `ids_kept` (the rows kept their ids), each row takes the state it has in `old` now: rows
+  // consumed meanwhile are removed, the rows a connection owns stay its own (delivery
+  // count, lease, message group), rows returned meanwhile keep their delivery. Without,
+  // nothing may have changed in `old` since the copy began (kInvalid, `old` untouched).
+  // Either way this table's next id is at least `old`'s (a relay's dedup never takes a new
+  // row for a replay), it keeps `old`'s relay records (queue_set_srcid), and from then on
+  // `old` hands out no row and forwards its owners here. All of it is synced before the call
+  // returns. If this table is dropped while `old` still stands (the ALTER failed after
+  // all), `old` takes its rows back the same way.
+  virtual Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) = 0;
 
   // ---- SQL scans (handler) ---------------------------------------------
   // Next row visible to `viewer` (may be null = a connection with no Consumer) with

@@ -40,7 +40,7 @@ ViewerMode mode_of(const Consumer* viewer, const QueueTableImpl* table) {
   const Consumer::Impl& c = viewer->impl();
   const QueueTableImpl* t = c.owned_table.load(std::memory_order_acquire);
   if (!t) return m;
-  if (t != table) {
+  if (!QueueTableImpl::same_queue(t, table)) {
     m.owns_elsewhere = true;
     return m;
   }
@@ -218,7 +218,7 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
     if (history) {
       fmt::ReturnedRow kept;
       st->kept_across_restart(e, &kept);
-      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms};
+      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms, e.id, e.state == RowState::kOwned};
     }
     if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
     r = st->uncached_read(e.offset, e.length);
@@ -289,6 +289,7 @@ std::vector<OwnedRowInfo> QueueTableImpl::owned_rows() {
     const LeaseClock::rep now = LeaseClock::now().time_since_epoch().count();
     size_t pos = st->index.lower_bound(after + 1);
     const size_t end = std::min(st->index.end_pos(), pos + kSlice);
+    if (st->moved_to) return out;  // its owners are listed where their rows moved (take_over)
     for (; pos < end; pos++) {
       const RowEntry& e = st->index.at(pos);
       after = e.id;

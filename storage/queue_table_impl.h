@@ -55,6 +55,8 @@ struct UncachedRead {
   std::optional<ReadAheadWindow::Plan> block;
 };
 
+class QueueTableImpl;
+
 struct TableState {
   RowIndex index;
   std::shared_ptr<DataFile> file;  // what readers pread from (swapped by compaction)
@@ -121,6 +123,15 @@ struct TableState {
     delay_tokens.clear();
   }
   bool dropped = false;
+  // A copying ALTER TABLE (table_takeover.cc). moved_to: the table that took over this one's
+  // rows; this one then hands out no row, and its owners' ends, aborts and leases go there.
+  std::shared_ptr<QueueTableImpl> moved_to;
+  // The table this one took over from, while that one still stands: if this one is dropped
+  // first (the ALTER failed after its copy), that one takes the rows back, removing those
+  // removed here meanwhile (removed_since_take_over).
+  std::weak_ptr<QueueTableImpl> took_over_from;
+  bool took_over_ids_kept = false;
+  std::vector<RowId> removed_since_take_over;
 
   // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
   // at its end, so rows below it may be read ahead at once.
@@ -218,6 +229,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Status read_row(RowId id, std::string* payload, bool* found) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;
+  Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
   bool claim_for_delete(Consumer* viewer, RowId id) override;
@@ -245,15 +257,20 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   Take take_dead(Consumer::Impl& c);
   // What a take (or a write) on a dropped table answers (table_maintenance.cc).
   Status dropped_status() const;
+  // What an owner's end, abort or lease change (or any write) on a moved table answers
+  // (table_takeover.cc): the caller follows moved_to() and tries there.
+  Status moved_status() const;
   Take take_or_register(Consumer::Impl& c, int sub_index, const std::shared_ptr<const RowFilter>& filter,
                         bool register_waiter);
   void unregister(Consumer::Impl& c);
   // Removal of c's owned rows `ids` in one commit (synced unless c waived it); Ok for rows
   // that vanished.
   Status end_rows(const Consumer* c, const RowId* ids, size_t count);
-  // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then. False if c
-  // no longer held it; else *returned says what record_returns() should keep of it.
-  bool abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay, fmt::ReturnedRow* returned);
+  // Back to Free (+ hand to a waiter); with a delay > 0, kDelayed until then. kNotHeld if c
+  // no longer held it; kMoved if the table's rows moved (take_over): abort it there. On
+  // kReturned *returned says what record_returns() should keep of it.
+  enum class Abort { kReturned, kNotHeld, kMoved };
+  Abort abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay, fmt::ReturnedRow* returned);
   // Appends a RETURN record for rows that went back to the queue, without a sync of its
   // own: delivery counts and retry delays survive a server crash and a restart, and a power
   // cut survives them once any later sync ran (docs/file-format.md, "RETURN").
@@ -261,7 +278,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void release_claims(const Consumer* c);         // claimed rows back to Free
   // Before end_rows of leased rows (c's `count` owned rows, the lowest `first`):
   // kLeaseExpired if the lease already ran out, else the lease is cancelled, so the rows
-  // can no longer go back to the queue under the removal.
+  // can no longer go back to the queue under the removal. kMoved: see take_over().
   Status settle_lease(const Consumer::Impl& c, RowId first, size_t count);
   // The owned rows `ids` of c are now leased until `lease` from now (a new lease, whether or
   // not they had one); kLeaseExpired if their lease already ran out.
@@ -283,8 +300,24 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   void remove_expired();  // outside the state lock
   static constexpr size_t kMaxExpiredPerPass = 100000;
 
+  // ---- copying ALTER TABLE (table_takeover.cc) ----
+  // The table this one's rows moved to (take_over), null if none. has_moved() without a lock.
+  std::shared_ptr<QueueTableImpl> moved_to();
+  bool has_moved() const { return moved_to_raw_.load(std::memory_order_acquire) != nullptr; }
+  // Whether a connection owning rows in `a` owns them in `b` too: the same table, or one
+  // that took over from the other (a statement that opened the old table before the ALTER
+  // ended still reads its rows there). Compares pointers only.
+  static bool same_queue(const QueueTableImpl* a, const QueueTableImpl* b) {
+    return a == b || (a && a->moved_to_raw_.load(std::memory_order_acquire) == b) ||
+           (b && b->moved_to_raw_.load(std::memory_order_acquire) == a);
+  }
+
   // ---- used by TableRegistry ----
-  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  // Waiters get kDropped, rows vanish, file closed. `rows_moved`: the rows live on in another
+  // table (a copying ALTER TABLE dropped this one): owners whose rows did not move with
+  // take_over() are told their rows were not removed (kRowsMoved). A table dropped after it
+  // took over from one that still stands gives the rows back to it first.
+  void mark_dropped(bool rows_moved = false);
   Status rename_to(const std::string& to);
   void close();  // clean close (flushes nothing: every commit is already durable)
 
@@ -364,8 +397,9 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // else offered to the waiters. `now` is the wall clock in ms.
   void queue_row(TableState& st, RowEntry& e, std::string_view payload, int64_t now);
   // A new row copied with its history (insert_with_history): takes its delivery count; true
-  // if that makes it dead (MAX_DELIVERIES) or its retry delay is still ahead (then kDelayed),
-  // false if it goes to the queue as any new row (queue_row).
+  // if that makes it dead (MAX_DELIVERIES), its retry delay is still ahead (then kDelayed) or
+  // it is held (kOwned by no one, RowHistory::held), false if it goes to the queue as any
+  // new row (queue_row).
   bool queue_copied_row(TableState& st, RowEntry& e, const RowHistory& history, uint64_t now_ms);
   void watch_deadline(LeaseClock::time_point at);  // the reaper calls expire_leases() by then
   // `e` is held by `claimer` for removal (a DELETE, or expiry): hidden from takes and scans
@@ -388,6 +422,20 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // table_maintenance.cc (state_ held): every row vanishes (TRUNCATE, DROP), owned ones
   // too; the lock-free mirrors of the index drop to zero with them.
   void forget_rows(TableState& st);
+
+  // table_takeover.cc. This table's rows take the states they have in `src` (both writer
+  // turns and state locks held by the caller); see take_over(). kGiveBack: `src` took over
+  // from this one and gives the rows back.
+  enum class Adopt { kIdsKept, kNewIds, kGiveBack };
+  Status adopt(QueueTableImpl& src, WriterState& src_w, TableState& src_st, WriterState& w, Adopt how);
+  // Before this table is dropped: the table it took over from, if that one still stands
+  // and has not been dropped, takes the rows back (Adopt::kGiveBack).
+  void give_back_rows();
+  // `t` (of this table) takes the state of `s` (src's row of the same id, whose retry delay
+  // is due at s_due_ms, 0 = none). False if it cannot (a removal claims it).
+  bool restate_row(TableState& st, RowEntry& t, const RowEntry& s, uint64_t s_due_ms, uint64_t now);
+  // Removes rows from the index whoever holds them (take_over); returns how many.
+  uint64_t remove_rows(TableState& st, const std::vector<RowId>& ids);
 
   // compaction.cc
   Status compact_now();
@@ -412,6 +460,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   std::atomic<uint64_t> delayed_{0};  // rows in kDelayed
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
+  std::atomic<const QueueTableImpl*> moved_to_raw_{nullptr};  // TableState::moved_to, for lock-free checks
   std::atomic<bool> lease_watched_{false};  // handed to the LeaseReaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t dropped_tail_bytes_ = 0;

@@ -16,7 +16,7 @@ uint32_t next_delivery(const RowEntry& e) {
 
 // Hands a Free row to the first waiter (FIFO) that still waits and whose filter matches.
 void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view payload) {
-  if (st.waiters.empty() || !st.takeable(e)) return;
+  if (st.waiters.empty() || !st.takeable(e) || st.moved_to) return;  // a moved table hands out nothing
   std::string scratch;
   bool have_payload = payload.data() != nullptr || e.length == 0;
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
@@ -105,6 +105,11 @@ void QueueTableImpl::queue_row(TableState& st, RowEntry& e, std::string_view pay
 
 bool QueueTableImpl::queue_copied_row(TableState& st, RowEntry& e, const RowHistory& history, uint64_t now) {
   e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history.deliveries, UINT16_MAX));  // saturates, as counted
+  if (history.held) {  // owned by no one until take_over() gives it its owner (or frees it)
+    e.deliveries = next_delivery(e);  // the delivery in progress, as the owner's row counts it
+    set_state(st, e, RowState::kOwned);
+    return true;
+  }
   if (st.dies(e)) {
     set_state(st, e, RowState::kDead);
     return true;
@@ -237,6 +242,7 @@ Status lease_expired_status(const Consumer::Impl& c, RowId first, size_t count) 
 
 Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId first, size_t count) {
   auto st = state_.lock();
+  if (st->moved_to) return moved_status();
   if (c.lease_expired.load()) return lease_expired_status(c, first, count);
   c.lease_token.store(0);  // its deadlines are stale from here on
   return Status::Ok();
@@ -245,6 +251,7 @@ Status QueueTableImpl::settle_lease(const Consumer::Impl& c, RowId first, size_t
 Status QueueTableImpl::renew_lease(const Consumer::Impl& c, const RowId* ids, size_t count,
                                    std::chrono::milliseconds lease) {
   auto st = state_.lock();
+  if (st->moved_to) return moved_status();
   if (c.lease_expired.load()) return lease_expired_status(c, ids[0], count);
   bool leased = false;  // the first row still held gets a new token (old deadlines go stale)
   for (size_t i = 0; i < count; i++) {
@@ -270,6 +277,8 @@ LeaseClock::time_point QueueTableImpl::expire_leases(LeaseClock::time_point now)
 
 LeaseClock::time_point QueueTableImpl::expire_due(LeaseClock::time_point now, std::vector<fmt::ReturnedRow>* returned) {
   auto st = state_.lock();
+  // The leases and delays of a moved table's rows run in the table that took them over.
+  if (st->moved_to) return LeaseClock::time_point::max();
   while (st->leases.due(now)) {
     const LeaseDeadline d = st->leases.pop();
     RowEntry* e = leased_row(st->index, d);
@@ -314,6 +323,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
   if (!filter) {  // no payload reads: one lock hold
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
+    if (st->moved_to) return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
     RowId* cursor = cursor_for(*st, filter);
     size_t pos = st->index.lower_bound(*cursor), end = st->index.end_pos();
     // Grouped rows are not this scan's: the oldest one that may go is the groups' first ready row.
@@ -351,6 +361,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     {
       auto st = state_.lock();
       if (st->dropped) return Take::kDropped;
+      if (st->moved_to) return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
       RowId* cursor = cursor_for(*st, filter);
       if (!started || st->free_epoch != epoch) {  // (re)start: a row behind us may be Free again
         from = *cursor;
@@ -394,6 +405,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     }
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
+    if (st->moved_to) return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
     RowId* cursor = cursor_for(*st, filter);
     const bool stable = st->free_epoch == epoch;
     if (match) {
@@ -416,19 +428,20 @@ void QueueTableImpl::unregister(Consumer::Impl& c) {
   waiters_.store(st->waiters.size());
 }
 
-bool QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay,
-                               fmt::ReturnedRow* returned) {
+QueueTableImpl::Abort QueueTableImpl::abort_row(const Consumer* c, RowId id, std::chrono::milliseconds delay,
+                                                fmt::ReturnedRow* returned) {
   auto st = state_.lock();
+  if (st->moved_to) return Abort::kMoved;
   RowEntry* e = st->index.find(id);
   // Gone (TRUNCATE, DROP), or its lease ran out and it went back already.
-  if (!e || e->owner != c || e->state != RowState::kOwned) return false;
+  if (!e || e->owner != c || e->state != RowState::kOwned) return Abort::kNotHeld;
   c->impl().lease_token.store(0);
   *returned = fmt::ReturnedRow{id, e->deliveries, 0};
   if (delay.count() > 0 && !st->dies(*e))  // a dead row waits for no retry
     returned->due_ms = delay_row(*st, *e, delay, DelayKind::kRetry);
   else
     row_became_free(*st, *e);  // may hand it out at once: *returned was taken before
-  return true;
+  return Abort::kReturned;
 }
 
 void QueueTableImpl::restore_delays(const std::unordered_map<RowId, uint64_t>& due_ms) {
@@ -444,11 +457,11 @@ void QueueTableImpl::restore_delays(const std::unordered_map<RowId, uint64_t>& d
 
 bool QueueTableImpl::claim_for_delete(Consumer* viewer, RowId id) {
   const QueueTableImpl* owned_table = viewer ? viewer->impl().owned_table.load() : nullptr;
-  if (owned_table && owned_table != this) return false;  // everything here is invisible to it
+  if (owned_table && !same_queue(owned_table, this)) return false;  // everything here is invisible to it
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
-    if (!e) return false;
+    if (!e || st->moved_to) return false;
     if (e->owner == viewer && e->state == RowState::kClaimedForDelete) return true;
     bool owned_by_viewer = viewer && e->state == RowState::kOwned && e->owner == viewer;
     if (owned_table && !owned_by_viewer) return false;  // in owner mode only the owned row is visible

@@ -58,19 +58,38 @@ void QueueTableImpl::forget_rows(TableState& st) {
   live_bytes_.store(0);
 }
 
-void QueueTableImpl::mark_dropped() {
-  WriterTurn turn(*this);
-  auto w = writer_.lock();
-  dropped_.store(true);
-  const std::string message = "file " + path() + ": table was dropped while waiting";
-  auto st = state_.lock();
-  st->dropped = true;
-  for (Waiter& wt : st->waiters) wt.consumer->table_dropped(message);
-  st->waiters.clear();
-  forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
-  st->file.reset();
-  w->file.reset();
-  waiters_.store(0);
+void QueueTableImpl::mark_dropped(bool rows_moved) {
+  give_back_rows();  // the ALTER that built this table failed: the old one takes its rows back
+  std::shared_ptr<QueueTableImpl> successor;
+  {
+    WriterTurn turn(*this);
+    auto w = writer_.lock();
+    dropped_.store(true);
+    const std::string message = "file " + path() + ": table was dropped while waiting";
+    auto st = state_.lock();
+    st->dropped = true;
+    for (Waiter& wt : st->waiters) wt.consumer->table_dropped(message);
+    st->waiters.clear();
+    successor = st->moved_to;  // stays: owners that have not followed it yet still will
+    if (rows_moved && !successor) {  // the rows left the engine: their owners' ends must not succeed
+      for (size_t p = 0; p < st->index.end_pos(); p++) {
+        const RowEntry& e = st->index.at(p);
+        if (e.state == RowState::kOwned && e.owner) e.owner->impl().rows_moved.store(true);
+      }
+    }
+    forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
+    st->file.reset();
+    w->file.reset();
+    waiters_.store(0);
+  }
+  if (successor) {  // the ALTER is through: nothing to give back to any more
+    auto st = successor->state_.lock();
+    if (st->took_over_from.lock().get() == this || st->took_over_from.expired()) {
+      st->took_over_from.reset();
+      st->took_over_ids_kept = false;
+      st->removed_since_take_over.clear();
+    }
+  }
 }
 
 Status QueueTableImpl::rename_to(const std::string& to) {
