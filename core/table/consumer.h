@@ -61,6 +61,10 @@ class Consumer {
   // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
   // with another consumer): kLeaseExpired, and owner mode is left all the same.
+  // A copying ALTER TABLE moves the owned rows to the table it builds and keeps them owned
+  // (QueueTable::take_over): end(), abort() and the lease follow them there. If it could not
+  // keep them owned (the table left the engine), nothing is removed: kRowsMoved, owner mode
+  // left (wait() and renew_lease() too).
   Status end();
   // queue_abort(): return the owned row, leave owner mode; kNotOwner if none. A row whose
   // lease ran out is already back: Ok. With a delay > 0 the row stays queued (visible,

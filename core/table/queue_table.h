@@ -89,9 +89,26 @@ class QueueTable {
                                 const RowId* source_rowids, bool reset, size_t* replayed) = 0;
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
   // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
-  // given in the order they were inserted.
+  // given in the order they were inserted. Rows with an id keep it: ids must increase, from
+  // the table's next id on (else kInvalid, nothing written).
   virtual Status insert_with_history(const std::vector<std::string_view>& rows,
                                      const std::vector<RowHistory>& history) = 0;
+
+  // The end of a copying ALTER TABLE (core/table/takeover.cc): this table, which the copy
+  // filled with `old`'s rows by insert_with_history(), becomes the queue `old` was. With
+  // `ids_kept` (the rows kept their ids), each row takes the state it has in `old` now: rows
+  // consumed meanwhile are removed, the rows a connection owns stay its own (delivery
+  // count, lease, message group), rows returned meanwhile keep their delivery. Without,
+  // nothing may have changed in `old` since the copy began (kInvalid, `old` untouched).
+  // Either way this table's next id is at least `old`'s (a relay's dedup never takes a new
+  // row for a replay), it keeps `old`'s relay records (queue_set_srcid), and from then on
+  // `old` hands out no row and passes its holders' ends, aborts and lease calls on here
+  // (moved_to()). All of it is synced before the call returns. If this table is dropped
+  // while `old` still stands (the ALTER failed after all), `old` takes its rows back the
+  // same way.
+  virtual Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) = 0;
+  // The table that took over this one's rows (take_over), or null.
+  virtual const QueueTable* moved_to() const = 0;
 
   // ---- SQL scans (handler) ---------------------------------------------
   // Next row visible to `viewer` (null = a connection with no Consumer) with id > after.
@@ -147,9 +164,12 @@ class QueueTable {
   enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped };
   // Gives the first takeable row matching r.filter to r.receiver (if it still accepts one),
   // else registers it as a waiter when `register_waiter`, to be handed the next such row.
+  // A table whose rows moved (take_over) hands out nothing.
   virtual Take take(const TakeRequest& r, bool register_waiter) = 0;
   virtual Take take_dead(const TakeRequest& r) = 0;  // the oldest dead row (MAX_DELIVERIES)
   virtual void unregister(const Receiver* r) = 0;
+  // end_rows, abort_rows, settle_lease and renew_lease on a table whose rows moved
+  // (take_over) go to the table they moved to.
   // Removal of the holder's rows `ids` in one commit (synced unless the holder waived it);
   // Ok for rows that vanished (TRUNCATE, DROP).
   virtual Status end_rows(const Holder* h, const RowId* ids, size_t count) = 0;

@@ -17,6 +17,7 @@
 //   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
 //   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
+//   takeover.cc     the end of a copying ALTER TABLE: the new table takes over the old one
 #pragma once
 #include <atomic>
 #include <list>
@@ -63,6 +64,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;
+  Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
+  const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
@@ -95,7 +98,11 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   SteadyClock::time_point due(SteadyClock::time_point now) override;
 
   // ---- used by TableRegistry ----
-  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  // Waiters get kDropped, rows vanish, file closed. `rows_moved`: the rows live on in another
+  // table (a copying ALTER TABLE dropped this one): owners whose rows did not move with
+  // take_over() are told their rows were not removed (Holder::rows_moved). A table dropped
+  // after it took over from one that still stands gives the rows back to it first.
+  void mark_dropped(bool rows_moved = false);
   Status rename_to(const std::string& to);
   void close();  // clean close: leaves an index snapshot (every commit is durable already)
 
@@ -129,6 +136,15 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     uint64_t delayed = 0, dead = 0;  // rows in kDelayed / kDead (kept by move())
     RowPolicies policies;
     bool dropped = false;
+    // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's
+    // rows; this one then hands out no row, and its holders' calls go there.
+    std::shared_ptr<Table> successor;
+    // The table this one took over from, while that one stands: if this one is dropped
+    // first (the ALTER failed after its copy), that one takes the rows back, without the
+    // rows removed here since (removed_since_take_over; logged with the ids kept only).
+    std::weak_ptr<Table> took_over_from;
+    bool took_over_by_id = false;
+    std::vector<RowId> removed_since_take_over;
 
     // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
     // at its end, so rows below it may be read ahead at once.
@@ -216,6 +232,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
+  Take moved_take(State& st, const TakeRequest& r, bool register_waiter);  // the rows moved (takeover.cc)
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
 
   // ---- operators.cc
@@ -226,6 +243,32 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.
   void record_returns(const std::vector<fmt::ReturnedRow>& rows);
+
+  // ---- reads.cc
+  // Whether rows owned in table `t` are owned here too: `t` is this table, or the other
+  // side of a copying ALTER TABLE's take-over (a statement that opened the old table before
+  // the ALTER ended still reads its rows there). Compares along moved_to(), whose tables
+  // each table keeps alive.
+  bool same_queue(const QueueTable* t) const;
+
+  // ---- takeover.cc
+  // The table the rows moved to (take_over), or null; state lock taken here.
+  std::shared_ptr<Table> successor();
+  Status moved_status() const;  // what a commit on a moved table answers
+  enum class Adopt { kIdsKept, kNewIds, kGiveBack };
+  // This table's rows take the states they have in `src` (see take_over()); the caller holds
+  // both tables' writer turns, writer and state locks. kGiveBack: `src` took over from this
+  // one and gives the rows back (the ALTER failed after its copy).
+  Status adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& st, Adopt how);
+  // Row `t` here takes the state of `s`, its original in `src_st` (deliveries, retry delay,
+  // owner), unless a removal claims it here (MESSAGE_TTL).
+  void restate(State& st, RowEntry& t, const State& src_st, const RowEntry& s, RowContext& ctx);
+  // Before this table is dropped: the table it took over from, if that one still stands,
+  // takes the rows back (Adopt::kGiveBack).
+  void give_back();
+  // The table this one took over from (`dropped`) was dropped: the ALTER went through, there
+  // is nothing to give back any more.
+  void predecessor_dropped(const Table* dropped);
 
   // ---- maintenance.cc / compaction.cc
   void forget_rows(State& st);  // every row vanishes (TRUNCATE, DROP)
@@ -246,6 +289,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
+  std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;
