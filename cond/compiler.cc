@@ -604,4 +604,25 @@ bool compile_ast(const Ast& root, const TableSchema& schema, Program* out, CondE
   return Compiler(schema, out, err).run(root);
 }
 
+namespace {
+
+void mark_named(const Ast& a, const TableSchema& schema, std::vector<bool>* named) {
+  if (a.kind == Ast::Kind::kColumn) {
+    for (size_t i = 0; i < schema.columns.size(); i++)
+      if (names_equal(schema.columns[i].name, a.text)) (*named)[i] = true;
+  }
+  for (const auto& kid : a.kids) mark_named(*kid, schema, named);  // depth is bounded by the parser
+}
+
+}  // namespace
+
+std::vector<std::string> named_columns(const Ast& root, const TableSchema& schema) {
+  std::vector<bool> named(schema.columns.size(), false);
+  mark_named(root, schema, &named);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < named.size(); i++)
+    if (named[i]) out.push_back(schema.columns[i].name);
+  return out;
+}
+
 }  // namespace q4m::cond

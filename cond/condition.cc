@@ -43,7 +43,8 @@ Status invalid(std::string_view expr, const TableSchema& schema, const CondError
 
 }  // namespace
 
-Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr<const RowFilter>* out) {
+Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr<const RowFilter>* out,
+               std::vector<std::string>* columns) {
   global_stats().cond_compiles.add();
   CondError err;
   if (expr.size() > kMaxConditionBytes) {
@@ -53,6 +54,7 @@ Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr
   }
   std::unique_ptr<Ast> ast = parse(expr, &err);
   if (!ast) return invalid(expr, schema, err);
+  if (columns) *columns = named_columns(*ast, schema);
   Program program;
   if (!compile_ast(*ast, schema, &program, &err)) return invalid(expr, schema, err);
   *out = std::make_shared<CompiledFilter>(std::move(program));

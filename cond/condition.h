@@ -2,7 +2,9 @@
 // turns `expr` into a RowFilter over TableSchema's columns (see storage/row_payload.h).
 #pragma once
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/row/filter.h"
 #include "core/row/payload.h"
@@ -18,6 +20,10 @@ namespace q4m::cond {
 // condition, the table and the 1-based character position, e.g.
 //   condition 'prio >' on table db.q: syntax error at position 7: expected a column, a literal or '(', found end of condition
 //   condition 'prio > 1 and kind = 2' on table db.q: unknown column 'kind' at position 14
-Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr<const RowFilter>* out);
+// With `columns`, also gives the columns the condition names (as declared, in table order),
+// for privilege checks: filled whenever the condition parses, even if it then fails to
+// compile, so that a column the caller may not read is refused before its type shows.
+Status compile(std::string_view expr, const TableSchema& schema, std::shared_ptr<const RowFilter>* out,
+               std::vector<std::string>* columns = nullptr);
 
 }  // namespace q4m::cond

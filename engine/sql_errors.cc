@@ -21,6 +21,7 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     // the consume statement is the right retry (it takes the next row).
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
     case q4m::ErrorCode::kRowsMoved: return ER_LOCK_WAIT_TIMEOUT;  // as an expired lease: not removed, retry
+    case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
     default: return ER_UNKNOWN_ERROR;
   }
 }

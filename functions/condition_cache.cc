@@ -13,7 +13,7 @@ ConditionCache& ConditionCache::instance() {
 q4m::Status ConditionCache::get(const std::string& path, std::string_view table_version,
                                 std::string_view expr,
                                 const std::function<q4m::TableSchema()>& make_schema,
-                                std::shared_ptr<const q4m::RowFilter>* out) {
+                                std::shared_ptr<const q4m::RowFilter>* out, std::vector<std::string>* columns) {
   std::string key = path;
   key += '\0';
   key.append(table_version);
@@ -24,18 +24,21 @@ q4m::Status ConditionCache::get(const std::string& path, std::string_view table_
     auto it = filters->find(key);
     if (it != filters->end()) {
       q4m::global_stats().cond_cache_hits.add();
-      *out = it->second;
+      *out = it->second.filter;
+      *columns = it->second.columns;
       return q4m::Status::Ok();
     }
   }
   // Compile outside the lock: other connections' lookups need not wait for it.
-  std::shared_ptr<const q4m::RowFilter> filter;
-  q4m::Status st = q4m::cond::compile(expr, make_schema(), &filter);
+  Entry entry;
+  q4m::Status st = q4m::cond::compile(expr, make_schema(), &entry.filter, &entry.columns);
+  *columns = entry.columns;
   if (!st.ok()) return st;
   auto filters = filters_.lock();
   if (filters->size() >= kMaxEntries) filters->clear();
-  auto inserted = filters->emplace(std::move(key), filter);
-  *out = inserted.first->second;  // a concurrent compile of the same key may have won
+  auto inserted = filters->emplace(std::move(key), std::move(entry));
+  *out = inserted.first->second.filter;  // a concurrent compile of the same key may have won
+  *columns = inserted.first->second.columns;
   return q4m::Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "core/util/guarded.h"
 #include "core/row/filter.h"
@@ -19,16 +20,22 @@ class ConditionCache {
  public:
   static ConditionCache& instance();
 
-  // The filter for `expr`; compiles it (with the schema from make_schema) on a miss.
+  // The filter for `expr`, and the columns it names (cond::compile); compiles it (with the
+  // schema from make_schema) on a miss. A failed compile is not kept, but still gives the
+  // columns it names: the caller checks the user may read them before showing the error.
   q4m::Status get(const std::string& path, std::string_view table_version, std::string_view expr,
                   const std::function<q4m::TableSchema()>& make_schema,
-                  std::shared_ptr<const q4m::RowFilter>* out);
+                  std::shared_ptr<const q4m::RowFilter>* out, std::vector<std::string>* columns);
 
  private:
   // Bound on entries; the cache is simply emptied when it is reached (conditions are
   // normally a handful of fixed strings, so this only stops unbounded growth).
   static constexpr size_t kMaxEntries = 4096;
-  using Map = std::unordered_map<std::string, std::shared_ptr<const q4m::RowFilter>>;
+  struct Entry {
+    std::shared_ptr<const q4m::RowFilter> filter;
+    std::vector<std::string> columns;
+  };
+  using Map = std::unordered_map<std::string, Entry>;
   q4m::Guarded<Map> filters_;
 };
 

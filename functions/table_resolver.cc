@@ -80,11 +80,41 @@ std::string cache_name(const std::string& s) {
   return out;
 }
 
+// check_table_access() (true: denied), its error told as this function's argument.
+bool denied_table_access(THD* thd, const TableArgument& a, TABLE_LIST* tl) {
+  if (!check_table_access(thd, a.privileges, tl, false, 1, false)) return false;
+  Diagnostics_area* da = thd->get_stmt_da();
+  if (!da->is_error()) return true;
+  const unsigned err = da->sql_errno();
+  const std::string message = da->message();
+  thd->clear_error();
+  raise(a, err, message);
+  return true;
+}
+
+// SELECT on every column the condition names, as a WHERE needs. `tl` went through
+// check_table_access(): its grant says whether SELECT is granted on the table (or higher)
+// or only on some columns. Null for a temporary table (its creator may do anything).
+bool check_column_privileges(THD* thd, const TableArgument& a, const Names& n, TABLE_LIST* tl,
+                             const std::vector<std::string>& columns) {
+  if (!tl || !(tl->grant.want_privilege & SELECT_ACL)) return true;
+  for (const std::string& column : columns) {
+    if (get_column_grant(thd, &tl->grant, tl->db.str, tl->table_name.str, column.c_str()) & SELECT_ACL) continue;
+    const Security_context* sctx = thd->security_ctx;
+    raise(a, ER_COLUMNACCESS_DENIED_ERROR,
+          std::string("SELECT command denied to user '") + sctx->priv_user + "'@'" + sctx->host_or_ip +
+              "' for column '" + column + "' in table '" + label(n) + "' (the condition reads it)");
+    return false;
+  }
+  return true;
+}
+
 bool is_queue_share(const TABLE_SHARE* share) {
   return !share->is_view && share->db_type() == q4m_engine::queue_hton;
 }
 
-bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share,
+// `tl`: the table's privileges (denied_table_access), null for a temporary table.
+bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share, TABLE_LIST* tl,
                       Definition* def) {
   if (!is_queue_share(share)) {
     raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' is not a QUEUE table");
@@ -96,6 +126,7 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
   std::string version = def->table->version;
   version += '\0';
   if (a.text_charset) version += a.text_charset->cs_name.str;
+  std::vector<std::string> columns;
   q4m::Status st = ConditionCache::instance().get(
       def->table->path, version, n.condition,
       [&] {
@@ -104,7 +135,9 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
         q4m_engine::convert_literals_from(a.text_charset, share, &schema);
         return schema;
       },
-      &def->filter);
+      &def->filter, &columns);
+  // Before a compile error too: its text could tell an unreadable column's type.
+  if (!check_column_privileges(thd, a, n, tl, columns)) return false;
   if (!st.ok()) {
     raise(a, ER_WRONG_ARGUMENTS, st.message());
     return false;
@@ -122,13 +155,13 @@ bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definitio
   }
   // Temporary tables shadow base tables of the same name, as in any statement.
   if (TABLE_SHARE* tmp = thd->find_tmp_table_share(db.c_str(), table.c_str()))
-    return check_definition(thd, a, n, tmp, def);
+    return check_definition(thd, a, n, tmp, nullptr, def);
 
   LEX_CSTRING db_name = {db.c_str(), db.size()};
   LEX_CSTRING table_name = {table.c_str(), table.size()};
   TABLE_LIST tl;
   tl.init_one_table(&db_name, &table_name, nullptr, TL_READ);
-  if (check_table_access(thd, a.privileges, &tl, false, 1, false)) return false;
+  if (denied_table_access(thd, a, &tl)) return false;
 
   MDL_request mdl;
   MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, db.c_str(), table.c_str(), MDL_SHARED_HIGH_PRIO,
@@ -137,7 +170,7 @@ bool read_definition(THD* thd, const TableArgument& a, const Names& n, Definitio
   bool ok = false;
   TABLE_SHARE* share = tdc_acquire_share(thd, &tl, GTS_TABLE | GTS_VIEW);
   if (share) {
-    ok = check_definition(thd, a, n, share, def);
+    ok = check_definition(thd, a, n, share, &tl, def);
     tdc_release_share(share);
   } else {
     uint err = thd->get_stmt_da()->is_error() ? thd->get_stmt_da()->sql_errno() : 0;
@@ -177,9 +210,9 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
   }
   TABLE_LIST tl;
   tl.init_one_table(&t->s->db, &t->s->table_name, nullptr, TL_READ);
-  if (check_table_access(thd, a.privileges, &tl, false, 1, false)) return false;
+  if (denied_table_access(thd, a, &tl)) return false;
   Definition def;
-  if (n.has_condition && !check_definition(thd, a, n, t->s, &def)) return false;
+  if (n.has_condition && !check_definition(thd, a, n, t->s, &tl, &def)) return false;
   out->subscription.table = q4m_engine::queue_of(t->file);
   out->subscription.filter = std::move(def.filter);
   out->label = label(n);

@@ -37,8 +37,8 @@ Status io_error(const std::string& what, const std::string& path, int err) {
   return Status(code, "file " + path + ": " + what + " failed: " + std::strerror(err));
 }
 
-DataFile::DataFile(int fd, std::string path, uint64_t size)
-    : fd_(fd), path_(std::move(path)), size_(size), allocated_(size) {
+DataFile::DataFile(int fd, FileLock lock, std::string path, uint64_t size)
+    : fd_(fd), lock_(std::move(lock)), path_(std::move(path)), size_(size), allocated_(size) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
 }
@@ -47,18 +47,38 @@ DataFile::~DataFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+// How often open() tries again when the file it locked no longer has the name.
+constexpr int kOpenAttempts = 10;
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+}  // namespace
+
 Status DataFile::open(const std::string& path, std::shared_ptr<DataFile>* out) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return io_error("open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
+  for (int attempt = 1;; attempt++) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return io_error("open", path, errno);
+    FileLock lock;
+    Status s = FileLock::acquire(fd, path, &lock);
+    struct stat st, now;
+    if (s.ok() && ::fstat(fd, &st) != 0) s = io_error("stat", path, errno);
+    if (!s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    // The holder may have renamed a new file over the name (compaction) and let go of the
+    // one we locked: it is no longer the table's file.
+    if (::stat(path.c_str(), &now) == 0 && same_file(st, now)) {
+      out->reset(new DataFile(fd, std::move(lock), path, static_cast<uint64_t>(st.st_size)));
+      (*out)->unsynced_appends_ = true;  // unknown: a crashed server may have left unsynced chunks
+      return Status::Ok();
+    }
     ::close(fd);
-    return io_error("stat", path, e);
+    if (attempt == kOpenAttempts)
+      return Status(ErrorCode::kIo, "file " + path + ": open failed: the file kept being replaced while opening it");
   }
-  out->reset(new DataFile(fd, path, static_cast<uint64_t>(st.st_size)));
-  (*out)->unsynced_appends_ = true;  // unknown: a crashed server may have left unsynced chunks
-  return Status::Ok();
 }
 
 Status DataFile::create(const std::string& path, std::shared_ptr<DataFile>* out) {
@@ -67,7 +87,14 @@ Status DataFile::create(const std::string& path, std::shared_ptr<DataFile>* out)
     if (errno == EEXIST) return Status(ErrorCode::kExists, "file " + path + " already exists");
     return io_error("create", path, errno);
   }
-  out->reset(new DataFile(fd, path, 0));
+  FileLock lock;
+  Status s = FileLock::acquire(fd, path, &lock);
+  if (!s.ok()) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return s;
+  }
+  out->reset(new DataFile(fd, std::move(lock), path, 0));
   return Status::Ok();
 }
 

@@ -1,11 +1,13 @@
 // DataFile: one open data file (POSIX fd). Appends go through one writer at a time
 // (the group-commit leader); reads (pread) may come from any thread. Every error
 // is a Status naming the path and the errno text; ENOSPC/EDQUOT map to kNoSpace.
+// Every DataFile holds its file's FileLock: another process cannot open it meanwhile.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "core/file/file_lock.h"
 #include "core/util/settings.h"
 #include "core/util/status.h"
 
@@ -19,9 +21,10 @@ class DataFile {
   DataFile(const DataFile&) = delete;
   DataFile& operator=(const DataFile&) = delete;
 
-  // Opens an existing file for append + read. kNotFound if it does not exist.
+  // Opens an existing file for append + read. kNotFound if it does not exist, kLocked if
+  // another process has it open (file_lock.h).
   static Status open(const std::string& path, std::shared_ptr<DataFile>* out);
-  // Creates `path` exclusively (kExists if present), empty.
+  // Creates `path` exclusively (kExists if present), empty, locked as by open().
   static Status create(const std::string& path, std::shared_ptr<DataFile>* out);
 
   // Writes `bytes` at the end (one pwrite, retried only on a short write). On failure
@@ -53,11 +56,12 @@ class DataFile {
   void set_path_unshared(const std::string& path) { path_ = path; }
 
  private:
-  DataFile(int fd, std::string path, uint64_t size);
+  DataFile(int fd, FileLock lock, std::string path, uint64_t size);
   Status write_at(uint64_t offset, const char* data, size_t length, const char* what);
   void preallocate_after_data();
   int cut_to_data_end();  // ftruncate to size_ (torn bytes, preallocation); 0 or errno
   int fd_;
+  FileLock lock_;  // released after fd_ is closed (members go after the destructor's body)
   uint64_t id_;
   std::string path_;
   uint64_t size_;       // end of the data

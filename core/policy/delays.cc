@@ -5,7 +5,7 @@ namespace q4m {
 void Delays::configure(const TableOptions& options, RowContext& ctx) {
   if (visible_at_ || !options.visible_at) return;
   visible_at_ = options.visible_at;
-  const int64_t now = static_cast<int64_t>(ctx.wall_ms);
+  const int64_t now = static_cast<int64_t>(ctx.wall_ms());
   ctx.for_each_payload([](const RowEntry& e) { return e.state == RowState::kFree; },
                        [&](RowEntry& e, std::string_view payload) {
                          const int64_t at = visible_at_ms(*visible_at_, payload);
@@ -20,28 +20,28 @@ void Delays::configure(const TableOptions& options, RowContext& ctx) {
 
 void Delays::opened(RecoveredTable& recovered, RowContext& ctx) {
   for (const auto& [id, due] : recovered.due_ms) {
-    if (due <= ctx.wall_ms) continue;
+    if (due <= ctx.wall_ms()) continue;
     RowEntry* e = ctx.index.find(id);
     if (!e || e->state != RowState::kFree) continue;
     Move m{RowState::kDelayed};
-    m.delay = std::chrono::milliseconds(due - ctx.wall_ms);
+    m.delay = std::chrono::milliseconds(due - ctx.wall_ms());
     ctx.move(id, m);
   }
 }
 
 void Delays::placing_new(RowEntry&, std::string_view payload, const RowHistory* history, Placement& p,
                          RowContext& ctx) {
-  if (history && history->due_ms > ctx.wall_ms) {
+  if (history && history->due_ms > ctx.wall_ms()) {
     p.to = RowState::kDelayed;
-    p.delay = std::chrono::milliseconds(history->due_ms - ctx.wall_ms);
+    p.delay = std::chrono::milliseconds(history->due_ms - ctx.wall_ms());
     p.delay_kind = DelayKind::kRetry;
     return;
   }
   if (!visible_at_) return;
   const int64_t at = visible_at_ms(*visible_at_, payload);
-  if (at > static_cast<int64_t>(ctx.wall_ms)) {
+  if (at > static_cast<int64_t>(ctx.wall_ms())) {
     p.to = RowState::kDelayed;
-    p.delay = std::chrono::milliseconds(at - static_cast<int64_t>(ctx.wall_ms));
+    p.delay = std::chrono::milliseconds(at - static_cast<int64_t>(ctx.wall_ms()));
     p.delay_kind = DelayKind::kVisibleAt;
   }
 }
@@ -63,8 +63,8 @@ void Delays::moved(RowEntry& e, RowState from, const Holder*, const Move& m, Row
     // they outnumber the delayed rows by far.
     if (deadlines_.size() >= 2 * tokens_.size() + 1024) deadlines_.drop_stale([&](const Deadline& d) { return live(d); });
     const uint64_t token = next_token();
-    const SteadyClock::time_point at = ctx.now + m.delay;
-    tokens_[e.id] = Token{token, ctx.wall_ms + static_cast<uint64_t>(m.delay.count()), m.delay_kind == DelayKind::kRetry};
+    const SteadyClock::time_point at = ctx.now() + m.delay;
+    tokens_[e.id] = Token{token, ctx.wall_ms() + static_cast<uint64_t>(m.delay.count()), m.delay_kind == DelayKind::kRetry};
     deadlines_.push(Deadline{at, e.id, token});
     ctx.wake_at(at);
     return;
@@ -78,7 +78,7 @@ void Delays::removed(const RowEntry& before, RowContext&) {
 }
 
 SteadyClock::time_point Delays::due(RowContext& ctx) {
-  while (deadlines_.due(ctx.now)) {
+  while (deadlines_.due(ctx.now())) {
     const Deadline d = deadlines_.pop();
     if (!live(d)) continue;  // the row was removed, or delayed again since
     tokens_.erase(d.id);

@@ -14,13 +14,13 @@ void Expiry::added(RowEntry& e, std::string_view, RowContext& ctx) {
   if (ttl_ms_ == 0 || watched_) return;  // the oldest queued row is one of this commit's
   adding_ = true;
   const uint64_t expires_ms = e.time_ms + ttl_ms_;
-  ctx.wake_at(ctx.now + std::chrono::milliseconds(expires_ms > ctx.wall_ms ? expires_ms - ctx.wall_ms : 0));
+  ctx.wake_at(ctx.now() + std::chrono::milliseconds(expires_ms > ctx.wall_ms() ? expires_ms - ctx.wall_ms() : 0));
 }
 
 void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
-  if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms)) return;
+  if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms())) return;
   p = Placement{RowState::kClaimed, &remover_};
-  ctx.wake_at(ctx.now);  // the next pass removes it
+  ctx.wake_at(ctx.now());  // the next pass removes it
 }
 
 SteadyClock::time_point Expiry::due(RowContext& ctx) {
@@ -30,16 +30,16 @@ SteadyClock::time_point Expiry::due(RowContext& ctx) {
   for (size_t pos = 0, end = ctx.index.end_pos(); pos < end; pos++) {
     const RowEntry& e = ctx.index.at(pos);
     if (e.state == RowState::kRemoved) continue;
-    if (!expired(e, ctx.wall_ms)) {  // this row and (nearly) all after it are younger
+    if (!expired(e, ctx.wall_ms())) {  // this row and (nearly) all after it are younger
       watched_ = true;
-      return ctx.now + std::chrono::milliseconds(e.time_ms + ttl_ms_ - ctx.wall_ms);
+      return ctx.now() + std::chrono::milliseconds(e.time_ms + ttl_ms_ - ctx.wall_ms());
     }
     // Held rows are left to their holder; they are claimed if they come back.
     if (!queued(e.state)) continue;
     ctx.move(e.id, Move{RowState::kClaimed, &remover_});
     if (++claimed == kMaxPerPass) {
       watched_ = true;
-      return ctx.now;
+      return ctx.now();
     }
   }
   return SteadyClock::time_point::max();

@@ -53,6 +53,7 @@ class GroupOrder {
   std::set<RowId>::const_iterator ready_end() const { return ready_.end(); }
   // Rows that became ready since the last call (some may have been taken since).
   std::vector<RowId> take_newly_ready();
+  bool has_newly_ready() const { return !newly_ready_.empty(); }
   // The same list, when the caller offered those rows itself (new rows, as publish does).
   void forget_newly_ready() { newly_ready_.clear(); }
 

@@ -21,10 +21,11 @@ std::string seconds_text(int64_t ms) {
 void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Move& m, RowContext& ctx) {
   if (from == RowState::kOwned && previous) left(previous);
   if (m.to != RowState::kOwned || !m.holder) return;  // (a copy's held row has no holder yet)
+  sweep(ctx.held_rows);
   Delivery& d = deliveries_[m.holder];
   if (!m.more) {
     d = Delivery();
-    d.since = ctx.now;
+    d.since = ctx.now();
   }
   d.rows++;
   if (m.lease_ms <= 0) return;
@@ -44,7 +45,7 @@ void Leases::take_over(const Leases& from, RowContext& ctx) {
     d = theirs;
     d.rows = rows;
   }
-  // A holder `from` no longer knows, with no row here, was told there (a give-back).
+  // A holder `from` no longer knows, with no row here, is over (a give-back: told and swept there).
   for (auto it = deliveries_.begin(); it != deliveries_.end();) {
     if (it->second.rows == 0 && !from.deliveries_.count(it->first))
       it = deliveries_.erase(it);
@@ -59,15 +60,28 @@ void Leases::take_over(const Leases& from, RowContext& ctx) {
   });
 }
 
+// A delivery whose rows are all gone stays in the map, idle, for the holder's next one: a map
+// node per delivery would cost an allocation per message. Idle ones are swept once they
+// outnumber the held rows by far.
 void Leases::left(const Holder* holder) {
   auto it = deliveries_.find(holder);
-  if (it != deliveries_.end() && --it->second.rows == 0 && !it->second.expired) deliveries_.erase(it);
+  if (it != deliveries_.end() && it->second.rows > 0) it->second.rows--;
+}
+
+void Leases::sweep(uint64_t held_rows) {
+  if (deliveries_.size() < 2 * held_rows + 1024) return;
+  for (auto it = deliveries_.begin(); it != deliveries_.end();) {
+    if (it->second.rows == 0 && !it->second.expired)
+      it = deliveries_.erase(it);
+    else
+      ++it;
+  }
 }
 
 void Leases::lease(Delivery& d, RowId id, int64_t ms, RowContext& ctx) {
   d.token = next_token();
   d.lease_ms = ms;
-  d.at = ctx.now + std::chrono::milliseconds(ms);
+  d.at = ctx.now() + std::chrono::milliseconds(ms);
   // Leases ended in time leave their deadlines behind: drop them once they outnumber the
   // rows that can hold a lease (at most the held ones) by far.
   if (deadlines_.size() >= 2 * ctx.held_rows + 1024)
@@ -86,7 +100,7 @@ RowEntry* Leases::leased_row(RowIndex& index, const Deadline& dl) const {
 }
 
 SteadyClock::time_point Leases::due(RowContext& ctx) {
-  while (deadlines_.due(ctx.now)) {
+  while (deadlines_.due(ctx.now())) {
     const Deadline dl = deadlines_.pop();
     RowEntry* e = leased_row(ctx.index, dl);
     if (!e) continue;
@@ -118,7 +132,6 @@ Status Leases::settle(const Holder* holder, RowId first, size_t count) {
   if (d.expired) {
     Status s = expired_status(d, first, count);
     d.expired = false;  // told
-    if (d.rows == 0) deliveries_.erase(it);
     return s;
   }
   d.token = 0;  // its deadlines are stale from here on
@@ -149,7 +162,6 @@ void Leases::let_go(const Holder* holder) {
   if (it == deliveries_.end()) return;
   it->second.expired = false;
   it->second.token = 0;
-  if (it->second.rows == 0) deliveries_.erase(it);
 }
 
 bool Leases::expired(const Holder* holder) const {
@@ -159,7 +171,7 @@ bool Leases::expired(const Holder* holder) const {
 
 SteadyClock::time_point Leases::since(const Holder* holder) const {
   auto it = deliveries_.find(holder);
-  return it == deliveries_.end() ? SteadyClock::time_point() : it->second.since;
+  return it == deliveries_.end() || it->second.rows == 0 ? SteadyClock::time_point() : it->second.since;
 }
 
 bool Leases::lease_end(const Holder* holder, SteadyClock::time_point* at) const {

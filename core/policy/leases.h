@@ -57,6 +57,7 @@ class Leases : public PolicyBase {
   };
   void lease(Delivery& d, RowId id, int64_t ms, RowContext& ctx);  // a new lease
   void left(const Holder* holder);  // one of its rows is no longer owned
+  void sweep(uint64_t held_rows);   // forgets idle deliveries once there are many
   // The row deadline `d` still applies to, or null (ended, aborted, removed, renewed).
   RowEntry* leased_row(RowIndex& index, const Deadline& d) const;
   Status expired_status(const Delivery& d, RowId first, size_t count) const;

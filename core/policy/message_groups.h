@@ -32,6 +32,7 @@ class MessageGroups : public PolicyBase {
   bool gates(const RowEntry& e) const { return e.grouped; }
   bool allows(const RowEntry& e) const { return !e.grouped || order_.is_ready(e.id); }
   RowId first_released() const { return order_.first_ready(); }
+  bool releasing() const { return order_.has_newly_ready(); }
   void released(std::vector<RowId>* out) { *out = order_.take_newly_ready(); }
   // New rows were offered one by one as they were added: nothing more to offer for them.
   void published(RowContext&) { order_.forget_newly_ready(); }

@@ -45,7 +45,8 @@
 //                                          go out now (the row is takeable when every policy
 //                                          allows it)
 //   first_released() / released(out)       the oldest gated row that may go now / the gated
-//                                          rows that may go since the last call
+//                                          rows that may go since the last call (releasing():
+//                                          whether there are any)
 //   published(RowContext&)                 the rows of one commit were added and offered
 //   due(RowContext&)                       the table's timer pass; returns when it is due next
 //   claimer() / claims_removed(n, counters) a holder whose claimed rows the table removes
@@ -123,12 +124,19 @@ class RowContext {
       : index(index), held_rows(held_rows), counters(counters) {}
 
   RowIndex& index;
-  const uint64_t wall_ms = now_ms();           // now, by the wall clock
-  const SteadyClock::time_point now = SteadyClock::now();
   const uint64_t held_rows;                    // rows in kOwned or kClaimed
   TableCounters* const counters;
-  // fn(e, payload) for each live row want(e) selects, reading the file front to back (the
-  // table sets it where a hook may need it: configure()).
+  // Now, by the wall clock and the steady one: read once, when first asked.
+  uint64_t wall_ms() {
+    if (wall_ms_ == 0) wall_ms_ = now_ms();
+    return wall_ms_;
+  }
+  SteadyClock::time_point now() {
+    if (now_ == SteadyClock::time_point()) now_ = SteadyClock::now();
+    return now_;
+  }
+  // fn(e, payload) for each live row want(e) selects, reading the file front to back (set
+  // for configure() only).
   std::function<void(const std::function<bool(const RowEntry&)>& want,
                      const std::function<void(RowEntry&, std::string_view)>& fn)>
       for_each_payload;
@@ -144,6 +152,10 @@ class RowContext {
 
   std::vector<Request> asks;
   SteadyClock::time_point wake = SteadyClock::time_point::max();
+
+ private:
+  uint64_t wall_ms_ = 0;
+  SteadyClock::time_point now_{};
 };
 
 // ---- writer policies' vocabulary
@@ -182,6 +194,7 @@ struct PolicyBase {
   bool gates(const RowEntry&) const { return false; }
   bool allows(const RowEntry&) const { return true; }
   RowId first_released() const { return 0; }
+  bool releasing() const { return false; }
   void released(std::vector<RowId>*) {}
   void published(RowContext&) {}
   SteadyClock::time_point due(RowContext&) { return SteadyClock::time_point::max(); }

@@ -83,6 +83,12 @@ Status TableRegistry::drop(const std::string& path, bool rows_moved) {
     }
     table->reset();
   }
+  // Not open here: it may be open in another server (file_lock.h), which keeps it.
+  std::shared_ptr<DataFile> held;
+  if (!was_open) {
+    Status s = DataFile::open(path, &held);
+    if (s.code() == ErrorCode::kLocked) return s;
+  }
   // Leftovers go even when the data file is already missing, or they outlive the table
   // (and a later table of the same name would find a stale snapshot).
   const bool data_missing = !was_open && !file_exists(path);
@@ -102,6 +108,9 @@ Status TableRegistry::rename(const std::string& from, const std::string& to) {
   std::shared_ptr<Slot> slot = take_slot(from);
   std::shared_ptr<Table> table = slot ? *slot->lock() : nullptr;
   if (!table) {  // not open: a snapshot left by a clean close would name the old path
+    std::shared_ptr<DataFile> held;  // unless another server has it open (file_lock.h)
+    Status s = DataFile::open(from, &held);
+    if (s.code() == ErrorCode::kLocked) return s;
     remove_file(index_snapshot_path(from));
     return rename_file(from, to);
   }

@@ -81,6 +81,7 @@ bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const Ro
 }
 
 void Table::release(State& st, RowContext& ctx) {
+  if (!st.policies.any([](const auto& p) { return p.releasing(); })) return;
   std::vector<RowId> ready;
   for (bool more = true; more;) {
     more = false;
@@ -136,7 +137,7 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
 
 void Table::give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx) {
   // Its first hand-out: how long it waited in the queue since its INSERT.
-  if (deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms > e.time_ms ? ctx.wall_ms - e.time_ms : 0);
+  if (deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms() > e.time_ms ? ctx.wall_ms() - e.time_ms : 0);
   e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: policies look at both
   Move m{RowState::kOwned, r.holder};
   m.lease_ms = r.lease_ms;

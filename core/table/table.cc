@@ -119,14 +119,7 @@ Status Table::dropped_status() const {
   return Status(ErrorCode::kDropped, "file " + path() + ": table was dropped");
 }
 
-RowContext Table::context(State& st) {
-  RowContext ctx(st.index, held_.load(std::memory_order_relaxed), &counters_);
-  ctx.for_each_payload = [&st](const std::function<bool(const RowEntry&)>& want,
-                               const std::function<void(RowEntry&, std::string_view)>& fn) {
-    st.for_each_payload(want, fn);
-  };
-  return ctx;
-}
+RowContext Table::context(State& st) { return RowContext(st.index, held_.load(std::memory_order_relaxed), &counters_); }
 
 void Table::watch(SteadyClock::time_point at) {
   if (at == SteadyClock::time_point::max()) return;
@@ -176,6 +169,10 @@ void Table::configure(std::shared_ptr<const TableOptions> options) {
     auto st = state_.lock();
     if (!st->dropped && st->file) {
       RowContext ctx = context(*st);
+      ctx.for_each_payload = [&st](const std::function<bool(const RowEntry&)>& want,
+                                   const std::function<void(RowEntry&, std::string_view)>& fn) {
+        st->for_each_payload(want, fn);
+      };
       // One policy at a time: each sees the moves the ones before it asked for.
       st->policies.each([&](auto& p) {
         p.configure(*options, ctx);

@@ -187,7 +187,7 @@ Status Table::adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& 
     st.free_epoch++;
     for (size_t p = 0; p < st.index.end_pos() && !st.waiters.empty(); p++)
       if (takeable(st, st.index.at(p))) offer(st, st.index.at(p), std::string_view(), ctx);
-    ctx.wake_at(ctx.now);
+    ctx.wake_at(ctx.now());
   }
   finish(st, ctx);
 
@@ -235,7 +235,8 @@ void Table::restate(State& st, RowEntry& t, const State& src_st, const RowEntry&
   if (t.state == RowState::kDelayed) move(st, t, Move{RowState::kFree}, ctx);  // its deadline goes stale
   t.deliveries = s.deliveries;
   const uint64_t due = theirs.due_ms;
-  requeue(st, t, std::chrono::milliseconds(due > ctx.wall_ms ? due - ctx.wall_ms : 0), ctx);
+  const uint64_t now = ctx.wall_ms();
+  requeue(st, t, std::chrono::milliseconds(due > now ? due - now : 0), ctx);
 }
 
 }  // namespace q4m

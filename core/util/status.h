@@ -21,6 +21,7 @@ enum class ErrorCode {
   kFull,          // an insert would take the table past its row limit (set_max_rows)
   kMoved,         // the table's rows moved to the table a copying ALTER TABLE built (take_over)
   kRowsMoved,     // the owned rows moved with an ALTER TABLE that could not keep them owned: not removed
+  kLocked,        // the data file is open in another process (another server)
 };
 
 class Status {

@@ -125,3 +125,22 @@ TEST(inconsistent_schema_is_reported_not_crashed) {
   s.columns[0].null_byte = 7;  // outside the 1-byte null area
   CHECK(contains(error_of("prio = 1", s), "table schema is inconsistent"));
 }
+
+// The columns a condition names are what the caller checks privileges on: all of them, as
+// declared and in table order, also when the condition then fails to compile (its error
+// could tell an unreadable column's type), and never one that is not in the table.
+TEST(compile_gives_the_columns_the_condition_names) {
+  std::shared_ptr<const q4m::RowFilter> f;
+  std::vector<std::string> columns;
+  CHECK(q4m::cond::compile("NAME = 'x' OR prio > 1 AND prio * 0 = 0", schema(), &f, &columns).ok());
+  CHECK(columns == (std::vector<std::string>{"prio", "name"}));
+  CHECK(q4m::cond::compile("1 = 1", schema(), &f, &columns).ok());
+  CHECK(columns.empty());
+  CHECK(q4m::cond::compile("`order id` IN (1, 2) AND NOT `in` IS NULL", schema(), &f, &columns).ok());
+  CHECK(columns == (std::vector<std::string>{"in", "order id"}));
+  // Ill-typed, unknown column: the known ones are still given.
+  CHECK(!q4m::cond::compile("name = 3", schema(), &f, &columns).ok());
+  CHECK(columns == (std::vector<std::string>{"name"}));
+  CHECK(!q4m::cond::compile("prio > 1 AND kind = 2", schema(), &f, &columns).ok());
+  CHECK(columns == (std::vector<std::string>{"prio"}));
+}
