@@ -24,8 +24,12 @@ void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Mov
   sweep(ctx.held_rows);
   Delivery& d = deliveries_[m.holder];
   if (!m.more) {
+    // Rows it still holds here: a provisional hand-off it is about to give back, having
+    // taken this row of an earlier listed condition instead (Consumer::wait).
+    const uint32_t held = d.rows;
     d = Delivery();
     d.since = ctx.now();
+    d.rows = held;
   }
   d.rows++;
   if (m.lease_ms <= 0) return;

@@ -10,7 +10,7 @@
 
 namespace q4m {
 
-bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
+bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries, uint32_t prior_deliveries) {
   auto mb = mailbox.lock();
   if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
   mb->handed = true;
@@ -18,6 +18,7 @@ bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
   mb->handed_sub = sub_index;
   mb->handed_rowid = id;
   mb->handed_deliveries = deliveries;
+  mb->handed_prior_deliveries = prior_deliveries;
   wake.notify_one();
   return true;
 }
@@ -42,7 +43,10 @@ View Consumer::view() const {
   View v;
   v.holder = &c.holder;
   v.owned_in = c.owned_table.load(std::memory_order_acquire);
-  if (!v.owned_in) return v;
+  if (!v.owned_in) {
+    v.owns_nothing = c.owns_nothing.load(std::memory_order_relaxed);
+    return v;
+  }
   v.owned = c.owned_rowid.load(std::memory_order_acquire);
   if (!c.batch_ids.empty()) v.batch = &c.batch_ids;
   return v;
@@ -55,7 +59,7 @@ void Consumer::claimed_in(std::weak_ptr<QueueTable> table) {
     if (w.lock().get() == t) return;
   tables->push_back(std::move(table));
 }
-bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
+bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr || impl_->owns_nothing.load(); }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
 uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned_rowid()); }
@@ -71,6 +75,7 @@ uint32_t Consumer::delivery_count_of(RowId id) const {
 namespace {
 
 void leave_owner_mode(Consumer::Impl& c) {
+  c.owns_nothing.store(false);
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
@@ -159,7 +164,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
 
 Status Consumer::end() {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_end()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
   if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   const OwnedIds ids(c);
   if (c.holder.revoked_by()) {  // another connection gave the rows back (queue_release_owned)
@@ -192,7 +197,7 @@ Status Consumer::end() {
 
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_abort()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_abort()");
   c.owned->counters().rows_aborted.add(return_owned_rows(c, delay));
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
@@ -205,8 +210,8 @@ void Consumer::release() {
   if (c.owned) {
     c.owned->counters().rows_aborted.add(return_owned_rows(c));
     global_stats().disconnect_returns.add();
-    leave_owner_mode(c);
   }
+  leave_owner_mode(c);
   std::vector<std::weak_ptr<QueueTable>> tables;
   tables.swap(*c.claim_tables.lock());
   for (auto& w : tables)
@@ -234,6 +239,38 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
   return interrupted_status();
 }
 
+// A row handed to c by a writer for subscription k > 0 (c was registered as a waiter): the
+// subscriptions listed before k may have rows too (one INSERT or group commit brings rows for
+// several of them, offered one by one; or theirs came while c was being woken). c takes the
+// first listed row there is now, trying each of them in order without waiting, and gives the
+// handed row back as if it had never been handed out. Only c can do this: a writer holds its
+// table's lock while it hands a row, and must not take another table's. The handed row is
+// provisional until then (TakeRequest::provisional): not leased.
+void take_first_listed(Consumer::Impl& c, const std::vector<Subscription>& subs, Consumer::Impl::Mailbox* result) {
+  const Consumer::Impl::Mailbox handed = *result;
+  QueueTable* handed_by = subs[static_cast<size_t>(handed.handed_sub)].table.get();
+  for (int i = 0; i < handed.handed_sub; i++) {
+    {
+      auto mb = c.mailbox.lock();
+      mb->handed = false;
+      mb->waiting = true;
+    }
+    const Subscription& sub = subs[static_cast<size_t>(i)];
+    const QueueTable::Take r = sub.table->take(c.request(i, sub.filter), false);
+    {
+      auto mb = c.mailbox.lock();
+      mb->waiting = false;
+      if (r != QueueTable::Take::kTaken) continue;
+      *result = *mb;
+    }
+    handed_by->give_back(&c.holder, handed.handed_rowid, handed.handed_prior_deliveries);
+    global_stats().wait_handoffs_passed_over.add();
+    return;
+  }
+  // None: it keeps the handed row, whose lease starts now.
+  handed_by->keep_handed(&c.holder, handed.handed_rowid, std::chrono::milliseconds(c.lease_ms));
+}
+
 // The start of every take (wait(), take_dead()): a KILL that came first wins and keeps the
 // owned row; else the mailbox is cleared, the owned row ended, and (unless a KILL came
 // meanwhile) the mailbox accepts a row. The caller resets `waiting` when it is done.
@@ -243,7 +280,7 @@ Status begin_take(Consumer& self, Consumer::Impl& c) {
     if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
     *mb = Consumer::Impl::Mailbox();
   }
-  if (c.owned) {
+  if (self.owner_mode()) {
     Status s = self.end();
     if (!s.ok()) return s;
   }
@@ -273,6 +310,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   const auto deadline = deadline_after(timeout);
   std::vector<QueueTable*> registered;
   std::string dropped_message;
+  bool taken_in_order = false;  // by this scan, after every earlier subscription had no row
   for (size_t i = 0; i < subs.size(); i++) {
     QueueTable* t = subs[i].table.get();
     t->counters().waits.add();
@@ -285,6 +323,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       dropped_message = t->dropped_status().message();
       break;
     }
+    taken_in_order = r == QueueTable::Take::kTaken;
     if (r != QueueTable::Take::kNone) break;  // taken now, or handed by an earlier table
   }
 
@@ -327,6 +366,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   for (QueueTable* t : registered) t->unregister(&c);
 
   if (result.handed) {
+    if (result.handed_sub > 0 && !taken_in_order) take_first_listed(c, subs, &result);
     enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
     *index = result.handed_sub + 1;
     return Status::Ok();
@@ -336,6 +376,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
   if (interrupted) return interrupted_status();
   global_stats().wait_timeouts.add();
+  c.owns_nothing.store(true);  // as Q4M: owner mode all the same
   return Status::Ok();
 }
 

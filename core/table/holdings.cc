@@ -1,4 +1,5 @@
-// What holders do with the rows they hold: give them back (queue_abort, a disconnect), settle
+// What holders do with the rows they hold: give them back (queue_abort, a disconnect), keep or
+// give back a provisional hand-off (a waiter that took an earlier listed row instead), settle
 // or renew their lease, and DELETE's claims. Their removal is a commit (writer.cc: end_rows,
 // remove_claimed_rows). Once a copying ALTER TABLE moved the rows (takeover.cc), the owners'
 // calls go on to the table that took them over, with no lock of this one held.
@@ -31,6 +32,42 @@ size_t Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::c
   if (next) return next->abort_rows(h, ids, count, delay);  // its rows moved there
   record_returns(returned);  // one record for a batch
   return returned.size();
+}
+
+void Table::keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) {
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) {
+      RowEntry* e = st->index.find(id);
+      if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone: its owner learns it as usual
+      RowContext ctx = context(*st);
+      handed_out(*e, ctx);
+      if (lease.count() > 0) st->policies.get<Leases>().renew(h, &id, 1, lease, st->index, ctx);
+      finish(*st, ctx);
+      return;
+    }
+  }
+  next->keep_handed(h, id, lease);  // its row moved there
+}
+
+void Table::give_back(const Holder* h, RowId id, uint32_t deliveries) {
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) {
+      RowEntry* e = st->index.find(id);
+      if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone (TRUNCATE, DROP, released)
+      RowContext ctx = context(*st);
+      e->deliveries = static_cast<uint16_t>(deliveries);  // as before the hand-off: nothing to record
+      requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+      finish(*st, ctx);
+      return;
+    }
+  }
+  next->give_back(h, id, deliveries);  // its row moved there
 }
 
 Status revoked_status(const Holder& h, RowId first, size_t count) {
@@ -87,7 +124,7 @@ Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::
 
 bool Table::claim_for_delete(Consumer* viewer, RowId id) {
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && !same_queue(v.owned_in)) return false;  // everything here is invisible to it
+  if (v.sees_nothing_in(this)) return false;  // everything here is invisible to it
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);

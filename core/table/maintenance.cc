@@ -55,7 +55,7 @@ void Table::forget_rows(State& st) {
 }
 
 void Table::mark_dropped(bool rows_moved) {
-  give_back();  // the ALTER that built this table failed: the table it took over takes the rows back
+  give_rows_back();  // the ALTER that built this table failed: the table it took over takes the rows back
   std::shared_ptr<Table> next;
   {
     CommitPipeline::Turn turn(pipeline_);

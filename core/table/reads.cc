@@ -26,8 +26,8 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   *found = false;
   // Only the viewer's own thread scans with it, so reading its batch is safe.
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && !same_queue(v.owned_in)) return Status::Ok();
-  const bool owner = v.owned_in != nullptr;
+  if (v.sees_nothing_in(this)) return Status::Ok();
+  const bool owner = v.owned_in != nullptr;  // here, or on the other side of a take-over
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
   UncachedRead r;
@@ -102,17 +102,9 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
   return read_uncached(r, payload);
 }
 
-bool Table::same_queue(const QueueTable* t) const {
-  for (const QueueTable* p = t; p; p = p->moved_to())
-    if (p == this) return true;
-  for (const QueueTable* p = moved_to(); p; p = p->moved_to())
-    if (p == t) return true;
-  return false;
-}
-
 uint64_t Table::visible_count(const Consumer* viewer) {
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && !same_queue(v.owned_in)) return 0;
+  if (v.sees_nothing_in(this)) return 0;
   if (v.owned_in && !v.batch) return 1;
   if (v.batch) {  // the rows of its batch still held
     auto st = state_.lock();

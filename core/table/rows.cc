@@ -120,13 +120,13 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
       }
     }
     const uint32_t deliveries = next_delivery(e);
-    if (!r.receiver->accept(r.sub, e.id, deliveries)) {  // done waiting (timed out / got a row elsewhere)
+    if (!r.receiver->accept(r.sub, e.id, deliveries, e.deliveries)) {  // done waiting (timed out / got a row elsewhere)
       it = st.waiters.erase(it);
       continue;
     }
     const TakeRequest taker = r;
     st.waiters.erase(it);
-    give(st, taker, e, deliveries, ctx);
+    give(st, taker, e, deliveries, ctx, taker.provisional);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
     global_stats().wait_handoff.add();
@@ -135,14 +135,19 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
   waiters_.store(st.waiters.size());
 }
 
-void Table::give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx) {
-  // Its first hand-out: how long it waited in the queue since its INSERT.
-  if (deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms() > e.time_ms ? ctx.wall_ms() - e.time_ms : 0);
+void Table::give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx,
+                 bool provisional) {
   e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: policies look at both
+  if (!provisional) handed_out(e, ctx);
   Move m{RowState::kOwned, r.holder};
-  m.lease_ms = r.lease_ms;
+  m.lease_ms = provisional ? 0 : r.lease_ms;  // a provisional row is leased once kept (keep_handed)
   m.more = r.more;
   move(st, e, m, ctx);
+}
+
+void Table::handed_out(const RowEntry& e, RowContext& ctx) {
+  // Its first hand-out: how long it waited in the queue since its INSERT.
+  if (e.deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms() > e.time_ms ? ctx.wall_ms() - e.time_ms : 0);
 }
 
 bool Table::kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const {

@@ -13,7 +13,8 @@
 //   writer.cc       the group-commit leader's batch: admission, chunk, write, sync, publish
 //   rows.cc         the row lifecycle: the one transition function, placing, hand-offs
 //   takes.cc        queue_wait's takes and waiters
-//   holdings.cc     what holders do with their rows: end, abort, leases, DELETE claims
+//   holdings.cc     what holders do with their rows: abort, keep or give back a hand-off,
+//                   leases, DELETE claims
 //   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
 //   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
@@ -87,6 +88,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Take take(const TakeRequest& r, bool register_waiter) override;
   Take take_dead(const TakeRequest& r) override;
   void unregister(const Receiver* r) override;
+  void keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) override;
+  void give_back(const Holder* h, RowId id, uint32_t deliveries) override;
   Status end_rows(const Holder* h, const RowId* ids, size_t count) override;
   size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
   Status settle_lease(const Holder* h, RowId first, size_t count) override;
@@ -220,8 +223,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   bool gated(const State& st, const RowEntry& e) const {
     return st.policies.any([&](const auto& p) { return p.gates(e); });
   }
-  // `e` now belongs to r.holder as delivery number `deliveries`.
-  void give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx);
+  // `e` now belongs to r.holder as delivery number `deliveries`; a `provisional` hand-off
+  // (TakeRequest::provisional) is not leased nor counted as handed out until it is kept.
+  void give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx, bool provisional);
+  void handed_out(const RowEntry& e, RowContext& ctx);  // the hand-out wait figure
   // What the file keeps of live row `e` across a restart (RETURN record, compaction, index
   // snapshot); false if nothing.
   bool kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const;
@@ -244,13 +249,6 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.
   void record_returns(const std::vector<fmt::ReturnedRow>& rows);
 
-  // ---- reads.cc
-  // Whether rows owned in table `t` are owned here too: `t` is this table, or the other
-  // side of a copying ALTER TABLE's take-over (a statement that opened the old table before
-  // the ALTER ended still reads its rows there). Compares along moved_to(), whose tables
-  // each table keeps alive.
-  bool same_queue(const QueueTable* t) const;
-
   // ---- takeover.cc
   // The table the rows moved to (take_over), or null; state lock taken here.
   std::shared_ptr<Table> successor();
@@ -265,7 +263,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void restate(State& st, RowEntry& t, const State& src_st, const RowEntry& s, RowContext& ctx);
   // Before this table is dropped: the table it took over from, if that one still stands,
   // takes the rows back (Adopt::kGiveBack).
-  void give_back();
+  void give_rows_back();
   // The table this one took over from (`dropped`) was dropped: the ALTER went through, there
   // is nothing to give back any more.
   void predecessor_dropped(const Table* dropped);

@@ -7,7 +7,7 @@
 // (take_over hooks: the holders' deliveries and leases, the relay records), one synced chunk
 // makes it durable, and the old table steps aside: it hands out nothing and passes its
 // holders' calls on to this one (State::successor). Should the ALTER fail after all, the
-// server drops the new table, which gives the rows back the same way (give_back()).
+// server drops the new table, which gives the rows back the same way (give_rows_back()).
 #include <algorithm>
 
 #include "core/table/table.h"
@@ -47,8 +47,9 @@ Status Table::take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) {
   auto src = std::dynamic_pointer_cast<Table>(old);
   if (!src || src.get() == this) return invalid("take_over: no other table to take over from");
   // Lock order: the old table's turn, writer and state, then this one's. Only the ALTER's own
-  // thread holds two tables' locks (here, or in give_back() on a failed ALTER, never both at
-  // once); holders' calls passed on to the successor hold no lock of the table they leave.
+  // thread holds two tables' locks (here, or in give_rows_back() on a failed ALTER, never
+  // both at once); holders' calls passed on to the successor hold no lock of the table they
+  // leave.
   CommitPipeline::Turn src_turn(src->pipeline_);
   auto src_w = src->writer_.lock();
   if (src->dropped_.load()) return src->dropped_status();
@@ -63,7 +64,7 @@ Status Table::take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) {
   return adopt(*src, *src_w, *src_st, *w, *st, ids_kept ? Adopt::kIdsKept : Adopt::kNewIds);
 }
 
-void Table::give_back() {
+void Table::give_rows_back() {
   std::shared_ptr<Table> to = state_.lock()->took_over_from.lock();
   if (!to) return;
   // This table's locks first, then the receiver's: see take_over() for why that is safe.

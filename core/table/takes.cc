@@ -18,8 +18,8 @@ QueueTable::Take Table::take_locked(State& st, const TakeRequest& r, RowEntry& e
   // A batch stops growing once its lease ran out (its rows are going back already).
   if (r.more && st.policies.get<Leases>().expired(r.holder)) return Take::kConsumerDone;
   const uint32_t deliveries = next_delivery(e);
-  if (!r.receiver->accept(r.sub, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
-  give(st, r, e, deliveries, ctx);
+  if (!r.receiver->accept(r.sub, e.id, deliveries, e.deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give(st, r, e, deliveries, ctx, false);  // a take is never provisional: it scanned in order
   global_stats().wait_immediate.add();
   return Take::kTaken;
 }
