@@ -4,6 +4,7 @@
 // Used only by its own connection thread, except Consumer::interrupt() (KILL QUERY).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,8 +37,16 @@ class ConnectionState {
 
   // "db.table" of the owned row's table as queue_wait() was given it, for messages about
   // the owned row (an expired lease).
-  void set_owned_label(std::string label) { owned_label_ = std::move(label); }
+  // and its names as metadata locks name them (a transaction that ends the row locks the
+  // table until its own end, engine/transactions.h).
+  void set_owned_label(std::string label, std::string db = "", std::string table = "") {
+    owned_label_ = std::move(label);
+    owned_db_ = std::move(db);
+    owned_table_ = std::move(table);
+  }
   const std::string& owned_label() const { return owned_label_; }
+  const std::string& owned_db() const { return owned_db_; }
+  const std::string& owned_table_name() const { return owned_table_; }
 
   // The queue row the statement `query_id` is reading, and its table (0 = its scan ended).
   // With a batch owned, queue_rowid() and queue_delivery_count() answer for that row
@@ -89,6 +98,25 @@ class ConnectionState {
   }
   int64_t statement_query_id() const { return statement_query_id_; }
   size_t statement_mark() const { return statement_mark_; }
+  // A copying ALTER of a QUEUE table: the table its scan reads, which the new table takes
+  // over once the copy is through (QueueTable::take_over, at HA_EXTRA_END_COPY), and whether
+  // the rows keep their ids (no ORDER BY). Without, the new rows get ids from next_new_id on:
+  // ids the old table never gave out.
+  struct CopySource {
+    std::shared_ptr<q4m::QueueTable> table;
+    bool ids_kept = false;
+    uint64_t next_new_id = 0;  // 0 = not asked yet
+  };
+  void set_copy_source(int64_t query_id, const std::shared_ptr<q4m::QueueTable>& table, bool ids_kept) {
+    if (copy_query_id_ == query_id && copy_source_.table == table) return;  // a second scan (ORDER BY sorts first)
+    copy_query_id_ = query_id;
+    copy_source_ = CopySource{table, ids_kept, 0};
+  }
+  // The copy source of statement `query_id`, or null.
+  CopySource* copy_source(int64_t query_id) {
+    return copy_query_id_ == query_id && copy_source_.table ? &copy_source_ : nullptr;
+  }
+  void forget_copy_source() { copy_source_ = CopySource(); }
 
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
@@ -106,10 +134,12 @@ class ConnectionState {
   int64_t statement_query_id_ = -1;
   size_t statement_mark_ = 0;
   std::optional<PendingRelay> pending_relay_;
-  std::string owned_label_;
+  std::string owned_label_, owned_db_, owned_table_;
   int64_t read_query_id_ = -1;
   int64_t copied_query_id_ = -1;
   std::optional<q4m::RowHistory> copied_history_;
+  int64_t copy_query_id_ = -1;
+  CopySource copy_source_;
   uint64_t read_rowid_ = 0;
   q4m::QueueTable* read_table_ = nullptr;
 };

@@ -19,7 +19,8 @@ int raise_table_error(const std::string& table_label, const q4m::Status& st);
 std::string table_label_of_path(const std::string& data_path);
 
 // kLeaseExpired from `function` ("queue_end"/"queue_wait") about the owned row of
-// `table_label`: "queue_end(): lease expired: table 'db.q': <storage message>".
+// `table_label`: "queue_end(): lease expired: table 'db.q': <storage message>"; kRowsMoved
+// (its rows moved with an ALTER TABLE) the same without "lease expired: ".
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st);
 
 // The SQL error number used for a Status code (ER_*).

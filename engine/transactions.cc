@@ -2,6 +2,7 @@
 #include <my_global.h>
 #include <sql_class.h>
 #include <handler.h>
+#include <mdl.h>
 
 #include "engine/transactions.h"
 
@@ -97,6 +98,20 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
   return &txn;
+}
+
+q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {
+  q4m::Transaction* txn = joined_transaction(thd, failed);
+  ConnectionState* cs = find_connection_state(thd);
+  if (!txn || !cs || cs->owned_db().empty()) return txn;
+  MDL_request mdl;
+  MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, cs->owned_db().c_str(), cs->owned_table_name().c_str(), MDL_SHARED_WRITE,
+                   MDL_TRANSACTION);
+  if (thd->mdl_context.acquire_lock(&mdl, thd->variables.lock_wait_timeout)) {
+    *failed = true;
+    return nullptr;
+  }
+  return txn;
 }
 
 void install_transaction_hooks(handlerton* hton) {

@@ -18,6 +18,10 @@ namespace q4m_engine {
 // the server for this statement (and the transaction) on first use. Null with an SQL error
 // raised (*failed) if the engine cannot take part in a transaction.
 q4m::Transaction* joined_transaction(THD* thd, bool* failed);
+// joined_transaction() for the end of the rows the connection owns: the transaction also takes
+// the owned table's metadata lock until its own end, as a statement that wrote the table would
+// (so DDL waits for it instead of moving rows the transaction is removing).
+q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed);
 // The open transaction of thd's connection, without joining (scans see its rows); null if none.
 q4m::Transaction* open_transaction(THD* thd);
 

@@ -29,7 +29,7 @@ longlong owner_action_result(const char* function, const q4m_engine::ConnectionS
     my_printf_error(ER_WRONG_ARGUMENTS, "%s(): this connection does not own a row", MYF(0), function);
     return 0;
   }
-  if (st.code() == q4m::ErrorCode::kLeaseExpired) {
+  if (st.code() == q4m::ErrorCode::kLeaseExpired || st.code() == q4m::ErrorCode::kRowsMoved) {
     q4m_engine::raise_lease_expired(function, cs->owned_label(), st);
     return 0;
   }
@@ -64,7 +64,7 @@ class Item_func_queue_end final : public Item_queue_action {
       cs->consumer().set_sync_removals(q4m_engine::session_sync_removals(thd));
       // In a transaction the removal takes effect at its commit.
       bool failed = false;
-      cs->consumer().set_transaction(q4m_engine::joined_transaction(thd, &failed));
+      cs->consumer().set_transaction(q4m_engine::joined_transaction_for_owned(thd, &failed));
       if (failed) return 0;
     }
     q4m::Status st = cs ? cs->consumer().end() : q4m::Status(q4m::ErrorCode::kNotOwner, "");

@@ -46,7 +46,7 @@ q4m::Consumer* consumer_for_wait(THD* thd, q4m_engine::ConnectionState& cs) {
   consumer.set_sync_removals(q4m_engine::session_sync_removals(thd));
   // In a transaction the owned row's end (before the wait) takes effect at its commit.
   bool failed = false;
-  consumer.set_transaction(consumer.owner_mode() ? q4m_engine::joined_transaction(thd, &failed) : nullptr);
+  consumer.set_transaction(consumer.owner_mode() ? q4m_engine::joined_transaction_for_owned(thd, &failed) : nullptr);
   if (failed) return nullptr;
   // Forget a KILL meant for an earlier statement, then check this one's: a KILL landing
   // after the check stays pending in the consumer and ends the wait at once.
@@ -63,7 +63,7 @@ void raise_wait_error(const char* function, q4m_engine::ConnectionState& cs, con
                       const std::vector<q4m::Subscription>& subs, const std::vector<std::string>& labels) {
   if (st.code() == q4m::ErrorCode::kDropped)
     raise_dropped(function, st, subs, labels);
-  else if (st.code() == q4m::ErrorCode::kLeaseExpired)  // the previously owned rows
+  else if (st.code() == q4m::ErrorCode::kLeaseExpired || st.code() == q4m::ErrorCode::kRowsMoved)  // the previously owned rows
     q4m_engine::raise_lease_expired(function, cs.owned_label(), st);
   else
     q4m_engine::raise_status_error(st);
@@ -91,12 +91,14 @@ class Item_func_queue_wait final : public Item_queue_action {
     if (!parse_wait_arguments(args, arg_count, &wa)) return 0;
     std::vector<q4m::Subscription> subs;
     std::vector<std::string> labels;
+    std::vector<std::pair<std::string, std::string>> names;  // db, table
     for (unsigned i = 0; i < wa.tables.size(); i++) {
       ResolvedTable t;
       TableArgument a{"queue_wait", i + 1, wa.tables[i], true, SELECT_ACL | DELETE_ACL, false, wa.charsets[i]};
       if (!resolve_table(thd, a, &t)) return 0;
       subs.push_back(std::move(t.subscription));
       labels.push_back(std::move(t.label));
+      names.emplace_back(std::move(t.db), std::move(t.table));
     }
     // Creating the state before waiting also makes KILL QUERY reach kill_query().
     q4m_engine::ConnectionState& cs = q4m_engine::connection_state(thd);
@@ -109,7 +111,10 @@ class Item_func_queue_wait final : public Item_queue_action {
       raise_wait_error("queue_wait", cs, st, subs, labels);
       return 0;
     }
-    if (index > 0) cs.set_owned_label(std::move(labels[static_cast<size_t>(index - 1)]));
+    if (index > 0) {
+      auto& [db, table] = names[static_cast<size_t>(index - 1)];
+      cs.set_owned_label(std::move(labels[static_cast<size_t>(index - 1)]), std::move(db), std::move(table));
+    }
     return index;
   }
 };
@@ -160,7 +165,7 @@ class Item_func_queue_wait_batch final : public Item_queue_action {
       raise_wait_error("queue_wait_batch", cs, st, {t.subscription}, {t.label});
       return 0;
     }
-    if (taken > 0) cs.set_owned_label(std::move(t.label));
+    if (taken > 0) cs.set_owned_label(std::move(t.label), std::move(t.db), std::move(t.table));
     return static_cast<longlong>(taken);
   }
 };
@@ -210,7 +215,7 @@ class Item_func_queue_take_dead final : public Item_queue_action {
       raise_wait_error("queue_take_dead", cs, st, {t.subscription}, {t.label});
       return 0;
     }
-    if (taken) cs.set_owned_label(std::move(t.label));
+    if (taken) cs.set_owned_label(std::move(t.label), std::move(t.db), std::move(t.table));
     return taken ? 1 : 0;
   }
 };

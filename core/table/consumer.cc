@@ -67,7 +67,7 @@ uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned
 size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
 uint32_t Consumer::delivery_count_of(RowId id) const {
   const Impl& c = *impl_;
-  if (!c.owned_table.load()) return 0;
+  if (!c.owned_table.load() || c.holder.rows_moved()) return 0;  // moved rows may be others' now
   if (c.batch_ids.empty()) return id == c.owned_rowid.load() ? c.owned_deliveries : 0;
   auto it = std::lower_bound(c.batch_ids.begin(), c.batch_ids.end(), id);
   return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
@@ -84,6 +84,7 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.batch_deliveries.clear();
   c.leased = false;
   c.holder.clear_revoked();  // told (or nothing to tell)
+  c.holder.clear_rows_moved();
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -101,6 +102,21 @@ void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& tabl
 size_t return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   const OwnedIds ids(c);
   return c.owned->abort_rows(&c.holder, ids.begin(), ids.size(), delay);
+}
+
+// The owned rows moved with a copying ALTER TABLE that could not keep them owned (the table
+// left the engine: Holder::rows_moved): any still held are given back, owner mode is left,
+// and the caller is told that none was removed.
+Status leave_after_rows_moved(Consumer::Impl& c) {
+  const OwnedIds ids(c);
+  const std::string rows = ids.size() > 1 ? "the batch of " + std::to_string(ids.size()) + " rows from row " +
+                                                std::to_string(ids.front()) + " was"
+                                          : "row " + std::to_string(ids.front()) + " was";
+  return_owned_rows(c);
+  leave_owner_mode(c);
+  return Status(ErrorCode::kRowsMoved,
+                "ALTER TABLE moved the table's rows without keeping them owned by this connection: " + rows +
+                    " not removed");
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -132,6 +148,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   const OwnedIds ids(c);
   if (c.holder.revoked_by()) {
     Status s = revoked_status(c.holder, ids.front(), ids.size());
@@ -150,6 +167,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   const OwnedIds ids(c);
   if (c.holder.revoked_by()) {  // another connection gave the rows back (queue_release_owned)
     Status s = revoked_status(c.holder, ids.front(), ids.size());
@@ -182,6 +200,8 @@ Status Consumer::end() {
     return s;
   }
   if (!s.ok()) return s;  // still in owner mode: no row was removed
+  // A drop under ALTER TABLE that took the rows out of the engine came first: none was removed.
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   c.owned->counters().rows_consumed.add(ids.size());
   c.owned->counters().ends.add();
   global_stats().ends.add();

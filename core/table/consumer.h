@@ -70,6 +70,10 @@ class Consumer {
   // (in owner mode owning no row it just leaves it). If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
   // with another consumer): kLeaseExpired, and owner mode is left all the same.
+  // A copying ALTER TABLE moves the owned rows to the table it builds and keeps them owned
+  // (QueueTable::take_over): end(), abort() and the lease follow them there. If it could not
+  // keep them owned (the table left the engine), nothing is removed: kRowsMoved, owner mode
+  // left (wait() and renew_lease() too).
   Status end();
   // queue_abort(): return the owned row, leave owner mode; kNotOwner outside owner mode (in
   // owner mode owning no row it just leaves it). A row whose

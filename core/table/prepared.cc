@@ -146,6 +146,13 @@ void Table::restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx) {
   }
 }
 
+Status Table::refuse_with_prepared(const State& st, const char* what) const {
+  if (st.prepared.empty()) return Status::Ok();
+  return Status(ErrorCode::kInvalid, "file " + path() + ": " + what + " would lose " + std::to_string(st.prepared.size()) +
+                                         " prepared transaction part(s) (XA RECOVER lists them): end them with XA "
+                                         "COMMIT or XA ROLLBACK first");
+}
+
 std::vector<QueueTable::PreparedPartInfo> Table::prepared_parts() {
   std::vector<PreparedPartInfo> out;
   auto st = state_.lock();

@@ -27,7 +27,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   // Only the viewer's own thread scans with it, so reading its batch is safe.
   const View v = viewer ? viewer->view() : View();
   if (v.sees_nothing_in(this)) return Status::Ok();
-  const bool owner = v.owned_in == this;
+  const bool owner = v.owned_in != nullptr;  // here, or on the other side of a take-over
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
   UncachedRead r;
@@ -94,7 +94,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
     if (history) {
       fmt::ReturnedRow kept;
       kept_across_restart(*st, e, &kept);
-      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms};
+      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms, e.id, e.state == RowState::kOwned};
     }
     if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
     r = st->uncached_read(e.offset, e.length);
@@ -139,6 +139,7 @@ std::vector<OwnedRowInfo> Table::owned_rows() {
     auto st = state_.lock();
     const uint64_t wall = now_ms();
     const SteadyClock::time_point now = SteadyClock::now();
+    if (st->successor) return out;  // its owners are listed where their rows moved (takeover.cc)
     const Leases& leases = st->policies.get<Leases>();
     size_t pos = st->index.lower_bound(after + 1);
     const size_t end = std::min(st->index.end_pos(), pos + kSlice);

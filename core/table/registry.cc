@@ -73,12 +73,18 @@ Status TableRegistry::acquire(const std::string& path, std::shared_ptr<QueueTabl
   return Status::Ok();
 }
 
-Status TableRegistry::drop(const std::string& path) {
+Status TableRegistry::drop(const std::string& path, bool rows_moved) {
+  if (std::shared_ptr<Slot> slot = find_slot(path, false)) {
+    std::shared_ptr<Table> open = *slot->lock();
+    if (open && !rows_moved && !open->prepared_parts().empty())
+      return Status(ErrorCode::kInvalid, "file " + path + ": DROP TABLE would lose prepared transaction parts (XA "
+                                         "RECOVER lists them): end them with XA COMMIT or XA ROLLBACK first");
+  }
   bool was_open = false;
   if (std::shared_ptr<Slot> slot = take_slot(path)) {
     auto table = slot->lock();
     if (*table) {
-      (*table)->mark_dropped();
+      (*table)->mark_dropped(rows_moved);
       was_open = true;
     }
     table->reset();

@@ -44,6 +44,7 @@ void Table::remove(State& st, RowEntry& e, RowContext& ctx) {
   if (held(before.state)) held_.fetch_sub(1);
   if (uint64_t* n = count_of(st.delayed, st.dead, before.state)) --*n;
   st.index.remove(before.id);
+  if (st.took_over_by_id) st.removed_since_take_over.push_back(before.id);  // for a give-back (takeover.cc)
   st.policies.each([&](auto& p) { p.removed(before, ctx); });
 }
 
@@ -59,6 +60,15 @@ void Table::requeue(State& st, RowEntry& e, std::chrono::milliseconds delay, Row
 bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx) {
   st.policies.each([&](auto& p) { p.added(e, payload, ctx); });
   if (history) e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history->deliveries, UINT16_MAX));
+  if (history && history->held) {
+    // Owned where it was copied from: held back, by no holder (taken by no one, expired by
+    // no TTL, its message group held up), until take_over() gives it the state it has there.
+    e.deliveries = static_cast<uint16_t>(next_delivery(e));  // the delivery in progress
+    Move m{RowState::kOwned};
+    m.fresh = true;
+    move(st, e, m, ctx);
+    return true;
+  }
   Placement p{RowState::kFree};
   st.policies.each([&](auto& policy) { policy.placing_new(e, payload, history, p, ctx); });
   if (p.to == RowState::kFree) {
@@ -92,7 +102,7 @@ void Table::release(State& st, RowContext& ctx) {
 }
 
 void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& ctx) {
-  if (st.waiters.empty() || !takeable(st, e)) return;
+  if (st.waiters.empty() || !takeable(st, e) || st.successor) return;  // a moved table hands out nothing
   std::string scratch;
   bool have_payload = payload.data() != nullptr || e.length == 0;
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {

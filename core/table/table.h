@@ -18,6 +18,7 @@
 //   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
 //   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
+//   takeover.cc     the end of a copying ALTER TABLE: the new table takes over the old one
 #pragma once
 #include <atomic>
 #include <list>
@@ -65,6 +66,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;
+  Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
+  const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
@@ -105,7 +108,11 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   SteadyClock::time_point due(SteadyClock::time_point now) override;
 
   // ---- used by TableRegistry ----
-  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  // Waiters get kDropped, rows vanish, file closed. `rows_moved`: the rows live on in another
+  // table (a copying ALTER TABLE dropped this one): owners whose rows did not move with
+  // take_over() are told their rows were not removed (Holder::rows_moved). A table dropped
+  // after it took over from one that still stands gives the rows back to it first.
+  void mark_dropped(bool rows_moved = false);
   Status rename_to(const std::string& to);
   void close();  // clean close: leaves an index snapshot (every commit is durable already)
 
@@ -149,6 +156,15 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     std::map<uint64_t, Prepared> prepared;
     RowPolicies policies;
     bool dropped = false;
+    // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's
+    // rows; this one then hands out no row, and its holders' calls go there.
+    std::shared_ptr<Table> successor;
+    // The table this one took over from, while that one stands: if this one is dropped
+    // first (the ALTER failed after its copy), that one takes the rows back, without the
+    // rows removed here since (removed_since_take_over; logged with the ids kept only).
+    std::weak_ptr<Table> took_over_from;
+    bool took_over_by_id = false;
+    std::vector<RowId> removed_since_take_over;
 
     // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
     // at its end, so rows below it may be read ahead at once.
@@ -202,6 +218,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx);
   bool publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed);
   void restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx);  // at open
+  // kInvalid, naming `what`, while prepared parts wait for their end: DDL would lose them.
+  Status refuse_with_prepared(const State& st, const char* what) const;
   Status read_at(uint64_t offset, uint32_t length, std::string* out);  // bytes of the current file
   // After rows went into or out of the index: the lock-free mirrors and the counters.
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
@@ -246,6 +264,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
+  Take moved_take(State& st, const TakeRequest& r, bool register_waiter);  // the rows moved (takeover.cc)
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
 
   // ---- operators.cc
@@ -256,6 +275,25 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.
   void record_returns(const std::vector<fmt::ReturnedRow>& rows);
+
+  // ---- takeover.cc
+  // The table the rows moved to (take_over), or null; state lock taken here.
+  std::shared_ptr<Table> successor();
+  Status moved_status() const;  // what a commit on a moved table answers
+  enum class Adopt { kIdsKept, kNewIds, kGiveBack };
+  // This table's rows take the states they have in `src` (see take_over()); the caller holds
+  // both tables' writer turns, writer and state locks. kGiveBack: `src` took over from this
+  // one and gives the rows back (the ALTER failed after its copy).
+  Status adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& st, Adopt how);
+  // Row `t` here takes the state of `s`, its original in `src_st` (deliveries, retry delay,
+  // owner), unless a removal claims it here (MESSAGE_TTL).
+  void restate(State& st, RowEntry& t, const State& src_st, const RowEntry& s, RowContext& ctx);
+  // Before this table is dropped: the table it took over from, if that one still stands,
+  // takes the rows back (Adopt::kGiveBack).
+  void give_rows_back();
+  // The table this one took over from (`dropped`) was dropped: the ALTER went through, there
+  // is nothing to give back any more.
+  void predecessor_dropped(const Table* dropped);
 
   // ---- maintenance.cc / compaction.cc
   void forget_rows(State& st);  // every row vanishes (TRUNCATE, DROP)
@@ -277,6 +315,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<uint64_t> pending_rows_{0};  // rows of prepared parts (MAX_ROWS counts them)
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
+  std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;

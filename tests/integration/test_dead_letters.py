@@ -96,7 +96,7 @@ def test_alter_changes_the_limit_in_place_and_revives_rows(server):
     assert value(waiter, "SELECT queue_abort()") == 1
     server.sql("ALTER TABLE test.jobs MAX_DELIVERIES=2")  # lower: the queued row at 2 dies
     assert _dead(server) == 1
-    # In place: a copying ALTER would have re-inserted the row under a new id.
+    # In place: the ids go on as they were (a copying ALTER keeps them too: test_alter_ownership.py).
     assert server.value("SELECT NEXT_ROWID FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='jobs'") \
         == next_rowid_before
     server.sql("ALTER TABLE test.jobs MAX_DELIVERIES=0")

@@ -92,3 +92,16 @@ def test_a_prepared_transaction_survives_a_crash(server_factory):
         assert s.sql("SELECT id FROM test.q") == [(5,)]
     finally:
         s.destroy()
+
+
+def test_ddl_that_would_lose_a_prepared_transaction_is_refused(server):
+    from sqlcheck import expect_error
+    _tables(server)
+    c = server.connect()
+    _prepare(c, "pending", 1)
+    c.close()
+    other = server.connect()
+    expect_error(other, "TRUNCATE TABLE q", "prepared transaction", "XA COMMIT or XA ROLLBACK")
+    expect_error(other, "DROP TABLE q", "prepared transaction", "XA COMMIT or XA ROLLBACK")
+    query(other, "XA ROLLBACK 'pending'")
+    query(other, "TRUNCATE TABLE q")

@@ -230,3 +230,19 @@ def test_autocommit_statements_act_at_once_as_before(server):
     assert value(c, "SELECT queue_wait('q', 0)") == 1
     assert value(c, "SELECT queue_end()") == 1
     assert server.value("SELECT COUNT(*) FROM test.q") == 0
+
+
+def test_ddl_waits_for_a_transaction_that_consumed_from_the_table(server):
+    """The transaction holds the table's metadata lock from its queue_end() on, as one that
+    wrote the table would: a copying ALTER cannot move a row it is removing."""
+    _tables(server)
+    server.sql("INSERT INTO test.q VALUES (1, 'a'), (2, 'b')")
+    worker, ddl = server.connect(), server.connect()
+    query(worker, "BEGIN")
+    assert value(worker, "SELECT queue_wait('q', 0)") == 1
+    assert value(worker, "SELECT queue_end()") == 1
+    query(ddl, "SET SESSION lock_wait_timeout = 1")
+    expect_error(ddl, "ALTER TABLE q ADD COLUMN extra INT", code=1205)
+    query(worker, "COMMIT")
+    query(ddl, "ALTER TABLE q ADD COLUMN extra INT")
+    assert server.sql("SELECT id FROM test.q") == [(2,)]
