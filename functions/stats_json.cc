@@ -54,6 +54,7 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
       {"rows_expired", c.rows_expired.get()},
       {"rows_refused", c.rows_refused.get()},
       {"rows_deduplicated", c.rows_deduplicated.get()},
+      {"damaged_reads", c.damaged_reads.get()},
       {"compactions", c.compactions.get()},
   };
   std::string out = "{\"table\": " + quoted(table_label);

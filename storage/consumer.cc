@@ -61,6 +61,8 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.lease_token.store(0);
   c.lease_expired.store(false);
   c.expired_token.store(0);
+  c.took_dead = false;
+  c.rows_set_aside.store(false);
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -119,6 +121,14 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
 Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_end()");
+  if (c.rows_set_aside.load()) {
+    // An owned row's bytes were damaged: the table set it aside, and the statement that read
+    // it failed, so it returned none of this consumer's rows. Nothing is removed; the rest of
+    // a batch goes back to the queue, as with abort().
+    return_owned_rows(c);
+    leave_owner_mode(c);
+    return Status::Ok();
+  }
   const OwnedIds ids(c);
   // Token before expired: expiry writes them the other way round (consumer_impl.h).
   if (c.lease_token.load() != 0 || c.lease_expired.load()) {
@@ -339,6 +349,7 @@ Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken
   if (r == QueueTableImpl::Take::kDropped) return t->dropped_status();
   if (result.handed) {
     enter_owner_mode(c, table, result);
+    c.took_dead = true;
     *taken = true;
   }
   return Status::Ok();

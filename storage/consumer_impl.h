@@ -54,6 +54,12 @@ struct Consumer::Impl {
   std::vector<uint32_t> batch_deliveries;
   // Own thread only (read by the table on it): wait_batch() is adding rows to the owned one.
   bool taking_more = false;
+  // Own thread only (read by the table on it): the owned row came from take_dead().
+  bool took_dead = false;
+  // Set by the table (under its state lock, on this consumer's own read) when an owned row's
+  // bytes failed their checksum and the row was set aside (QueueTableImpl::set_aside_damaged):
+  // end() then removes nothing and gives the other owned rows back.
+  mutable std::atomic<bool> rows_set_aside{false};
 
   // Leases (storage/lease.h). lease_ms: what a row taken from now on is leased for (0 = no
   // lease); set by the own thread, read by a writer handing it a row.

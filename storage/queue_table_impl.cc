@@ -10,18 +10,45 @@
 
 namespace q4m {
 
+bool TableState::read_cached(const RowLocation& r, std::string* out, Status* status) const {
+  if (!file) return false;
+  *status = Status::Ok();
+  if (tail.read(file->id(), r.offset, r.length, out)) return true;
+  if (!window.read(file->id(), r.offset, r.disk_length(), out)) return false;
+  *status = check_row(r, file->path(), out->data());
+  out->resize(r.length);
+  return true;
+}
+
+Status TableState::read_here(const RowLocation& r, std::string* out) const {
+  Status s;
+  if (read_cached(r, out, &s)) return s;
+  s = file->read(r.offset, r.disk_length(), out);
+  if (s.ok()) s = check_row(r, file->path(), out->data());
+  out->resize(r.length);
+  return s;
+}
+
 void TableState::for_each_payload(const std::function<bool(const RowEntry&)>& want,
-                                  const std::function<void(RowEntry&, std::string_view)>& fn) {
+                                  const std::function<void(RowEntry&, std::string_view)>& fn,
+                                  std::vector<RowId>* damaged) {
   const size_t end = index.end_pos();
   if (end == 0 || !file) return;
   // Rows are in file order: the last one ends the published bytes (the writer may be past it).
-  BlockReader reader(*file, index.at(end - 1).offset + index.at(end - 1).length);
+  const RowLocation last = locate(index.at(end - 1));
+  BlockReader reader(*file, last.offset + last.disk_length());
   for (size_t pos = 0; pos < end; pos++) {
     RowEntry& e = index.at(pos);
     if (e.state == RowState::kRemoved || !want(e)) continue;
+    const RowLocation r = locate(e);
     const unsigned char* bytes = nullptr;
-    if (!reader.get(e.offset, e.length, &bytes).ok()) continue;
-    fn(e, std::string_view(reinterpret_cast<const char*>(bytes), e.length));
+    if (!reader.get(r.offset, r.disk_length(), &bytes).ok()) continue;
+    const char* p = reinterpret_cast<const char*>(bytes);
+    if (!check_row(r, file->path(), p).ok()) {
+      damaged->push_back(e.id);
+      continue;
+    }
+    fn(e, std::string_view(p, e.length));
   }
 }
 namespace {
@@ -132,6 +159,7 @@ QueueTableImpl::QueueTableImpl(const std::string& path, std::shared_ptr<DataFile
   counters_.rows_removed.value = rec.rows_removed;
   auto st = state_.lock();
   st->index = std::move(rec.index);
+  st->legacy = std::move(rec.legacy);
   st->install_file(std::move(file));
 }
 
@@ -173,24 +201,48 @@ Status QueueTableImpl::next_visible(const Consumer* viewer, RowId after, RowId* 
     }
     *id = e->id;
     *found = true;
-    if (!payload || st->read_cached(e->offset, e->length, payload)) return Status::Ok();
-    r = st->uncached_read(e->offset, e->length);
+    if (!payload) return Status::Ok();
+    if (std::optional<Status> s = read_locked(*st, *e, viewer, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, viewer);
 }
 
-Status QueueTableImpl::read_uncached(const UncachedRead& r, std::string* payload) {
-  if (!r.block) return r.file->read(r.offset, r.length, payload);
-  std::string block;
-  Status s = r.file->read(r.block->begin, static_cast<size_t>(r.block->end - r.block->begin), &block);
-  if (!s.ok()) return s;
-  payload->assign(block.data() + (r.offset - r.block->begin), r.length);
-  auto st = state_.lock();
-  if (st->file == r.file) st->window.fill(r.file->id(), r.block->begin, std::move(block));
-  return Status::Ok();
+std::optional<Status> QueueTableImpl::read_locked(TableState& st, const RowEntry& e, const Consumer* reader,
+                                                  std::string* payload, UncachedRead* r) {
+  const RowLocation row = st.locate(e);
+  Status s;
+  if (!st.read_cached(row, payload, &s)) {
+    *r = st.uncached_read(row);
+    return std::nullopt;
+  }
+  if (s.code() == ErrorCode::kDamaged) set_aside_damaged(st, row.id, reader);
+  return s;
 }
 
-Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
+Status QueueTableImpl::read_uncached(const UncachedRead& r, std::string* payload, const Consumer* reader) {
+  Status s;
+  if (!r.block) {
+    s = r.file->read(r.row.offset, r.row.disk_length(), payload);
+    if (s.ok()) s = check_row(r.row, r.file->path(), payload->data());
+  } else {
+    std::string block;
+    s = r.file->read(r.block->begin, static_cast<size_t>(r.block->end - r.block->begin), &block);
+    if (!s.ok()) return s;
+    const char* bytes = block.data() + (r.row.offset - r.block->begin);
+    s = check_row(r.row, r.file->path(), bytes);
+    payload->assign(bytes, r.row.length);
+    auto st = state_.lock();  // the block is kept whatever this row's check said: each read checks its row
+    if (st->file == r.file) st->window.fill(r.file->id(), r.block->begin, std::move(block));
+  }
+  payload->resize(r.row.length);
+  if (s.code() == ErrorCode::kDamaged) {
+    auto st = state_.lock();
+    if (st->file == r.file) set_aside_damaged(*st, r.row.id, reader);  // (else compaction moved the row meanwhile)
+  }
+  return s;
+}
+
+Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found, const Consumer* reader) {
   *found = false;
   UncachedRead r;
   {
@@ -198,10 +250,9 @@ Status QueueTableImpl::read_row(RowId id, std::string* payload, bool* found) {
     RowEntry* e = st->index.find(id);
     if (!e) return Status::Ok();
     *found = true;
-    if (st->read_cached(e->offset, e->length, payload)) return Status::Ok();
-    r = st->uncached_read(e->offset, e->length);
+    if (std::optional<Status> s = read_locked(*st, *e, reader, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, reader);
 }
 
 Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) {
@@ -220,10 +271,10 @@ Status QueueTableImpl::next_row(RowId after, RowId* id, std::string* payload, bo
       st->kept_across_restart(e, &kept);
       *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms};
     }
-    if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
-    r = st->uncached_read(e.offset, e.length);
+    if (!payload) return Status::Ok();
+    if (std::optional<Status> s = read_locked(*st, e, nullptr, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, nullptr);
 }
 
 uint64_t QueueTableImpl::visible_count(const Consumer* viewer) {
@@ -255,7 +306,8 @@ TableInfo QueueTableImpl::info() {
   i.dedup_keys = dedup_keys_.load(std::memory_order_relaxed);
   i.waiters = st->waiters.size();
   i.file_bytes = file_bytes_.load();
-  uint64_t live_record_bytes = fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * fmt::kRowHeaderSize;
+  uint64_t live_record_bytes =
+      fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * (fmt::kRowHeaderSize + fmt::kRowChecksumSize);
   i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
   if (const RowEntry* e = st->index.first_live()) {
     uint64_t now = now_ms();

@@ -32,6 +32,7 @@
 #include "message_groups.h"
 #include "queue_table.h"
 #include "recovery.h"
+#include "row_check.h"
 #include "row_filter.h"
 #include "row_index.h"
 #include "scan_cursors.h"
@@ -50,8 +51,7 @@ struct Waiter {
 // compaction swaps it meanwhile; `block`, if set, is read instead and kept as read-ahead.
 struct UncachedRead {
   std::shared_ptr<DataFile> file;
-  uint64_t offset = 0;
-  uint32_t length = 0;
+  RowLocation row;
   std::optional<ReadAheadWindow::Plan> block;
 };
 
@@ -129,23 +129,36 @@ struct TableState {
     file = std::move(f);
   }
 
-  // A row's payload from the tail cache or the read-ahead window; false if it is in
-  // neither (then uncached_read(), and QueueTableImpl::read_uncached outside the lock).
-  bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
-    return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
+  // Rows of format 1 to 4 in `file` (no checksum on disk): what their bytes must match.
+  LegacyChecksums legacy;
+  RowLocation locate(const RowEntry& e) const {
+    RowLocation r{e.id, e.offset, e.length};
+    if (const uint32_t* sum = legacy.empty() ? nullptr : legacy.find(e.id)) {
+      r.stored = false;
+      r.known = *sum;
+    }
+    return r;
   }
+  // A row's payload from the tail cache (the bytes this process wrote) or the read-ahead
+  // window (bytes read from disk, so checked here); false if it is in neither (then
+  // uncached_read(), and QueueTableImpl::read_uncached outside the lock). If true, *status
+  // says whether the bytes passed their check (kDamaged: *out holds nothing usable).
+  bool read_cached(const RowLocation& r, std::string* out, Status* status) const;
+  // read_cached(), else a pread under the lock (for the few reads that cannot drop it).
+  Status read_here(const RowLocation& r, std::string* out) const;
   // Under the state lock, when a statement first opens the table (set_visible_at,
   // set_message_group): fn(e, payload) for each row that want(e) selects, reading the file
   // front to back in 4 MiB blocks. Rows whose bytes cannot be read are skipped: the
-  // consumer's own read reports them.
+  // consumer's own read reports them; those that fail their checksum go to *damaged.
   void for_each_payload(const std::function<bool(const RowEntry&)>& want,
-                        const std::function<void(RowEntry&, std::string_view)>& fn);
+                        const std::function<void(RowEntry&, std::string_view)>& fn, std::vector<RowId>* damaged);
   // What to pread for a row the caches do not hold. Read ahead only below the tail
   // cache's start: those bytes are published and never change.
-  UncachedRead uncached_read(uint64_t offset, uint32_t length) const {
-    UncachedRead r{file, offset, length, std::nullopt};
+  UncachedRead uncached_read(const RowLocation& row) const {
+    UncachedRead r{file, row, std::nullopt};
     ReadAheadWindow::Plan plan;
-    if (file && tail.file_id() == file->id() && ReadAheadWindow::plan(offset, length, tail.begin(), &plan))
+    if (file && tail.file_id() == file->id() &&
+        ReadAheadWindow::plan(row.offset, row.disk_length(), tail.begin(), &plan))
       r.block = plan;
     return r;
   }
@@ -215,7 +228,7 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
                         bool reset, size_t* dropped) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
-  Status read_row(RowId id, std::string* payload, bool* found) override;
+  Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
@@ -294,9 +307,20 @@ class QueueTableImpl : public QueueTable, public LeasedTable, public std::enable
   // wait for it again.
   void restore_delays(const std::unordered_map<RowId, uint64_t>& due_ms);
 
+  // Under the state lock: `e`'s payload if a cache holds it (then the status of the read),
+  // else nullopt and *r says what read_uncached() is to read outside the lock. `reader`
+  // (may be null) is who reads: see set_aside_damaged().
+  std::optional<Status> read_locked(TableState& st, const RowEntry& e, const Consumer* reader, std::string* payload,
+                                    UncachedRead* r);
   // A row the caches did not hold (TableState::uncached_read), read outside the state
-  // lock; a read-ahead block goes into the window.
-  Status read_uncached(const UncachedRead& r, std::string* payload);
+  // lock and checked; a read-ahead block goes into the window.
+  Status read_uncached(const UncachedRead& r, std::string* payload, const Consumer* reader);
+  // damaged_reads.cc. A read of row `id` from disk failed its checksum: counted, and the
+  // row is set aside as a dead row (takes skip it; scans still meet it, and fail on it) if
+  // it is queued, or if `reader` holds it from a wait (not queue_take_dead(), whose taker
+  // decides): `reader`'s end() then removes none of its rows. A row another connection holds
+  // stays with it: its holder's own read reports the damage.
+  void set_aside_damaged(TableState& st, RowId id, const Consumer* reader);
 
   // group_commit.cc
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;  // each fits a chunk

@@ -19,6 +19,7 @@ enum class ErrorCode {
   kExists,        // create of an existing table
   kLeaseExpired,  // the owned row's lease ran out: it went back to the queue, not removed
   kFull,          // an insert would take the table past its row limit (set_max_rows)
+  kDamaged,       // a row's bytes read from disk fail their checksum (message names file, row, offset)
 };
 
 class Status {

@@ -41,11 +41,16 @@ void QueueTableImpl::set_message_group(std::shared_ptr<const KeyColumn> column) 
   // anyone can take a row).
   const MessageGroups::RowLookup lookup = group_lookup(*st);
   std::string key;
-  st->for_each_payload([](const RowEntry&) { return true; }, [&](RowEntry& e, std::string_view payload) {
-    if (!row_key(*st->message_group, payload, &key)) return;
-    e.grouped = true;
-    st->groups.add(e.id, key, lookup);
-  });
+  std::vector<RowId> damaged;
+  st->for_each_payload(
+      [](const RowEntry&) { return true; },
+      [&](RowEntry& e, std::string_view payload) {
+        if (!row_key(*st->message_group, payload, &key)) return;
+        e.grouped = true;
+        st->groups.add(e.id, key, lookup);
+      },
+      &damaged);
+  for (RowId id : damaged) set_aside_damaged(*st, id, nullptr);  // in no group: its key is unknown
   release_ready(*st);
 }
 

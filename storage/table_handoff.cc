@@ -18,12 +18,13 @@ uint32_t next_delivery(const RowEntry& e) {
 void QueueTableImpl::offer_row(TableState& st, RowEntry& e, std::string_view payload) {
   if (st.waiters.empty() || !st.takeable(e)) return;
   std::string scratch;
-  bool have_payload = payload.data() != nullptr || e.length == 0;
+  bool have_payload = payload.data() != nullptr || e.length == 0;  // (a caller's payload is one it wrote: no check)
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
     if (it->filter) {
       if (!have_payload) {
-        if (!st.read_cached(e.offset, e.length, &scratch) && !st.file->read(e.offset, e.length, &scratch).ok())
-          return;
+        const Status s = st.read_here(st.locate(e), &scratch);
+        if (s.code() == ErrorCode::kDamaged) set_aside_damaged(st, e.id, nullptr);
+        if (!s.ok()) return;
         payload = scratch;
         have_payload = true;
       }
@@ -121,11 +122,15 @@ void QueueTableImpl::set_visible_at(std::shared_ptr<const VisibleAtColumn> colum
   // The rows queued already (this runs when a statement first opens the table, before
   // anyone can take a row).
   const int64_t now = static_cast<int64_t>(now_ms());
-  st->for_each_payload([](const RowEntry& e) { return e.state == RowState::kFree; },
-                       [&](RowEntry& e, std::string_view payload) {
-                         const int64_t at = visible_at_ms(*st->visible_at, payload);
-                         if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now), DelayKind::kVisibleAt);
-                       });
+  std::vector<RowId> damaged;
+  st->for_each_payload(
+      [](const RowEntry& e) { return e.state == RowState::kFree; },
+      [&](RowEntry& e, std::string_view payload) {
+        const int64_t at = visible_at_ms(*st->visible_at, payload);
+        if (at > now) delay_row(*st, e, std::chrono::milliseconds(at - now), DelayKind::kVisibleAt);
+      },
+      &damaged);
+  for (RowId id : damaged) set_aside_damaged(*st, id, nullptr);
 }
 
 void QueueTableImpl::claim_row(TableState& st, RowEntry& e, const Consumer* claimer) {
@@ -334,14 +339,13 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
   // With a filter, payloads are read and evaluated in batches outside the lock.
   constexpr size_t kScanBatch = 256;
   struct Candidate {
-    RowId id;
-    uint64_t offset;
-    uint32_t length;
+    RowLocation row;
     size_t cached_at;  // position of its payload in `cached`, or kNotCached
   };
   constexpr size_t kNotCached = ~size_t(0);
   constexpr size_t kMaxCopiedUnderLock = 256u << 10;
   std::vector<Candidate> batch;
+  std::vector<RowId> damaged;  // candidates whose bytes failed their checksum: set aside, never matched
   std::string cached, payload;
   RowId from = 0;
   uint64_t epoch = 0;
@@ -359,19 +363,29 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
       }
       batch.clear();
       cached.clear();
+      damaged.clear();
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
         if (!st->takeable(e)) continue;
         // Payloads still in the tail cache are copied now (up to kMaxCopiedUnderLock in
         // all), the rest pread outside the lock.
+        const RowLocation row = st->locate(e);
         size_t at = cached.size();
-        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(e.offset, e.length, &payload))
+        Status s;
+        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(row, &payload, &s)) {
+          if (!s.ok()) {
+            damaged.push_back(e.id);
+            continue;
+          }
           cached += payload;
-        else
+        } else {
           at = kNotCached;
-        batch.push_back(Candidate{e.id, e.offset, e.length, at});
+        }
+        batch.push_back(Candidate{row, at});
       }
+      for (RowId id : damaged) set_aside_damaged(*st, id, nullptr);  // (it was Free: not takeable any more)
+      damaged.clear();
       if (batch.empty()) {  // checked up to the end, with no row freed meanwhile
         if (end > 0 && st->index.at(end - 1).id + 1 > *cursor) *cursor = st->index.at(end - 1).id + 1;
         return register_waiter ? register_locked(*st, c, sub_index, filter) : Take::kNone;
@@ -382,18 +396,24 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
     for (const Candidate& k : batch) {
       std::string_view row;
       if (k.cached_at != kNotCached) {
-        row = std::string_view(cached).substr(k.cached_at, k.length);
+        row = std::string_view(cached).substr(k.cached_at, k.row.length);
       } else {
-        if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
-        row = payload;
+        if (!file->read(k.row.offset, k.row.disk_length(), &payload).ok()) continue;  // unreadable: never matches
+        if (!check_row(k.row, file->path(), payload.data()).ok()) {
+          damaged.push_back(k.row.id);
+          continue;
+        }
+        row = std::string_view(payload).substr(0, k.row.length);
       }
       if (filter->matches(row)) {
-        match = k.id;
+        match = k.row.id;
         break;
       }
     }
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
+    if (st->file == file)  // (else compaction moved the rows meanwhile: the next read checks them again)
+      for (RowId id : damaged) set_aside_damaged(*st, id, nullptr);
     RowId* cursor = cursor_for(*st, filter);
     const bool stable = st->free_epoch == epoch;
     if (match) {
@@ -404,7 +424,7 @@ QueueTableImpl::Take QueueTableImpl::take_or_register(Consumer::Impl& c, int sub
       }
       from = match + 1;  // someone else took it meanwhile
     } else {
-      from = batch.back().id + 1;
+      from = batch.back().row.id + 1;
     }
     if (stable && from > *cursor) *cursor = from;
   }

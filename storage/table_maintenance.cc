@@ -51,6 +51,7 @@ void QueueTableImpl::forget_rows(TableState& st) {
   st.first_free_hint = 0;
   st.groups.clear();  // the column stays: new rows join groups again
   st.dead_ids.clear();  // DEAD_ROWS counts these: TRUNCATE once left a separate counter behind
+  st.legacy.clear();
   // Every mirror of the index, in one place.
   rows_.store(0);
   owned_.store(0);
@@ -106,7 +107,7 @@ void QueueTableImpl::close() {
     if (e.state != RowState::kRemoved && st->kept_across_restart(e, &r)) returned.push_back(r);
   }
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(), &w->sources,
-                     &st->index, &returned};
+                     &st->index, &returned, &st->legacy};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
                         write_index_snapshot(*w->file, src).ok();
