@@ -133,6 +133,8 @@ int ha_queue::optimize(THD*, HA_CHECK_OPT*) {
 
 int ha_queue::raise(const q4m::Status& st) {
   error_raised_ = true;
+  if (st.code() == q4m::ErrorCode::kDamaged)  // the storage layer knows the file, not the table
+    return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label() + "': " + st.message()));
   if (st.code() == q4m::ErrorCode::kFull)  // the storage layer knows the file, not the table
     return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label() + "' is full: " + st.message() +
                                                          ", none of them was added. Consume rows, or raise MAX_ROWS "
@@ -509,7 +511,7 @@ int ha_queue::rnd_next(uchar* buf) {
 int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
   q4m::RowId id = uint8korr(pos);
   bool found = false;
-  q4m::Status st = queue_->read_row(id, &payload_, &found);
+  q4m::Status st = queue_->read_row(id, &payload_, &found, viewer_of(ha_thd()));
   if (!st.ok()) return raise(st);
   if (!found) return HA_ERR_KEY_NOT_FOUND;  // removed since it was positioned
   return read_into(buf, id);

@@ -21,6 +21,9 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     // the consume statement is the right retry (it takes the next row).
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
     case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
+    // One row's bytes, not the table: the handler error stays a generic one (HA_ERR_CRASHED
+    // would tell the server, and the user, that the table needs a repair).
+    case q4m::ErrorCode::kDamaged: return ER_FILE_CORRUPT;
     default: return ER_UNKNOWN_ERROR;
   }
 }

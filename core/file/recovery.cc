@@ -98,6 +98,8 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         e.length = rec.length;
         e.time_ms = rec.time_ms;
         t->index.append(e);
+        if (!rec.checked)  // format 1 to 4: the checksum of the bytes its chunk's checksum just passed
+          t->legacy.add(rec.rowid, fmt::row_checksum(rec.rowid, body.substr(rec.payload_pos, rec.length)));
         t->rows_inserted++;
         if (rec.rowid >= t->next_rowid) t->next_rowid = rec.rowid + 1;
         break;
@@ -191,6 +193,7 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
     out->chunks++;
     pos = end;
   }
+  out->legacy.retain([&](RowId id) { return out->index.find(id) != nullptr; });  // live rows only
   global_stats().recoveries.add();
   return Status::Ok();
 }

@@ -12,6 +12,7 @@
 
 #include "core/file/data_file.h"
 #include "core/file/format.h"
+#include "core/file/row_check.h"
 #include "core/row/index.h"
 
 namespace q4m {
@@ -29,6 +30,9 @@ struct RecoveredTable {
   // Live rows given back with a retry delay (RETURN records): wall-clock ms when each may be
   // handed out again. Entries may lie in the past; rows removed later have none.
   std::unordered_map<RowId, uint64_t> due_ms;
+  // Rows of format 1 to 4 (no checksum on disk): the checksum of their bytes as read now,
+  // with their chunk's checksum passed, so later reads of them are checked too.
+  LegacyChecksums legacy;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

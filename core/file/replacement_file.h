@@ -18,7 +18,9 @@ class ReplacementFile {
   Status create(const std::string& data_path);
 
   // Records are buffered and written in pieces of at least `flush_bytes`.
-  uint64_t add_row(RowId id, uint64_t time_ms, std::string_view payload);  // payload's file offset
+  // The payload's file offset. `checksum`: what the row must match (fmt::row_checksum() of
+  // its bytes unless they were damaged), written as it is.
+  uint64_t add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum);
   void add_remove(const std::vector<RowId>& ids) { chunk_.add_remove(ids.data(), ids.size()); }
   void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }

@@ -92,6 +92,7 @@ struct Move {
   int64_t lease_ms = 0;                // kOwned: the taker's lease (0 = none)
   bool more = false;                   // kOwned: one more row of the holder's batch
   bool fresh = false;                  // the row is being added (its first state)
+  bool damaged = false;                // kDead: set aside, its bytes on disk failed their checksum
 };
 
 // Where a row goes as it comes back to the queue or is added: a Move the policies fold.

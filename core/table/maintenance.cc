@@ -46,6 +46,7 @@ void Table::forget_rows(State& st) {
   st.claims.clear();
   st.cursors.clear();
   st.first_free_hint = 0;
+  st.legacy.clear();
   st.policies.each([](auto& p) { p.forget(); });
   // Every count and mirror of the index, in one place.
   st.delayed = st.dead = 0;
@@ -102,7 +103,7 @@ void Table::close() {
     if (e.state != RowState::kRemoved && kept_across_restart(*st, e, &r)) returned.push_back(r);
   }
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
-                     &w->policies.get<Relay>().sources(), &st->index, &returned};
+                     &w->policies.get<Relay>().sources(), &st->index, &returned, &st->legacy};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
                         write_index_snapshot(*w->file, src).ok();

@@ -20,6 +20,7 @@ enum class ErrorCode {
   kLeaseExpired,  // the owned row's lease ran out: it went back to the queue, not removed
   kFull,          // an insert would take the table past its row limit (set_max_rows)
   kLocked,        // the data file is open in another process (another server)
+  kDamaged,       // a row's bytes read from disk fail their checksum (message names file, row, offset)
 };
 
 class Status {
