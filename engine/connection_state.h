@@ -4,6 +4,7 @@
 // Used only by its own connection thread, except Consumer::interrupt() (KILL QUERY).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,26 @@ class ConnectionState {
     return h;
   }
 
+  // A copying ALTER of a QUEUE table: the table its scan reads, which the new table takes
+  // over once the copy is through (QueueTable::take_over, at HA_EXTRA_END_COPY), and whether
+  // the rows keep their ids (no ORDER BY). Without, the new rows get ids from next_new_id on:
+  // ids the old table never gave out.
+  struct CopySource {
+    std::shared_ptr<q4m::QueueTable> table;
+    bool ids_kept = false;
+    uint64_t next_new_id = 0;  // 0 = not asked yet
+  };
+  void set_copy_source(int64_t query_id, const std::shared_ptr<q4m::QueueTable>& table, bool ids_kept) {
+    if (copy_query_id_ == query_id && copy_source_.table == table) return;  // a second scan (ORDER BY sorts first)
+    copy_query_id_ = query_id;
+    copy_source_ = CopySource{table, ids_kept, 0};
+  }
+  // The copy source of statement `query_id`, or null.
+  CopySource* copy_source(int64_t query_id) {
+    return copy_query_id_ == query_id && copy_source_.table ? &copy_source_ : nullptr;
+  }
+  void forget_copy_source() { copy_source_ = CopySource(); }
+
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -84,6 +105,8 @@ class ConnectionState {
   int64_t read_query_id_ = -1;
   int64_t copied_query_id_ = -1;
   std::optional<q4m::RowHistory> copied_history_;
+  int64_t copy_query_id_ = -1;
+  CopySource copy_source_;
   uint64_t read_rowid_ = 0;
   q4m::QueueTable* read_table_ = nullptr;
 };

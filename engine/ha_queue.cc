@@ -260,7 +260,11 @@ int ha_queue::close() {
 }
 
 int ha_queue::delete_table(const char* name) {
-  q4m::Status st = q4m::TableRegistry::instance().drop(data_file_path(name));
+  // Under ALTER TABLE the rows live on in the table it built (which took them over, or which
+  // belongs to another engine): owners must not take them for removed.
+  THD* thd = ha_thd();
+  const bool rows_moved = thd && thd_sql_command(thd) == SQLCOM_ALTER_TABLE;
+  q4m::Status st = q4m::TableRegistry::instance().drop(data_file_path(name), rows_moved);
   if (st.ok() || st.code() == q4m::ErrorCode::kNotFound) return 0;  // nothing left to remove
   return raise_status_error(st);
 }
@@ -359,12 +363,52 @@ int ha_queue::buffer_row() {
 }
 
 // The old table's scan left the row's history with the connection when that table is a
-// QUEUE table (its age, delivery count, retry delay): the row keeps it, so a dead row stays
-// dead and MESSAGE_TTL counts from its INSERT. From any other engine a row is new.
+// QUEUE table (its id, age, delivery count, retry delay, whether it is owned): the row keeps
+// it, so a dead row stays dead and MESSAGE_TTL counts from its INSERT. From any other engine
+// a row is new. ORDER BY loses the histories; its rows get ids the old table never used.
 q4m::RowHistory ha_queue::copied_history() {
-  ConnectionState* cs = find_connection_state(ha_thd());
-  std::optional<q4m::RowHistory> history = cs ? cs->take_copied_history(ha_thd()->query_id) : std::nullopt;
-  return history.value_or(q4m::RowHistory{});
+  THD* thd = ha_thd();
+  ConnectionState* cs = find_connection_state(thd);
+  if (!cs) return q4m::RowHistory{};
+  q4m::RowHistory h = cs->take_copied_history(thd->query_id).value_or(q4m::RowHistory{});
+  ConnectionState::CopySource* src = cs->copy_source(thd->query_id);
+  if (src && !src->ids_kept) {
+    if (src->next_new_id == 0) src->next_new_id = src->table->info().next_rowid;
+    h.id = src->next_new_id++;
+  }
+  return h;
+}
+
+// The copy is through (HA_EXTRA_END_COPY): this new table takes over the old one's rows and
+// their owners (QueueTable::take_over). A failure fails the ALTER, and the old table stays.
+int ha_queue::take_over_copied_table() {
+  THD* thd = ha_thd();
+  ConnectionState* cs = find_connection_state(thd);
+  ConnectionState::CopySource* src = cs ? cs->copy_source(thd->query_id) : nullptr;
+  if (!src) return 0;  // the rows came from another engine
+  const bool ids_kept = src->ids_kept;
+  q4m::Status st = queue_->take_over(src->table, ids_kept);
+  cs->forget_copy_source();
+  if (st.ok()) return 0;
+  const std::string label = user_table_label(thd, table_share);
+  if (st.code() != q4m::ErrorCode::kInvalid || ids_kept)
+    return raise(q4m::Status(st.code(), "QUEUE table '" + label + "': " + st.message()));
+  my_printf_error(ER_ILLEGAL_HA,
+                  "QUEUE table '%s': ALTER TABLE ... ORDER BY gives the rows new ids, so it cannot keep rows that "
+                  "connections own or consume meanwhile: %s. End or abort them and retry, or ALTER without ORDER BY, "
+                  "which keeps them owned",
+                  MYF(0), label.c_str(), st.message().c_str());
+  error_raised_ = true;
+  return HA_ERR_WRONG_COMMAND;
+}
+
+int ha_queue::extra(enum ha_extra_function operation) {
+  if (!copy_target_) return 0;
+  if (operation == HA_EXTRA_END_COPY) return take_over_copied_table();
+  if (operation == HA_EXTRA_ABORT_COPY) {
+    if (ConnectionState* cs = find_connection_state(ha_thd())) cs->forget_copy_source();
+  }
+  return 0;
 }
 
 // Row relay_ids_used_ + relayed_rows_.size() of the declared ones. A multi-row INSERT keeps
@@ -472,7 +516,10 @@ int ha_queue::rnd_init(bool) {
   THD* thd = ha_thd();
   copy_scan_ = copies_table(thd);
   copy_history_ = copy_scan_ && !(thd->lex->alter_info.flags & ALTER_ORDER);
-  if (copy_scan_) copy_.start(queue_.get());
+  if (copy_scan_) {
+    copy_.start(queue_.get());
+    connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
+  }
   const HA_CREATE_INFO& to = thd->lex->create_info;
   const bool stays_queue = !(to.used_fields & HA_CREATE_USED_ENGINE) || to.db_type == ht;
   if (copy_scan_ && !copy_history_ && stays_queue && reorder_noted_in_ != thd->query_id) {

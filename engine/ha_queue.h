@@ -60,7 +60,8 @@ class ha_queue final : public handler {
 
   int info(uint flag) override;
   ha_rows records() override;
-  int extra(enum ha_extra_function) override { return 0; }
+  // HA_EXTRA_END_COPY on the new table of a copying ALTER: it takes over the old one.
+  int extra(enum ha_extra_function operation) override;
   int external_lock(THD* thd, int lock_type) override;
   int start_stmt(THD* thd, thr_lock_type lock_type) override;
   int reset() override;
@@ -83,6 +84,7 @@ class ha_queue final : public handler {
   int write_relayed_row();  // a row declared by queue_set_srcid()
   int buffer_row();         // encoded_, for commit_bulk_rows()
   q4m::RowHistory copied_history();  // of the row a copying ALTER writes into its new table
+  int take_over_copied_table();      // the end of a copying ALTER's copy
   int commit_relayed_rows();
   void forget_unused_relay_ids();
   q4m::Status commit_claims();     // rows claimed by delete_row()

@@ -20,6 +20,7 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     // A lease is a lock held for a time; drivers treat this number as "retry", and rerunning
     // the consume statement is the right retry (it takes the next row).
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
+    case q4m::ErrorCode::kRowsMoved: return ER_LOCK_WAIT_TIMEOUT;  // as an expired lease: not removed, retry
     case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
     // One row's bytes, not the table: the handler error stays a generic one (HA_ERR_CRASHED
     // would tell the server, and the user, that the table needs a repair).
@@ -50,7 +51,8 @@ int raise_status_error(const q4m::Status& st) {
 }
 
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st) {
-  my_printf_error(sql_errno_for(st.code()), "%s(): lease expired: table '%s': %s", MYF(0), function,
+  const bool expired = st.code() == q4m::ErrorCode::kLeaseExpired;
+  my_printf_error(sql_errno_for(st.code()), "%s(): %stable '%s': %s", MYF(0), function, expired ? "lease expired: " : "",
                   table_label.c_str(), st.message().c_str());
 }
 

@@ -12,7 +12,8 @@ namespace q4m_engine {
 int raise_status_error(const q4m::Status& st);
 
 // kLeaseExpired from `function` ("queue_end"/"queue_wait") about the owned row of
-// `table_label`: "queue_end(): lease expired: table 'db.q': <storage message>".
+// `table_label`: "queue_end(): lease expired: table 'db.q': <storage message>"; kRowsMoved
+// (its rows moved with an ALTER TABLE) the same without "lease expired: ".
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st);
 
 // The SQL error number used for a Status code (ER_*).

@@ -28,7 +28,7 @@ longlong owner_action_result(const char* function, const q4m_engine::ConnectionS
     my_printf_error(ER_WRONG_ARGUMENTS, "%s(): this connection does not own a row", MYF(0), function);
     return 0;
   }
-  if (st.code() == q4m::ErrorCode::kLeaseExpired) {
+  if (st.code() == q4m::ErrorCode::kLeaseExpired || st.code() == q4m::ErrorCode::kRowsMoved) {
     q4m_engine::raise_lease_expired(function, cs->owned_label(), st);
     return 0;
   }

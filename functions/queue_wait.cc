@@ -58,7 +58,7 @@ void raise_wait_error(const char* function, q4m_engine::ConnectionState& cs, con
                       const std::vector<q4m::Subscription>& subs, const std::vector<std::string>& labels) {
   if (st.code() == q4m::ErrorCode::kDropped)
     raise_dropped(function, st, subs, labels);
-  else if (st.code() == q4m::ErrorCode::kLeaseExpired)  // the previously owned rows
+  else if (st.code() == q4m::ErrorCode::kLeaseExpired || st.code() == q4m::ErrorCode::kRowsMoved)  // the previously owned rows
     q4m_engine::raise_lease_expired(function, cs.owned_label(), st);
   else
     q4m_engine::raise_status_error(st);

@@ -24,8 +24,9 @@ struct WriteBatch {
   // ---- inputs
   // ROW records: new rows, in order; the leader gives them ids.
   const std::vector<std::string_view>* rows = nullptr;
-  // A copy's rows (a copying ALTER): what each had been through, one per row. Their ids are
-  // new; the insert time is kept and the rest goes into a RETURN record under the new ids.
+  // A copy's rows (a copying ALTER): what each had been through, one per row. A row whose
+  // history has an id keeps it (ids must increase, from the table's next id on); the rest get
+  // new ids. The insert time is kept and the rest goes into a RETURN record under the ids.
   const RowHistory* history = nullptr;
   // Relayed rows (queue_set_srcid): rows[i] is row relay_rowids[i] (increasing) of relay
   // source relay_source; policy/relay.h drops the ones received before.
@@ -53,7 +54,7 @@ struct WriteBatch {
   size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
   std::vector<RowId> ids;   // of the admitted rows, in order
   std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
-  // The histories of copied rows that the chunk keeps, under their new ids.
+  // The histories of copied rows that the chunk keeps, under their ids.
   std::vector<fmt::ReturnedRow> histories_kept;
   Status status;
 

@@ -19,13 +19,17 @@ std::string seconds_text(int64_t ms) {
 }  // namespace
 
 void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Move& m, RowContext& ctx) {
-  if (from == RowState::kOwned) left(previous);
-  if (m.to != RowState::kOwned) return;
+  if (from == RowState::kOwned && previous) left(previous);
+  if (m.to != RowState::kOwned || !m.holder) return;  // (a copy's held row has no holder yet)
   sweep(ctx.held_rows);
   Delivery& d = deliveries_[m.holder];
   if (!m.more) {
+    // Rows it still holds here: a provisional hand-off it is about to give back, having
+    // taken this row of an earlier listed condition instead (Consumer::wait).
+    const uint32_t held = d.rows;
     d = Delivery();
     d.since = ctx.now();
+    d.rows = held;
   }
   d.rows++;
   if (m.lease_ms <= 0) return;
@@ -34,6 +38,30 @@ void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Mov
   } else if (d.token != 0) {  // one more row under the batch's live lease: its deadline too
     deadlines_.push(Deadline{d.at, e.id, d.token});
   }
+}
+
+void Leases::take_over(const Leases& from, RowContext& ctx) {
+  for (const auto& [holder, theirs] : from.deliveries_) {
+    auto it = deliveries_.find(holder);
+    if (it == deliveries_.end() && !theirs.expired) continue;  // none of its rows is here
+    const uint32_t rows = it == deliveries_.end() ? 0 : it->second.rows;  // as moved() counted them here
+    Delivery& d = deliveries_[holder];
+    d = theirs;
+    d.rows = rows;
+  }
+  // A holder `from` no longer knows, with no row here, is over (a give-back: told and swept there).
+  for (auto it = deliveries_.begin(); it != deliveries_.end();) {
+    if (it->second.rows == 0 && !from.deliveries_.count(it->first))
+      it = deliveries_.erase(it);
+    else
+      ++it;
+  }
+  // The deadlines of those leases, for the rows that are theirs here (leased_row() checks).
+  from.deadlines_.for_each([&](const Deadline& dl) {
+    if (!leased_row(ctx.index, dl)) return;
+    deadlines_.push(dl);
+    ctx.wake_at(dl.at);
+  });
 }
 
 // A delivery whose rows are all gone stays in the map, idle, for the holder's next one: a map

@@ -20,13 +20,17 @@ class Leases : public PolicyBase {
  public:
   void moved(RowEntry& e, RowState from, const Holder* previous, const Move& m, RowContext& ctx);
   void removed(const RowEntry& before, RowContext&) {
-    if (before.state == RowState::kOwned) left(before.holder);
+    if (before.state == RowState::kOwned && before.holder) left(before.holder);
   }
   SteadyClock::time_point due(RowContext& ctx);  // rows whose lease ran out go back
   void forget() {
     deadlines_.clear();
     deliveries_.clear();
   }
+  // A copying ALTER TABLE's take-over (core/table/takeover.cc): the holders whose rows are
+  // owned here now, and those whose lease ran out in `from` who were not told yet, go on
+  // with their delivery as it was there: when it began, its lease and that lease's deadline.
+  void take_over(const Leases& from, RowContext& ctx);
 
   // The holder is about to remove its `count` rows (the lowest `first`): kLeaseExpired if
   // their lease ran out (then the holder is told only once), else the lease is cancelled.

@@ -23,6 +23,10 @@
 //   written(WriterContext&) / failed(WriterContext&)   the batch is durable / was not written
 //   keep(ReplacementFile&, bool truncating)  what a compacted (or truncated) file keeps
 //   truncated()                            TRUNCATE installed its empty file
+//   take_over(from, ChunkBuilder&)         a copying ALTER TABLE's new table takes over the
+//                                          old one's queue (`from`: the same policy there):
+//                                          what the policy carries over, its records in the
+//                                          take-over's chunk; then written() or failed()
 //
 // Row policies (RowPolicies: delays, dead letters, expiry, message groups, leases) run
 // with the table's state lock held:
@@ -50,6 +54,10 @@
 //   keeping(RowEntry&, ReturnedRow&)       what the file keeps of a live row across a restart
 //   forget()                               every row vanished (TRUNCATE, DROP)
 //   report(TableStats&)                    its figures (table_stats.h)
+//   take_over(from, RowContext&)           a copying ALTER TABLE's take-over (`from`: the same
+//                                          policy of the other table), once every row took
+//                                          the state it has there: what the policy keeps
+//                                          besides the rows' states (core/table/takeover.cc)
 //
 // A transaction (prepare, then commit or rollback) runs the same hooks: writer policies'
 // admission at prepare (so that a refusal fails the statement, and what admit() reserved is
@@ -85,12 +93,13 @@ enum class DelayKind : uint8_t {
 // A state change: where a row goes, and what the new state needs to know.
 struct Move {
   RowState to = RowState::kFree;
-  const Holder* holder = nullptr;      // kOwned, kClaimed: who holds it
+  const Holder* holder = nullptr;      // kOwned, kClaimed: who holds it (none: a copy's held row)
   std::chrono::milliseconds delay{0};  // kDelayed: for how long from now
   DelayKind delay_kind = DelayKind::kRetry;
   bool resume = false;                 // kDelayed: back to the delay it had (its deadline stands)
   int64_t lease_ms = 0;                // kOwned: the taker's lease (0 = none)
-  bool more = false;                   // kOwned: one more row of the holder's batch
+  bool more = false;                   // kOwned: one more row of the holder's batch (or of
+                                       // its delivery as it stands: a take-over)
   bool fresh = false;                  // the row is being added (its first state)
   bool damaged = false;                // kDead: set aside, its bytes on disk failed their checksum
 };
@@ -173,6 +182,8 @@ struct PolicyBase {
   void failed(WriterContext&) {}
   void keep(ReplacementFile&, bool /*truncating*/) {}
   void truncated() {}
+  template <typename Same>
+  void take_over(const Same& /*from*/, fmt::ChunkBuilder&) {}
   // row side
   void configure(const TableOptions&, RowContext&) {}
   void opened(RecoveredTable&, RowContext&) {}
@@ -193,6 +204,8 @@ struct PolicyBase {
   void keeping(const RowEntry&, fmt::ReturnedRow&) const {}
   void forget() {}
   void report(TableStats&) const {}
+  template <typename Same>
+  void take_over(const Same& /*from*/, RowContext&) {}
 };
 
 }  // namespace q4m

@@ -28,6 +28,12 @@ class PolicySet {
   bool any(F&& pred) const {
     return std::apply([&](const auto&... p) { return (pred(p) || ...); }, all_);
   }
+  // f(policy, theirs) for each policy and the same policy of `other` (another table's set),
+  // in list order.
+  template <typename F>
+  void each_with(const PolicySet& other, F&& f) {
+    each_with_at(other, f, std::index_sequence_for<P...>{});
+  }
   // pred(policy) in list order until one says false; then undo(policy) for the ones before
   // it, latest first. False if one refused.
   template <typename F, typename U>
@@ -45,6 +51,10 @@ class PolicySet {
   }
 
  private:
+  template <typename F, size_t... I>
+  void each_with_at(const PolicySet& other, F& f, std::index_sequence<I...>) {
+    (f(std::get<I>(all_), std::get<I>(other.all_)), ...);
+  }
   template <size_t I, typename F, typename U>
   bool step(F& pred, U& undo) {
     if constexpr (I == sizeof...(P)) {

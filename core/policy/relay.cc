@@ -32,6 +32,17 @@ void Relay::failed(WriterContext&) {
   undo_.clear();
 }
 
+void Relay::take_over(const Relay& from, fmt::ChunkBuilder& chunk) {
+  for (const auto& [source, last] : from.sources_) {
+    auto it = sources_.find(source);
+    const RowId ours = it == sources_.end() ? 0 : it->second;
+    if (ours >= last) continue;
+    undo_.emplace_back(source, ours);
+    sources_[source] = last;
+    chunk.add_srcid(source, last);
+  }
+}
+
 void Relay::keep(ReplacementFile& out, bool) {
   for (const auto& [source, last] : sources_) out.add_srcid(source, last);
 }

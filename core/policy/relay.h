@@ -20,6 +20,9 @@ class Relay : public PolicyBase {
   void written(WriterContext&) { undo_.clear(); }
   void failed(WriterContext&);
   void keep(ReplacementFile& out, bool truncating);  // TRUNCATE keeps them too
+  // A copying ALTER TABLE's new table keeps the old one's records (a destination altered
+  // while relaying does not take the next rows for replays): the later last id per source.
+  void take_over(const Relay& from, fmt::ChunkBuilder& chunk);
 
   RowId last(uint32_t source) const;  // 0 if none
   const SourceMap& sources() const { return sources_; }

@@ -33,12 +33,19 @@ class Holder {
   bool row_set_aside() const { return row_set_aside_.load(std::memory_order_relaxed); }
   void note_row_set_aside() const { row_set_aside_.store(true, std::memory_order_relaxed); }
   void clear_row_set_aside() { row_set_aside_.store(false, std::memory_order_relaxed); }
+  // A copying ALTER TABLE moved this holder's owned rows without keeping them its own (the
+  // table left the engine): its end must not report them removed. Set by a table under its
+  // locks; read, and cleared once it told its connection, by the holder's own thread.
+  bool rows_moved() const { return rows_moved_.load(std::memory_order_acquire); }
+  void mark_rows_moved() const { rows_moved_.store(true, std::memory_order_release); }
+  void clear_rows_moved() { rows_moved_.store(false, std::memory_order_relaxed); }
 
  private:
   const uint64_t connection_id_;
   bool sync_removals_ = true;
   mutable std::atomic<uint64_t> revoked_by_{0};
   mutable std::atomic<bool> row_set_aside_{false};
+  mutable std::atomic<bool> rows_moved_{false};
 };
 
 }  // namespace q4m

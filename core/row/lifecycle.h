@@ -13,6 +13,8 @@
 //
 //   from       to         when
 //   (new)      kFree      an INSERT is published (Policies: may start it kDelayed or kDead)
+//   (new)      kOwned     a copy of an owned row, held by no holder until the take-over
+//                         (core/table/takeover.cc) gives it the state its original has
 //   kFree      kOwned     queue_wait takes it, or a waiter is handed it
 //   kDead      kOwned     queue_take_dead takes it
 //   queued     kClaimed   a DELETE claims it; MESSAGE_TTL's expiry claims it

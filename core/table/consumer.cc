@@ -10,7 +10,7 @@
 
 namespace q4m {
 
-bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
+bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries, uint32_t prior_deliveries) {
   auto mb = mailbox.lock();
   if (!mb->waiting || mb->handed) return false;  // never two rows for one wait
   mb->handed = true;
@@ -18,6 +18,7 @@ bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries) {
   mb->handed_sub = sub_index;
   mb->handed_rowid = id;
   mb->handed_deliveries = deliveries;
+  mb->handed_prior_deliveries = prior_deliveries;
   wake.notify_one();
   return true;
 }
@@ -42,7 +43,10 @@ View Consumer::view() const {
   View v;
   v.holder = &c.holder;
   v.owned_in = c.owned_table.load(std::memory_order_acquire);
-  if (!v.owned_in) return v;
+  if (!v.owned_in) {
+    v.owns_nothing = c.owns_nothing.load(std::memory_order_relaxed);
+    return v;
+  }
   v.owned = c.owned_rowid.load(std::memory_order_acquire);
   if (!c.batch_ids.empty()) v.batch = &c.batch_ids;
   return v;
@@ -55,14 +59,14 @@ void Consumer::claimed_in(std::weak_ptr<QueueTable> table) {
     if (w.lock().get() == t) return;
   tables->push_back(std::move(table));
 }
-bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr; }
+bool Consumer::owner_mode() const { return impl_->owned_table.load() != nullptr || impl_->owns_nothing.load(); }
 QueueTable* Consumer::owned_table() const { return impl_->owned_table.load(); }
 RowId Consumer::owned_rowid() const { return impl_->owned_rowid.load(); }
 uint32_t Consumer::owned_delivery_count() const { return delivery_count_of(owned_rowid()); }
 size_t Consumer::owned_count() const { return impl_->owned_table.load() ? OwnedIds(*impl_).size() : 0; }
 uint32_t Consumer::delivery_count_of(RowId id) const {
   const Impl& c = *impl_;
-  if (!c.owned_table.load()) return 0;
+  if (!c.owned_table.load() || c.holder.rows_moved()) return 0;  // moved rows may be others' now
   if (c.batch_ids.empty()) return id == c.owned_rowid.load() ? c.owned_deliveries : 0;
   auto it = std::lower_bound(c.batch_ids.begin(), c.batch_ids.end(), id);
   return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
@@ -71,6 +75,7 @@ uint32_t Consumer::delivery_count_of(RowId id) const {
 namespace {
 
 void leave_owner_mode(Consumer::Impl& c) {
+  c.owns_nothing.store(false);
   c.owned_table.store(nullptr);
   c.owned_rowid.store(0);
   c.owned.reset();
@@ -79,6 +84,7 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.leased = false;
   c.holder.clear_revoked();  // told (or nothing to tell)
   c.holder.clear_row_set_aside();
+  c.holder.clear_rows_moved();
 }
 
 // After a row of `table` was handed to c's wait (mailbox `handed`).
@@ -96,6 +102,21 @@ void enter_owner_mode(Consumer::Impl& c, const std::shared_ptr<QueueTable>& tabl
 size_t return_owned_rows(Consumer::Impl& c, std::chrono::milliseconds delay = std::chrono::milliseconds(0)) {
   const OwnedIds ids(c);
   return c.owned->abort_rows(&c.holder, ids.begin(), ids.size(), delay);
+}
+
+// The owned rows moved with a copying ALTER TABLE that could not keep them owned (the table
+// left the engine: Holder::rows_moved): any still held are given back, owner mode is left,
+// and the caller is told that none was removed.
+Status leave_after_rows_moved(Consumer::Impl& c) {
+  const OwnedIds ids(c);
+  const std::string rows = ids.size() > 1 ? "the batch of " + std::to_string(ids.size()) + " rows from row " +
+                                                std::to_string(ids.front()) + " was"
+                                          : "row " + std::to_string(ids.front()) + " was";
+  return_owned_rows(c);
+  leave_owner_mode(c);
+  return Status(ErrorCode::kRowsMoved,
+                "ALTER TABLE moved the table's rows without keeping them owned by this connection: " + rows +
+                    " not removed");
 }
 
 // After the owned rows' lease ran out: the rows of a batch whose own deadlines were still
@@ -126,6 +147,7 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   Impl& c = *impl_;
   if (!c.owned) return not_owner("queue_renew_lease()");
   if (lease.count() <= 0) return Status(ErrorCode::kInvalid, "queue_renew_lease(): the lease must be > 0");
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   const OwnedIds ids(c);
   if (c.holder.revoked_by()) {
     Status s = revoked_status(c.holder, ids.front(), ids.size());
@@ -143,7 +165,8 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
 
 Status Consumer::end() {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_end()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   if (c.holder.row_set_aside()) {
     // An owned row's bytes were damaged: the table set it aside, and the statement that read
     // it failed, so it returned none of this consumer's rows. Nothing is removed; the rest of
@@ -172,6 +195,8 @@ Status Consumer::end() {
     return s;
   }
   if (!s.ok()) return s;  // still in owner mode: no row was removed
+  // A drop under ALTER TABLE that took the rows out of the engine came first: none was removed.
+  if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   c.owned->counters().rows_consumed.add(ids.size());
   c.owned->counters().ends.add();
   global_stats().ends.add();
@@ -181,7 +206,7 @@ Status Consumer::end() {
 
 Status Consumer::abort(std::chrono::milliseconds delay) {
   Impl& c = *impl_;
-  if (!c.owned) return not_owner("queue_abort()");
+  if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_abort()");
   c.owned->counters().rows_aborted.add(return_owned_rows(c, delay));
   c.owned->counters().aborts.add();
   global_stats().aborts.add();
@@ -194,8 +219,8 @@ void Consumer::release() {
   if (c.owned) {
     c.owned->counters().rows_aborted.add(return_owned_rows(c));
     global_stats().disconnect_returns.add();
-    leave_owner_mode(c);
   }
+  leave_owner_mode(c);
   std::vector<std::weak_ptr<QueueTable>> tables;
   tables.swap(*c.claim_tables.lock());
   for (auto& w : tables)
@@ -223,6 +248,38 @@ Status take_interrupt(Consumer::Impl::Mailbox& mb) {
   return interrupted_status();
 }
 
+// A row handed to c by a writer for subscription k > 0 (c was registered as a waiter): the
+// subscriptions listed before k may have rows too (one INSERT or group commit brings rows for
+// several of them, offered one by one; or theirs came while c was being woken). c takes the
+// first listed row there is now, trying each of them in order without waiting, and gives the
+// handed row back as if it had never been handed out. Only c can do this: a writer holds its
+// table's lock while it hands a row, and must not take another table's. The handed row is
+// provisional until then (TakeRequest::provisional): not leased.
+void take_first_listed(Consumer::Impl& c, const std::vector<Subscription>& subs, Consumer::Impl::Mailbox* result) {
+  const Consumer::Impl::Mailbox handed = *result;
+  QueueTable* handed_by = subs[static_cast<size_t>(handed.handed_sub)].table.get();
+  for (int i = 0; i < handed.handed_sub; i++) {
+    {
+      auto mb = c.mailbox.lock();
+      mb->handed = false;
+      mb->waiting = true;
+    }
+    const Subscription& sub = subs[static_cast<size_t>(i)];
+    const QueueTable::Take r = sub.table->take(c.request(i, sub.filter), false);
+    {
+      auto mb = c.mailbox.lock();
+      mb->waiting = false;
+      if (r != QueueTable::Take::kTaken) continue;
+      *result = *mb;
+    }
+    handed_by->give_back(&c.holder, handed.handed_rowid, handed.handed_prior_deliveries);
+    global_stats().wait_handoffs_passed_over.add();
+    return;
+  }
+  // None: it keeps the handed row, whose lease starts now.
+  handed_by->keep_handed(&c.holder, handed.handed_rowid, std::chrono::milliseconds(c.lease_ms));
+}
+
 // The start of every take (wait(), take_dead()): a KILL that came first wins and keeps the
 // owned row; else the mailbox is cleared, the owned row ended, and (unless a KILL came
 // meanwhile) the mailbox accepts a row. The caller resets `waiting` when it is done.
@@ -232,7 +289,7 @@ Status begin_take(Consumer& self, Consumer::Impl& c) {
     if (mb->interrupt_pending) return take_interrupt(*mb);  // KILL before the wait: keep the owned row
     *mb = Consumer::Impl::Mailbox();
   }
-  if (c.owned) {
+  if (self.owner_mode()) {
     Status s = self.end();
     if (!s.ok()) return s;
   }
@@ -262,6 +319,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   const auto deadline = deadline_after(timeout);
   std::vector<QueueTable*> registered;
   std::string dropped_message;
+  bool taken_in_order = false;  // by this scan, after every earlier subscription had no row
   for (size_t i = 0; i < subs.size(); i++) {
     QueueTable* t = subs[i].table.get();
     t->counters().waits.add();
@@ -274,6 +332,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       dropped_message = t->dropped_status().message();
       break;
     }
+    taken_in_order = r == QueueTable::Take::kTaken;
     if (r != QueueTable::Take::kNone) break;  // taken now, or handed by an earlier table
   }
 
@@ -316,6 +375,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   for (QueueTable* t : registered) t->unregister(&c);
 
   if (result.handed) {
+    if (result.handed_sub > 0 && !taken_in_order) take_first_listed(c, subs, &result);
     enter_owner_mode(c, subs[static_cast<size_t>(result.handed_sub)].table, result);
     *index = result.handed_sub + 1;
     return Status::Ok();
@@ -325,6 +385,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   }
   if (interrupted) return interrupted_status();
   global_stats().wait_timeouts.add();
+  c.owns_nothing.store(true);  // as Q4M: owner mode all the same
   return Status::Ok();
 }
 

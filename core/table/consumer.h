@@ -36,7 +36,12 @@ class Consumer {
   // queue_wait(): first removes the owned row (like end(); if its lease ran out, returns
   // kLeaseExpired at once, out of owner mode, without waiting), then takes ownership of the
   // first available row of the first subscription that has a matching one (list order is
-  // priority), blocking up to `timeout`. *index = 1-based subscription index, 0 on timeout.
+  // priority), blocking up to `timeout`. A waiter woken by a row takes from the first listed
+  // subscription that has a row when it wakes: a row handed to it for a later one goes back
+  // untouched if an earlier one has a row too (one INSERT may bring rows for several).
+  // *index = 1-based subscription index, 0 on timeout. A timeout leaves the consumer in
+  // owner mode owning no row, as Q4M does: every table looks empty to it until end(), abort(),
+  // release() or the next take.
   // Returns kInterrupted if interrupt() is pending or arrives during the wait, kDropped if a table
   // was dropped while waiting on it.
   // A wait that has to sleep announces it (BlockingWait::kRow, storage/blocking.h).
@@ -48,7 +53,8 @@ class Consumer {
   // that table that match and are free right now (it does not wait for them). The
   // connection owns them all: end() removes them in one durable commit, abort() and
   // release() return them, and one lease covers them (its expiry returns them all).
-  // *taken = rows now owned (0 on timeout). max_rows must be >= 1.
+  // *taken = rows now owned (0 on timeout: owner mode owning no row, as after wait()).
+  // max_rows must be >= 1.
   Status wait_batch(const Subscription& sub, size_t max_rows, std::chrono::milliseconds timeout, size_t* taken,
                     const WaitYield* yield = nullptr);
 
@@ -58,11 +64,17 @@ class Consumer {
   // it to the dead rows, its lease applies.
   Status take_dead(const std::shared_ptr<QueueTable>& table, bool* taken);
 
-  // queue_end(): remove the owned row durably, leave owner mode; kNotOwner if none. If the
+  // queue_end(): remove the owned row durably, leave owner mode; kNotOwner outside owner mode
+  // (in owner mode owning no row it just leaves it). If the
   // row's lease ran out first, it is not removed (it is back in the queue, perhaps already
   // with another consumer): kLeaseExpired, and owner mode is left all the same.
+  // A copying ALTER TABLE moves the owned rows to the table it builds and keeps them owned
+  // (QueueTable::take_over): end(), abort() and the lease follow them there. If it could not
+  // keep them owned (the table left the engine), nothing is removed: kRowsMoved, owner mode
+  // left (wait() and renew_lease() too).
   Status end();
-  // queue_abort(): return the owned row, leave owner mode; kNotOwner if none. A row whose
+  // queue_abort(): return the owned row, leave owner mode; kNotOwner outside owner mode (in
+  // owner mode owning no row it just leaves it). A row whose
   // lease ran out is already back: Ok. With a delay > 0 the row stays queued (visible,
   // deletable) but is handed out again only once the delay has passed (in memory: a
   // restart returns it at once).
@@ -95,7 +107,7 @@ class Consumer {
   void clear_interrupt();
 
   uint64_t connection_id() const;
-  bool owner_mode() const;
+  bool owner_mode() const;  // owning a row, or none after a wait timed out
   QueueTable* owned_table() const;  // null if not in owner mode
   RowId owned_rowid() const;        // 0 if not in owner mode; the lowest of a batch
   // How often the owned row has been handed out since its table was opened, this time

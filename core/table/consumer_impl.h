@@ -21,6 +21,7 @@ struct Consumer::Impl final : public Receiver {
     int handed_sub = -1;
     RowId handed_rowid = 0;
     uint32_t handed_deliveries = 0;  // the row's delivery count, this one included
+    uint32_t handed_prior_deliveries = 0;  // its count before: restored if it is given back
     bool dropped = false;
     std::string dropped_message;
     // Set by interrupt(), consumed by the wait() that returns kInterrupted, cleared by
@@ -30,7 +31,7 @@ struct Consumer::Impl final : public Receiver {
   };
 
   // Receiver: called by a table under its state lock (lock order table -> consumer).
-  bool accept(int sub, RowId id, uint32_t deliveries) override;
+  bool accept(int sub, RowId id, uint32_t deliveries, uint32_t prior_deliveries) override;
   bool waiting() override { return mailbox.lock()->waiting; }
   void table_dropped(const std::string& message) override;
 
@@ -43,6 +44,7 @@ struct Consumer::Impl final : public Receiver {
     r.filter = filter;
     r.lease_ms = lease_ms;
     r.more = more;
+    r.provisional = sub > 0;  // a later subscription's hand-off: kept only if no earlier one has a row
     return r;
   }
 
@@ -56,6 +58,9 @@ struct Consumer::Impl final : public Receiver {
   std::shared_ptr<QueueTable> owned;
   std::atomic<QueueTable*> owned_table{nullptr};
   std::atomic<RowId> owned_rowid{0};  // the lowest of a batch
+  // Owner mode owning no row: the wait that entered it returned 0 (as Q4M's queue_wait()).
+  // Every table looks empty to it (View::owns_nothing); end() and abort() just leave it.
+  std::atomic<bool> owns_nothing{false};
   uint32_t owned_deliveries = 0;  // own thread only; a batch keeps its own (batch_deliveries)
   // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
   // counts; both empty otherwise. Own thread only.

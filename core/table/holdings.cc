@@ -1,6 +1,8 @@
-// What holders do with the rows they hold: give them back (queue_abort, a disconnect), settle
+// What holders do with the rows they hold: give them back (queue_abort, a disconnect), keep or
+// give back a provisional hand-off (a waiter that took an earlier listed row instead), settle
 // or renew their lease, and DELETE's claims. Their removal is a commit (writer.cc: end_rows,
-// remove_claimed_rows).
+// remove_claimed_rows). Once a copying ALTER TABLE moved the rows (takeover.cc), the owners'
+// calls go on to the table that took them over, with no lock of this one held.
 #include "core/table/consumer.h"
 #include "core/table/table.h"
 
@@ -8,23 +10,64 @@ namespace q4m {
 
 size_t Table::abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) {
   std::vector<fmt::ReturnedRow> returned;
+  std::shared_ptr<Table> next;
   {
     auto st = state_.lock();
-    RowContext ctx = context(*st);
-    for (size_t i = 0; i < count; i++) {
-      RowEntry* e = st->index.find(ids[i]);
-      // Gone (TRUNCATE, DROP, a DELETE), or its lease ran out and it went back already.
-      if (!e || e->holder != h || e->state != RowState::kOwned) continue;
-      fmt::ReturnedRow r{e->id, e->deliveries, 0};
-      requeue(*st, *e, delay, ctx);  // may hand it out at once: r was taken before
-      if (e->state == RowState::kDelayed || e->state == RowState::kClaimed) kept_due(*st, *e, &r);
-      returned.push_back(r);
+    next = st->successor;
+    if (!next) {
+      RowContext ctx = context(*st);
+      for (size_t i = 0; i < count; i++) {
+        RowEntry* e = st->index.find(ids[i]);
+        // Gone (TRUNCATE, DROP, a DELETE), or its lease ran out and it went back already.
+        if (!e || e->holder != h || e->state != RowState::kOwned) continue;
+        fmt::ReturnedRow r{e->id, e->deliveries, 0};
+        requeue(*st, *e, delay, ctx);  // may hand it out at once: r was taken before
+        if (e->state == RowState::kDelayed || e->state == RowState::kClaimed) kept_due(*st, *e, &r);
+        returned.push_back(r);
+      }
+      st->policies.get<Leases>().let_go(h);
+      finish(*st, ctx);
     }
-    st->policies.get<Leases>().let_go(h);
-    finish(*st, ctx);
   }
+  if (next) return next->abort_rows(h, ids, count, delay);  // its rows moved there
   record_returns(returned);  // one record for a batch
   return returned.size();
+}
+
+void Table::keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) {
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) {
+      RowEntry* e = st->index.find(id);
+      if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone: its owner learns it as usual
+      RowContext ctx = context(*st);
+      handed_out(*e, ctx);
+      if (lease.count() > 0) st->policies.get<Leases>().renew(h, &id, 1, lease, st->index, ctx);
+      finish(*st, ctx);
+      return;
+    }
+  }
+  next->keep_handed(h, id, lease);  // its row moved there
+}
+
+void Table::give_back(const Holder* h, RowId id, uint32_t deliveries) {
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) {
+      RowEntry* e = st->index.find(id);
+      if (!e || e->holder != h || e->state != RowState::kOwned) return;  // gone (TRUNCATE, DROP, released)
+      RowContext ctx = context(*st);
+      e->deliveries = static_cast<uint16_t>(deliveries);  // as before the hand-off: nothing to record
+      requeue(*st, *e, std::chrono::milliseconds(0), ctx);
+      finish(*st, ctx);
+      return;
+    }
+  }
+  next->give_back(h, id, deliveries);  // its row moved there
 }
 
 Status revoked_status(const Holder& h, RowId first, size_t count) {
@@ -55,25 +98,37 @@ void Table::record_returns(const std::vector<fmt::ReturnedRow>& rows) {
 }
 
 Status Table::settle_lease(const Holder* h, RowId first, size_t count) {
-  auto st = state_.lock();
-  return st->policies.get<Leases>().settle(h, first, count);
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) return st->policies.get<Leases>().settle(h, first, count);
+  }
+  return next->settle_lease(h, first, count);  // its rows moved there
 }
 
 Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) {
-  auto st = state_.lock();
-  RowContext ctx = context(*st);
-  Status s = st->policies.get<Leases>().renew(h, ids, count, lease, st->index, ctx);
-  finish(*st, ctx);
-  return s;
+  std::shared_ptr<Table> next;
+  {
+    auto st = state_.lock();
+    next = st->successor;
+    if (!next) {
+      RowContext ctx = context(*st);
+      Status s = st->policies.get<Leases>().renew(h, ids, count, lease, st->index, ctx);
+      finish(*st, ctx);
+      return s;
+    }
+  }
+  return next->renew_lease(h, ids, count, lease);  // its rows moved there
 }
 
 bool Table::claim_for_delete(Consumer* viewer, RowId id) {
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && v.owned_in != this) return false;  // everything here is invisible to it
+  if (v.sees_nothing_in(this)) return false;  // everything here is invisible to it
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
-    if (!e) return false;
+    if (!e || st->successor) return false;
     if (e->holder == v.holder && e->state == RowState::kClaimed) return true;
     const bool owned_by_viewer = v.holder && e->state == RowState::kOwned && e->holder == v.holder;
     if (v.owned_in && !owned_by_viewer) return false;  // in owner mode only the owned row is visible

@@ -55,19 +55,31 @@ void Table::forget_rows(State& st) {
   live_bytes_.store(0);
 }
 
-void Table::mark_dropped() {
-  CommitPipeline::Turn turn(pipeline_);
-  auto w = writer_.lock();
-  dropped_.store(true);
-  const std::string message = "file " + path() + ": table was dropped while waiting";
-  auto st = state_.lock();
-  st->dropped = true;
-  for (Waiter& wt : st->waiters) wt.request.receiver->table_dropped(message);
-  st->waiters.clear();
-  forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
-  st->file.reset();
-  w->file.reset();
-  waiters_.store(0);
+void Table::mark_dropped(bool rows_moved) {
+  give_rows_back();  // the ALTER that built this table failed: the table it took over takes the rows back
+  std::shared_ptr<Table> next;
+  {
+    CommitPipeline::Turn turn(pipeline_);
+    auto w = writer_.lock();
+    dropped_.store(true);
+    const std::string message = "file " + path() + ": table was dropped while waiting";
+    auto st = state_.lock();
+    st->dropped = true;
+    for (Waiter& wt : st->waiters) wt.request.receiver->table_dropped(message);
+    st->waiters.clear();
+    next = st->successor;  // stays: holders still calling this table are passed on there
+    if (rows_moved && !next) {  // the rows left the engine (ALTER ... ENGINE=): no end may succeed
+      for (size_t p = 0; p < st->index.end_pos(); p++) {
+        const RowEntry& e = st->index.at(p);
+        if (e.state == RowState::kOwned && e.holder) e.holder->mark_rows_moved();
+      }
+    }
+    forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
+    st->file.reset();
+    w->file.reset();
+    waiters_.store(0);
+  }
+  if (next) next->predecessor_dropped(this);  // the ALTER went through
 }
 
 Status Table::rename_to(const std::string& to) {

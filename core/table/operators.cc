@@ -8,12 +8,15 @@ namespace q4m {
 Status Table::release_owned(RowId id, uint64_t by_connection, size_t* released) {
   *released = 0;
   std::vector<fmt::ReturnedRow> returned;
-  {
+  for (;;) {
+    // The rows moved there (takeover.cc); no lock of this table is held on the way.
+    if (std::shared_ptr<Table> next = successor()) return next->release_owned(id, by_connection, released);
     // With the writer turn held no removal is being committed: an end() of these rows was
     // either published before (they are gone) or is refused after (the leader checks the
     // owner's Holder::revoked_by, set here).
     CommitPipeline::Turn turn(pipeline_);
     auto st = state_.lock();
+    if (st->successor) continue;  // taken over meanwhile
     if (st->dropped) return dropped_status();
     RowEntry* e = st->index.find(id);
     if (!e || e->state != RowState::kOwned || !e->holder) return Status::Ok();
@@ -38,6 +41,7 @@ Status Table::release_owned(RowId id, uint64_t by_connection, size_t* released) 
     }
     st->policies.get<Leases>().let_go(owner);
     finish(*st, ctx);
+    break;
   }
   record_returns(returned);  // after the writer turn: it commits
   *released = returned.size();

@@ -5,7 +5,8 @@
 //
 // Visibility rules (Q4M semantics):
 //  - a row a connection holds (owns, or claimed for a DELETE) is visible only to it;
-//  - a connection in owner mode sees only its owned row(s), and nothing in other tables;
+//  - a connection in owner mode sees only its owned row(s), and nothing in other tables; one
+//    in owner mode owning no row (its wait returned 0, as in Q4M) sees nothing;
 //  - other rows are visible to everybody.
 #pragma once
 #include <chrono>
@@ -44,6 +45,10 @@ struct View {
   const QueueTable* owned_in = nullptr;        // owner mode: the table it owns rows in
   RowId owned = 0;                             // its row there (the lowest of a batch)
   const std::vector<RowId>* batch = nullptr;   // a batch's rows, ascending; null for one row
+  bool owns_nothing = false;                   // owner mode owning no row: sees nothing anywhere
+  // Whether every row of `t` is invisible to it (it is in owner mode for another table, or
+  // for none). Defined below QueueTable.
+  bool sees_nothing_in(const QueueTable* t) const;
 };
 
 // Where a taken row goes: the consumer's side of a hand-off (consumer.cc). Called by a
@@ -51,9 +56,10 @@ struct View {
 class Receiver {
  public:
   virtual ~Receiver() = default;
-  // Whether the receiver takes row `id` as delivery number `deliveries` for its
-  // subscription `sub` (false: it stopped waiting, or has its row already).
-  virtual bool accept(int sub, RowId id, uint32_t deliveries) = 0;
+  // Whether the receiver takes row `id` as delivery number `deliveries` (`prior_deliveries`
+  // before this one) for its subscription `sub` (false: it stopped waiting, or has its row
+  // already).
+  virtual bool accept(int sub, RowId id, uint32_t deliveries, uint32_t prior_deliveries) = 0;
   // Whether it still waits for a row (else a table does not register it as a waiter).
   virtual bool waiting() = 0;
   virtual void table_dropped(const std::string& message) = 0;
@@ -67,6 +73,9 @@ struct TakeRequest {
   std::shared_ptr<const RowFilter> filter;   // null = any row
   int64_t lease_ms = 0;                      // the lease of the rows taken (0 = none)
   bool more = false;                         // one more row for the holder's batch
+  // A row handed to it while it waits (not one taken at once) is provisional: not leased
+  // until the receiver keeps it (keep_handed), or given back untouched (give_back).
+  bool provisional = false;
 };
 
 class QueueTable {
@@ -89,9 +98,26 @@ class QueueTable {
                                 const RowId* source_rowids, bool reset, size_t* replayed) = 0;
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
   // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
-  // given in the order they were inserted.
+  // given in the order they were inserted. Rows with an id keep it: ids must increase, from
+  // the table's next id on (else kInvalid, nothing written).
   virtual Status insert_with_history(const std::vector<std::string_view>& rows,
                                      const std::vector<RowHistory>& history) = 0;
+
+  // The end of a copying ALTER TABLE (core/table/takeover.cc): this table, which the copy
+  // filled with `old`'s rows by insert_with_history(), becomes the queue `old` was. With
+  // `ids_kept` (the rows kept their ids), each row takes the state it has in `old` now: rows
+  // consumed meanwhile are removed, the rows a connection owns stay its own (delivery
+  // count, lease, message group), rows returned meanwhile keep their delivery. Without,
+  // nothing may have changed in `old` since the copy began (kInvalid, `old` untouched).
+  // Either way this table's next id is at least `old`'s (a relay's dedup never takes a new
+  // row for a replay), it keeps `old`'s relay records (queue_set_srcid), and from then on
+  // `old` hands out no row and passes its holders' ends, aborts and lease calls on here
+  // (moved_to()). All of it is synced before the call returns. If this table is dropped
+  // while `old` still stands (the ALTER failed after all), `old` takes its rows back the
+  // same way.
+  virtual Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) = 0;
+  // The table that took over this one's rows (take_over), or null.
+  virtual const QueueTable* moved_to() const = 0;
 
   // ---- SQL scans (handler) ---------------------------------------------
   // Every payload read from disk is checked against its row's checksum first: a row whose
@@ -151,9 +177,21 @@ class QueueTable {
   enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped };
   // Gives the first takeable row matching r.filter to r.receiver (if it still accepts one),
   // else registers it as a waiter when `register_waiter`, to be handed the next such row.
+  // A table whose rows moved (take_over) hands out nothing.
   virtual Take take(const TakeRequest& r, bool register_waiter) = 0;
   virtual Take take_dead(const TakeRequest& r) = 0;  // the oldest dead row (MAX_DELIVERIES)
   virtual void unregister(const Receiver* r) = 0;
+  // keep_handed, give_back, end_rows, abort_rows, settle_lease and renew_lease on a table
+  // whose rows moved (take_over) go to the table they moved to.
+  // A provisional hand-off (TakeRequest::provisional) the holder keeps: its lease of `lease`
+  // (0 = none) starts now. Nothing if the holder no longer holds the row (TRUNCATE, DROP,
+  // queue_release_owned: its owner learns it as for any row).
+  virtual void keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) = 0;
+  // One it does not keep (it took an earlier listed subscription's row): free again as if it
+  // had never been handed out, its delivery count `deliveries` as before, no RETURN record;
+  // placed and offered to the waiters as any row coming back. Nothing if the holder no longer
+  // holds it.
+  virtual void give_back(const Holder* h, RowId id, uint32_t deliveries) = 0;
   // Removal of the holder's rows `ids` in one commit (synced unless the holder waived it);
   // Ok for rows that vanished (TRUNCATE, DROP).
   virtual Status end_rows(const Holder* h, const RowId* ids, size_t count) = 0;
@@ -169,6 +207,22 @@ class QueueTable {
   virtual void release_claims(const Holder* h) = 0;  // a DELETE's claimed rows back to the queue
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
 };
+
+// Whether rows owned in table `a` are owned in `b` too: the same table, or the two sides of a
+// copying ALTER TABLE's take-over (a statement that opened the old table before the ALTER
+// ended still reads its rows there). Walks moved_to(), whose tables each table keeps alive.
+inline bool same_queue(const QueueTable* a, const QueueTable* b) {
+  if (a == b) return true;
+  for (const QueueTable* p = a ? a->moved_to() : nullptr; p; p = p->moved_to())
+    if (p == b) return true;
+  for (const QueueTable* p = b ? b->moved_to() : nullptr; p; p = p->moved_to())
+    if (p == a) return true;
+  return false;
+}
+
+inline bool View::sees_nothing_in(const QueueTable* t) const {
+  return owns_nothing || (owned_in && !same_queue(owned_in, t));
+}
 
 // What an owner whose rows another connection gave back (Holder::revoked_by) is told at its
 // next queue_end() or queue_wait(): its `count` rows from `first` were not removed.

@@ -27,8 +27,8 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   *found = false;
   // Only the viewer's own thread scans with it, so reading its batch is safe.
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && v.owned_in != this) return Status::Ok();
-  const bool owner = v.owned_in == this;
+  if (v.sees_nothing_in(this)) return Status::Ok();
+  const bool owner = v.owned_in != nullptr;  // here, or on the other side of a take-over
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
   UncachedRead r;
@@ -130,7 +130,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
     if (history) {
       fmt::ReturnedRow kept;
       kept_across_restart(*st, e, &kept);
-      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms};
+      *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms, e.id, e.state == RowState::kOwned};
     }
     if (!payload) return Status::Ok();
     if (std::optional<Status> s = read_locked(*st, e, nullptr, payload, &r)) return *s;
@@ -140,7 +140,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
 
 uint64_t Table::visible_count(const Consumer* viewer) {
   const View v = viewer ? viewer->view() : View();
-  if (v.owned_in && v.owned_in != this) return 0;
+  if (v.sees_nothing_in(this)) return 0;
   if (v.owned_in && !v.batch) return 1;
   if (v.batch) {  // the rows of its batch still held
     auto st = state_.lock();
@@ -175,6 +175,7 @@ std::vector<OwnedRowInfo> Table::owned_rows() {
     auto st = state_.lock();
     const uint64_t wall = now_ms();
     const SteadyClock::time_point now = SteadyClock::now();
+    if (st->successor) return out;  // its owners are listed where their rows moved (takeover.cc)
     const Leases& leases = st->policies.get<Leases>();
     size_t pos = st->index.lower_bound(after + 1);
     const size_t end = std::min(st->index.end_pos(), pos + kSlice);

@@ -73,12 +73,12 @@ Status TableRegistry::acquire(const std::string& path, std::shared_ptr<QueueTabl
   return Status::Ok();
 }
 
-Status TableRegistry::drop(const std::string& path) {
+Status TableRegistry::drop(const std::string& path, bool rows_moved) {
   bool was_open = false;
   if (std::shared_ptr<Slot> slot = take_slot(path)) {
     auto table = slot->lock();
     if (*table) {
-      (*table)->mark_dropped();
+      (*table)->mark_dropped(rows_moved);
       was_open = true;
     }
     table->reset();

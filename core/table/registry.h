@@ -18,8 +18,9 @@ class TableRegistry {
   Status create(const std::string& path);  // new empty data file (kExists if present)
   // Opens (with crash recovery) or returns the already open table.
   Status acquire(const std::string& path, std::shared_ptr<QueueTable>* out);
-  // Drop: waiters on it return kDropped, owned rows vanish, the file is deleted.
-  Status drop(const std::string& path);
+  // Drop: waiters on it return kDropped, owned rows vanish, the file is deleted. `rows_moved`:
+  // a copying ALTER TABLE moved the rows to another table (Table::mark_dropped).
+  Status drop(const std::string& path, bool rows_moved = false);
   Status rename(const std::string& from, const std::string& to);
   // Plugin unload / server shutdown: close every table cleanly (fast next open).
   void close_all();

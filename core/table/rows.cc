@@ -44,6 +44,7 @@ void Table::remove(State& st, RowEntry& e, RowContext& ctx) {
   if (held(before.state)) held_.fetch_sub(1);
   if (uint64_t* n = count_of(st.delayed, st.dead, before.state)) --*n;
   st.index.remove(before.id);
+  if (st.took_over_by_id) st.removed_since_take_over.push_back(before.id);  // for a give-back (takeover.cc)
   st.policies.each([&](auto& p) { p.removed(before, ctx); });
 }
 
@@ -59,6 +60,15 @@ void Table::requeue(State& st, RowEntry& e, std::chrono::milliseconds delay, Row
 bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx) {
   st.policies.each([&](auto& p) { p.added(e, payload, ctx); });
   if (history) e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history->deliveries, UINT16_MAX));
+  if (history && history->held) {
+    // Owned where it was copied from: held back, by no holder (taken by no one, expired by
+    // no TTL, its message group held up), until take_over() gives it the state it has there.
+    e.deliveries = static_cast<uint16_t>(next_delivery(e));  // the delivery in progress
+    Move m{RowState::kOwned};
+    m.fresh = true;
+    move(st, e, m, ctx);
+    return true;
+  }
   Placement p{RowState::kFree};
   st.policies.each([&](auto& policy) { policy.placing_new(e, payload, history, p, ctx); });
   if (p.to == RowState::kFree) {
@@ -92,7 +102,7 @@ void Table::release(State& st, RowContext& ctx) {
 }
 
 void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& ctx) {
-  if (st.waiters.empty() || !takeable(st, e)) return;
+  if (st.waiters.empty() || !takeable(st, e) || st.successor) return;  // a moved table hands out nothing
   std::string scratch;
   bool have_payload = payload.data() != nullptr || e.length == 0;
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
@@ -111,13 +121,13 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
       }
     }
     const uint32_t deliveries = next_delivery(e);
-    if (!r.receiver->accept(r.sub, e.id, deliveries)) {  // done waiting (timed out / got a row elsewhere)
+    if (!r.receiver->accept(r.sub, e.id, deliveries, e.deliveries)) {  // done waiting (timed out / got a row elsewhere)
       it = st.waiters.erase(it);
       continue;
     }
     const TakeRequest taker = r;
     st.waiters.erase(it);
-    give(st, taker, e, deliveries, ctx);
+    give(st, taker, e, deliveries, ctx, taker.provisional);
     waiters_.store(st.waiters.size());
     counters_.handoffs.add();
     global_stats().wait_handoff.add();
@@ -126,14 +136,19 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
   waiters_.store(st.waiters.size());
 }
 
-void Table::give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx) {
-  // Its first hand-out: how long it waited in the queue since its INSERT.
-  if (deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms() > e.time_ms ? ctx.wall_ms() - e.time_ms : 0);
+void Table::give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx,
+                 bool provisional) {
   e.deliveries = static_cast<uint16_t>(deliveries);  // before the state: policies look at both
+  if (!provisional) handed_out(e, ctx);
   Move m{RowState::kOwned, r.holder};
-  m.lease_ms = r.lease_ms;
+  m.lease_ms = provisional ? 0 : r.lease_ms;  // a provisional row is leased once kept (keep_handed)
   m.more = r.more;
   move(st, e, m, ctx);
+}
+
+void Table::handed_out(const RowEntry& e, RowContext& ctx) {
+  // Its first hand-out: how long it waited in the queue since its INSERT.
+  if (e.deliveries == 1) counters_.handout_wait.observe(ctx.wall_ms() > e.time_ms ? ctx.wall_ms() - e.time_ms : 0);
 }
 
 bool Table::kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const {

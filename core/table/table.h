@@ -13,11 +13,13 @@
 //   writer.cc       the group-commit leader's batch: admission, chunk, write, sync, publish
 //   rows.cc         the row lifecycle: the one transition function, placing, hand-offs
 //   takes.cc        queue_wait's takes and waiters
-//   holdings.cc     what holders do with their rows: end, abort, leases, DELETE claims
+//   holdings.cc     what holders do with their rows: abort, keep or give back a hand-off,
+//                   leases, DELETE claims
 //   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
 //   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS; reads of rows the caches do not hold
 //   damaged_rows.cc a row whose bytes on disk fail their checksum: set aside
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
+//   takeover.cc     the end of a copying ALTER TABLE: the new table takes over the old one
 #pragma once
 #include <atomic>
 #include <list>
@@ -64,6 +66,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;
+  Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
+  const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
@@ -85,6 +89,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Take take(const TakeRequest& r, bool register_waiter) override;
   Take take_dead(const TakeRequest& r) override;
   void unregister(const Receiver* r) override;
+  void keep_handed(const Holder* h, RowId id, std::chrono::milliseconds lease) override;
+  void give_back(const Holder* h, RowId id, uint32_t deliveries) override;
   Status end_rows(const Holder* h, const RowId* ids, size_t count) override;
   size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override;
   Status settle_lease(const Holder* h, RowId first, size_t count) override;
@@ -96,7 +102,11 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   SteadyClock::time_point due(SteadyClock::time_point now) override;
 
   // ---- used by TableRegistry ----
-  void mark_dropped();  // waiters get kDropped, rows vanish, file closed
+  // Waiters get kDropped, rows vanish, file closed. `rows_moved`: the rows live on in another
+  // table (a copying ALTER TABLE dropped this one): owners whose rows did not move with
+  // take_over() are told their rows were not removed (Holder::rows_moved). A table dropped
+  // after it took over from one that still stands gives the rows back to it first.
+  void mark_dropped(bool rows_moved = false);
   Status rename_to(const std::string& to);
   void close();  // clean close: leaves an index snapshot (every commit is durable already)
 
@@ -130,6 +140,15 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     uint64_t delayed = 0, dead = 0;  // rows in kDelayed / kDead (kept by move())
     RowPolicies policies;
     bool dropped = false;
+    // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's
+    // rows; this one then hands out no row, and its holders' calls go there.
+    std::shared_ptr<Table> successor;
+    // The table this one took over from, while that one stands: if this one is dropped
+    // first (the ALTER failed after its copy), that one takes the rows back, without the
+    // rows removed here since (removed_since_take_over; logged with the ids kept only).
+    std::weak_ptr<Table> took_over_from;
+    bool took_over_by_id = false;
+    std::vector<RowId> removed_since_take_over;
 
     // Readers now pread `f` (compaction, TRUNCATE, RENAME, open); the tail cache restarts
     // at its end, so rows below it may be read ahead at once.
@@ -237,8 +256,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   bool gated(const State& st, const RowEntry& e) const {
     return st.policies.any([&](const auto& p) { return p.gates(e); });
   }
-  // `e` now belongs to r.holder as delivery number `deliveries`.
-  void give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx);
+  // `e` now belongs to r.holder as delivery number `deliveries`; a `provisional` hand-off
+  // (TakeRequest::provisional) is not leased nor counted as handed out until it is kept.
+  void give(State& st, const TakeRequest& r, RowEntry& e, uint32_t deliveries, RowContext& ctx, bool provisional);
+  void handed_out(const RowEntry& e, RowContext& ctx);  // the hand-out wait figure
   // What the file keeps of live row `e` across a restart (RETURN record, compaction, index
   // snapshot); false if nothing.
   bool kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const;
@@ -249,6 +270,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
+  Take moved_take(State& st, const TakeRequest& r, bool register_waiter);  // the rows moved (takeover.cc)
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
 
   // ---- operators.cc
@@ -261,6 +283,25 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.
   void record_returns(const std::vector<fmt::ReturnedRow>& rows);
+
+  // ---- takeover.cc
+  // The table the rows moved to (take_over), or null; state lock taken here.
+  std::shared_ptr<Table> successor();
+  Status moved_status() const;  // what a commit on a moved table answers
+  enum class Adopt { kIdsKept, kNewIds, kGiveBack };
+  // This table's rows take the states they have in `src` (see take_over()); the caller holds
+  // both tables' writer turns, writer and state locks. kGiveBack: `src` took over from this
+  // one and gives the rows back (the ALTER failed after its copy).
+  Status adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& st, Adopt how);
+  // Row `t` here takes the state of `s`, its original in `src_st` (deliveries, retry delay,
+  // owner), unless a removal claims it here (MESSAGE_TTL).
+  void restate(State& st, RowEntry& t, const State& src_st, const RowEntry& s, RowContext& ctx);
+  // Before this table is dropped: the table it took over from, if that one still stands,
+  // takes the rows back (Adopt::kGiveBack).
+  void give_rows_back();
+  // The table this one took over from (`dropped`) was dropped: the ALTER went through, there
+  // is nothing to give back any more.
+  void predecessor_dropped(const Table* dropped);
 
   // ---- maintenance.cc / compaction.cc
   void forget_rows(State& st);  // every row vanishes (TRUNCATE, DROP)
@@ -281,6 +322,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<RowId> next_rowid_{1};
   std::atomic<bool> dropped_{false};
+  std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;

@@ -18,10 +18,17 @@ QueueTable::Take Table::take_locked(State& st, const TakeRequest& r, RowEntry& e
   // A batch stops growing once its lease ran out (its rows are going back already).
   if (r.more && st.policies.get<Leases>().expired(r.holder)) return Take::kConsumerDone;
   const uint32_t deliveries = next_delivery(e);
-  if (!r.receiver->accept(r.sub, e.id, deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
-  give(st, r, e, deliveries, ctx);
+  if (!r.receiver->accept(r.sub, e.id, deliveries, e.deliveries)) return Take::kConsumerDone;  // got a row elsewhere meanwhile
+  give(st, r, e, deliveries, ctx, false);  // a take is never provisional: it scanned in order
   global_stats().wait_immediate.add();
   return Take::kTaken;
+}
+
+// A copying ALTER TABLE moved the rows (takeover.cc): nothing is handed out here any more. A
+// blocking wait registers all the same, to be told if the table is dropped (or handed a row,
+// should the ALTER fail and the rows come back).
+QueueTable::Take Table::moved_take(State& st, const TakeRequest& r, bool register_waiter) {
+  return register_waiter ? register_locked(st, r) : Take::kNone;
 }
 
 QueueTable::Take Table::register_locked(State& st, const TakeRequest& r) {
@@ -59,6 +66,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
   if (!r.filter) {  // no payload reads: one lock hold
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
+    if (st->successor) return moved_take(*st, r, register_waiter);
     RowContext ctx = context(*st);
     Take result = Take::kNone;
     if (RowEntry* e = next_plain(*st))
@@ -88,6 +96,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
     {
       auto st = state_.lock();
       if (st->dropped) return Take::kDropped;
+      if (st->successor) return moved_take(*st, r, register_waiter);
       RowId* cursor = cursor_for(*st, r.filter);
       if (!started || st->free_epoch != epoch) {  // (re)start: a row behind us may be takeable again
         from = *cursor;
@@ -145,6 +154,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
     }
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
+    if (st->successor) return moved_take(*st, r, register_waiter);
     // (Else compaction moved the rows meanwhile: the next read checks them again.)
     if (st->file == file) set_aside(*st, damaged);
     RowId* cursor = cursor_for(*st, r.filter);
@@ -169,6 +179,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
 QueueTable::Take Table::take_dead(const TakeRequest& r) {
   auto st = state_.lock();
   if (st->dropped) return Take::kDropped;
+  if (st->successor) return Take::kNone;  // a moved table hands out nothing
   const RowId id = st->policies.get<DeadLetters>().oldest();
   RowEntry* e = id ? st->index.find(id) : nullptr;
   // (the dead-letter list is exact; the check is a guard against ever handing out a held row)

@@ -17,8 +17,28 @@ uint64_t inserted_at(const WriteBatch& b, size_t i, uint64_t now) {
   return b.history && b.history[i].insert_time_ms ? b.history[i].insert_time_ms : now;
 }
 
-// A copy's deliveries and retry delays, as a RETURN record under the rows' new ids in the
-// rows' own chunk: a crash keeps both or neither.
+// A copy's rows that keep their ids (RowHistory::id) must come in increasing order, from the
+// table's next id on: else b.status says why and none of the request's rows is written.
+bool kept_ids_fit(WriteBatch& b, RowId next) {
+  for (size_t i = 0; i < b.rows->size(); i++) {
+    const RowId id = b.history[i].id;
+    if (id == 0) {
+      next++;
+      continue;
+    }
+    if (id < next) {
+      b.status = Status(ErrorCode::kInvalid, "copied row id " + std::to_string(id) +
+                                                 " is below the table's next row id " + std::to_string(next) +
+                                                 ": ids must increase");
+      return false;
+    }
+    next = id + 1;
+  }
+  return true;
+}
+
+// A copy's deliveries and retry delays, as a RETURN record under the rows' ids in the rows'
+// own chunk: a crash keeps both or neither.
 void add_kept_histories(fmt::ChunkBuilder& chunk, WriteBatch& b) {
   b.histories_kept.clear();
   for (size_t k = 0; k < b.ids.size(); k++) {
@@ -41,7 +61,9 @@ Status Table::commit(CommitRequest* req) {
 
 void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   auto w = writer_.lock();
-  Status fail = dropped_.load() ? dropped_status() : w->broken;
+  // Moved first: an owner's end must reach the table its rows moved to (takeover.cc), even
+  // once this one is dropped (an end on a dropped table looks like success).
+  Status fail = successor_raw_.load() ? moved_status() : dropped_.load() ? dropped_status() : w->broken;
   if (!fail.ok()) {
     for (CommitRequest* r : batch) r->batch.status = fail;
     return;
@@ -63,14 +85,17 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
     if (b.inserts()) {
+      if (b.history && !kept_ids_fit(b, next)) continue;
       b.admitted.resize(b.rows->size());
       std::iota(b.admitted.begin(), b.admitted.end(), size_t{0});
       const bool admitted = w->policies.until_refused([&](auto& p) { return p.admit(b, ctx); },
                                                       [&](auto& p) { p.reject(b); });
       if (!admitted) continue;  // b.status says why; nothing of it is written
       for (size_t i : b.admitted) {
-        b.ids.push_back(next);
-        b.offsets.push_back(chunk.add_row(next++, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
+        const RowId id = b.history && b.history[i].id ? b.history[i].id : next;  // a copy keeps its ids
+        next = id + 1;
+        b.ids.push_back(id);
+        b.offsets.push_back(chunk.add_row(id, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
       }
       if (b.history) add_kept_histories(chunk, b);
     }
@@ -252,15 +277,19 @@ RowId Table::last_relayed_rowid(uint32_t source_id) { return writer_.lock()->pol
 // can't: Consumer::end() settles it first), and then publish() skips the id (and
 // recovery ignores a REMOVE of an id it does not know).
 Status Table::end_rows(const Holder* h, const RowId* ids, size_t count) {
-  CommitRequest req;
-  req.batch.removals = ids;
-  req.batch.removal_count = count;
-  req.batch.remover = h;
-  req.batch.owner_end = true;
-  req.batch.sync = h->sync_removals();
-  Status s = commit(&req);
-  if (s.code() == ErrorCode::kDropped) return Status::Ok();
-  return s;
+  for (;;) {
+    if (std::shared_ptr<Table> next = successor()) return next->end_rows(h, ids, count);  // its rows moved there
+    CommitRequest req;
+    req.batch.removals = ids;
+    req.batch.removal_count = count;
+    req.batch.remover = h;
+    req.batch.owner_end = true;
+    req.batch.sync = h->sync_removals();
+    Status s = commit(&req);
+    if (s.code() == ErrorCode::kMoved) continue;  // taken over meanwhile
+    if (s.code() == ErrorCode::kDropped) return Status::Ok();
+    return s;
+  }
 }
 
 Status Table::remove_claimed_rows(const Holder* claimer, size_t* removed) {

@@ -27,6 +27,11 @@ class DeadlineHeap {
   SteadyClock::time_point earliest() const;  // time_point::max() if empty
   size_t size() const { return heap_.size(); }
   void clear() { heap_.clear(); }
+  // fn(d) for every deadline, in no particular order.
+  template <typename Fn>
+  void for_each(Fn fn) const {
+    for (const Deadline& d : heap_) fn(d);
+  }
   // Keeps only the deadlines for which live(d) is true (O(size)).
   template <typename IsLive>
   void drop_stale(IsLive live) {

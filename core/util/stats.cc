@@ -26,6 +26,7 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"wait_timeouts", wait_timeouts.get()},
       {"wait_interrupts", wait_interrupts.get()},
       {"wait_yields", wait_yields.get()},
+      {"wait_handoffs_passed_over", wait_handoffs_passed_over.get()},
       {"ends", ends.get()},
       {"aborts", aborts.get()},
       {"disconnect_returns", disconnect_returns.get()},

@@ -25,6 +25,8 @@ struct GlobalStats {
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;
   Counter wait_yields;  // sleeping waits ended early by their WaitYield (DDL needed the tables)
+  // rows handed to a waiter that took an earlier listed subscription's row instead (given back)
+  Counter wait_handoffs_passed_over;
   Counter ends, aborts, disconnect_returns, lease_expiries;
   Counter rows_expired;  // removed because their table's MESSAGE_TTL ran out
   Counter rows_dead_lettered;  // became dead letters (MAX_DELIVERIES)

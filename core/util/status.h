@@ -19,6 +19,8 @@ enum class ErrorCode {
   kExists,        // create of an existing table
   kLeaseExpired,  // the owned row's lease ran out: it went back to the queue, not removed
   kFull,          // an insert would take the table past its row limit (set_max_rows)
+  kMoved,         // the table's rows moved to the table a copying ALTER TABLE built (take_over)
+  kRowsMoved,     // the owned rows moved with an ALTER TABLE that could not keep them owned: not removed
   kLocked,        // the data file is open in another process (another server)
   kDamaged,       // a row's bytes read from disk fail their checksum (message names file, row, offset)
 };

@@ -41,6 +41,7 @@ def test_a_delayed_row_is_held_back_then_delivered_again(server):
     assert query(b, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(2,)]  # not held up by it
     assert value(b, "SELECT queue_end()") == 1
     assert value(c, "SELECT queue_wait('q', 0)") == 0  # not handed out yet...
+    assert value(c, "SELECT queue_end()") == 1          # (owner mode owning no row, as Q4M: left)
     assert value(c, "SELECT COUNT(*) FROM q") == 1      # ...but queued
     assert query(c, "SELECT v FROM q") == [(1,)]
 
@@ -165,6 +166,7 @@ def test_delays_and_delivery_counts_survive_a_restart(server, mode, kill):
         assert value(b, "SELECT queue_delivery_count()") == ended_before + cut_short + 1, v
         assert value(b, "SELECT queue_end()") == 1
     assert value(b, "SELECT queue_wait('q', 0)") == 0       # row 1 is still held back
+    assert value(b, "SELECT queue_end()") == 1              # (owner mode owning no row, as Q4M: left)
     assert query(b, "SELECT v FROM q") == [(1,)]
     assert value(b, "SELECT COUNT(*) FROM q") == 1
 

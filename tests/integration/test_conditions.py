@@ -94,6 +94,46 @@ def test_condition_waiter_is_woken_only_by_a_matching_row(server, q):
     assert [r[0] for r in server.sql("SELECT id FROM test.q")] == [10]
 
 
+PRIORITY_WAIT = "SELECT queue_wait('pq:prio=0', 'pq:prio=1', {})"
+
+
+def _status_counter(server, name):
+    return int(dict((r[1], r[2]) for r in server.sql("SHOW ENGINE QUEUE STATUS"))[name])
+
+
+def _priority_queue(server):
+    server.sql("CREATE TABLE test.pq (id INT NOT NULL, prio TINYINT NOT NULL) ENGINE=QUEUE")
+
+
+def test_a_blocked_waiter_takes_the_first_listed_condition_of_one_insert(server):
+    """Q4M: a waiter already blocked when one INSERT brings rows of several listed levels
+    takes the first listed level's row, as if the rows had been there before the wait."""
+    _priority_queue(server)
+    passed_over = _status_counter(server, "wait_handoffs_passed_over")
+    c, bg = start_waiter(server, PRIORITY_WAIT.format(60))
+    server.sql("INSERT INTO test.pq VALUES (1,1),(2,0),(3,1)")
+    assert bg.join() == 1
+    assert query(c, "SELECT id, prio FROM pq") == [(2, 0)]
+    assert _status_counter(server, "wait_handoffs_passed_over") == passed_over + 1  # row 1, handed first
+    # The level-2 row it passed over was not handed out: delivered once, in order.
+    for want in (1, 3):
+        assert value(c, PRIORITY_WAIT.format(0)) == 2
+        assert query(c, "SELECT id, queue_delivery_count() FROM pq") == [(want, 1)]
+    assert value(c, "SELECT queue_end()") == 1
+    assert server.value("SELECT COUNT(*) FROM test.pq") == 0
+
+
+def test_the_row_a_waiter_passes_over_goes_to_the_next_waiter(server):
+    _priority_queue(server)
+    c, bg_c = start_waiter(server, PRIORITY_WAIT.format(60))
+    d, bg_d = start_waiter(server, "SELECT queue_wait('pq:prio=1', 60)")
+    server.sql("INSERT INTO test.pq VALUES (1,1),(2,0)")
+    assert bg_c.join() == 1
+    assert query(c, "SELECT id FROM pq") == [(2,)]
+    assert bg_d.join() == 1
+    assert query(d, "SELECT id, queue_delivery_count() FROM pq") == [(1, 1)]
+
+
 def test_condition_cache_across_calls_stays_correct(server, q):
     # the same condition text many times (compiled once, cached) and different texts interleaved
     for _ in range(20):

@@ -34,6 +34,7 @@ def test_a_poison_message_dies_and_the_queue_goes_on(server):
     assert query(worker, "SELECT id FROM jobs WHERE queue_wait('jobs', 0)") == [(2,)]  # the poison is skipped
     assert value(worker, "SELECT queue_end()") == 1
     assert value(worker, "SELECT queue_wait('jobs', 0)") == 0
+    assert value(worker, "SELECT queue_end()") == 1  # (owner mode owning no row, as Q4M: left)
     assert query(worker, "SELECT id, msg FROM jobs") == [(1, "poison")]  # still there, visible
     stats = json.loads(server.value("SELECT queue_stats('test.jobs')"))
     assert (stats["rows"], stats["dead_rows"]) == (1, 1)
@@ -95,7 +96,7 @@ def test_alter_changes_the_limit_in_place_and_revives_rows(server):
     assert value(waiter, "SELECT queue_abort()") == 1
     server.sql("ALTER TABLE test.jobs MAX_DELIVERIES=2")  # lower: the queued row at 2 dies
     assert _dead(server) == 1
-    # In place: a copying ALTER would have re-inserted the row under a new id.
+    # In place: the ids go on as they were (a copying ALTER keeps them too: test_alter_ownership.py).
     assert server.value("SELECT NEXT_ROWID FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='jobs'") \
         == next_rowid_before
     server.sql("ALTER TABLE test.jobs MAX_DELIVERIES=0")

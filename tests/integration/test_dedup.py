@@ -23,11 +23,13 @@ def _stats(server):
 
 
 def _take_all(c, columns="job_key, body"):
-    """Takes and consumes every row: the last, empty wait removes the last row taken."""
+    """Takes and consumes every row: the last, empty wait removes the last row taken (and leaves
+    owner mode owning no row, as Q4M, which queue_end() leaves)."""
     got = []
     while True:
         rows = query(c, f"SELECT {columns} FROM jobs WHERE queue_wait('jobs', 0)")
         if not rows:
+            assert value(c, "SELECT queue_end()") == 1
             return got
         got.append(rows[0])
 

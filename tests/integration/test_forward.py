@@ -245,6 +245,28 @@ def test_relays_every_row_once_in_order(pair, relays, batch):
     assert "final: relayed=1000 " in r.log(), r.log()
 
 
+@BATCHES
+def test_copying_alters_of_the_source_while_relaying_lose_and_repeat_nothing(pair, relays, batch):
+    """The destination drops a row whose source id is not above the last one received, so a
+    source rebuilt by a copying ALTER TABLE must keep its row ids and never hand out a new row
+    under an old one; the rows the relay owns during the ALTER stay its own."""
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 300)
+    relay = Relay(src, dst, 9, "--wait-timeout", "0.5", "--batch", batch).start()
+    relays.append(relay)
+    for i in range(3):
+        wait_until(lambda: count(dst, "dst") > 100 * i, WAIT_S, what=f"rows relayed before ALTER {i + 1}")
+        src.sql("ALTER TABLE test.src ENGINE=QUEUE")  # a full copy into a new table
+        insert_seq(src, 301 + 100 * i, 400 + 100 * i)
+    wait_until(lambda: count(dst, "dst") >= 600 and count(src, "src") == 0, WAIT_S,
+               what=f"every row at the destination\n{relay.log()}")
+    assert relay.terminate() == 0, relay.log()
+    assert seqs(dst) == list(range(1, 601)), relay.log()
+    final = [line for line in relay.log().splitlines() if "final: " in line]
+    assert final and "replays_dropped=0 " in final[-1], relay.log()
+
+
 def test_the_relay_does_not_wait_for_syncs_of_its_source_removals(pair, relays):
     """The destination's dedup makes a source removal undone by a machine crash harmless (the
     rows are relayed again and dropped), so the relay sets queue_sync_removals=OFF: only the

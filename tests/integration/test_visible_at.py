@@ -36,6 +36,7 @@ def test_a_row_is_handed_out_once_its_time_has_come(server):
     assert time.monotonic() - inserted_at >= 2
     assert value(c, "SELECT queue_end()") == 1
     assert value(c, "SELECT queue_wait('jobs', 0)") == 0  # the one due in an hour waits
+    assert value(c, "SELECT queue_end()") == 1  # (owner mode owning no row, as Q4M: left)
     with c.cursor() as cur:
         assert cur.execute("DELETE FROM jobs WHERE id = 4") == 1  # but can be deleted
     assert _delayed(server) == 0
@@ -68,6 +69,7 @@ def test_the_delay_survives_kill9_whichever_way_the_table_is_first_used(server):
     assert value(c, "SELECT queue_wait('jobs', 0)") == 1
     assert value(c, "SELECT queue_end()") == 1
     assert value(c, "SELECT queue_wait('jobs', 0)") == 0
+    assert value(c, "SELECT queue_end()") == 1  # (owner mode owning no row, as Q4M: left)
     assert value(c, "SELECT COUNT(*) FROM jobs") == 1
 
 
@@ -141,4 +143,5 @@ def test_batches_and_conditional_waits_skip_rows_not_yet_due(server):
     assert value(c, "SELECT queue_end()") == 1
     assert value(c, "SELECT queue_wait('jobs:id = 2', 0)") == 0  # matches, but is not due
     assert value(c, "SELECT queue_wait('jobs:id > 0', 0)") == 0
+    assert value(c, "SELECT queue_end()") == 1  # (owner mode owning no row, as Q4M: left)
     assert value(c, "SELECT COUNT(*) FROM jobs") == 1

@@ -50,6 +50,23 @@ def test_insert_into_second_table_wakes_a_multi_table_waiter(server):
     assert query(c, "SELECT v FROM q2") == [(7,)]
 
 
+def test_one_wake_up_with_rows_of_several_listed_tables_takes_the_first_listed(server):
+    """Tables and conditions in one list: one INSERT brings rows for levels 2 and 4; the
+    blocked waiter takes level 2's, after looking at the empty level 1 (another table)."""
+    _queue(server, "q1")
+    server.sql("CREATE TABLE test.pq (id INT NOT NULL, prio TINYINT NOT NULL) ENGINE=QUEUE")
+    _queue(server, "q3")
+    wait = "SELECT queue_wait('q1', 'pq:prio=0', 'q3', 'pq:prio=1', {})"
+    c, bg = start_waiter(server, wait.format(LONG))
+    server.sql("INSERT INTO test.pq VALUES (1,1),(2,0)")
+    assert bg.join() == 2
+    assert query(c, "SELECT id FROM pq") == [(2,)]
+    server.sql("INSERT INTO test.q3 VALUES (3)")
+    assert value(c, wait.format(0)) == 3  # the level-4 row waits behind level 3
+    assert value(c, wait.format(0)) == 4
+    assert query(c, "SELECT id, queue_delivery_count() FROM pq") == [(1, 1)]  # never handed out before
+
+
 def test_each_insert_wakes_exactly_one_waiter(server):
     _queue(server)
     waiters = [start_waiter(server, f"SELECT queue_wait('q', {LONG})") for _ in range(3)]

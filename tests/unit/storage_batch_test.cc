@@ -70,7 +70,8 @@ TEST(a_batch_takes_what_is_free_now_and_waits_only_for_the_first_row) {
   REQUIRE(a.end().ok());
   CHECK(!a.owner_mode());
   CHECK_EQ(take_batch(a, t, 10), 0u);  // empty, timeout 0
-  CHECK(!a.owner_mode());
+  CHECK(a.owner_mode());  // owning no row, as after a timed-out wait()
+  CHECK_EQ(a.owned_count(), 0u);
   std::thread producer([&] {
     std::this_thread::sleep_for(milliseconds(50));
     insert1(*t, "late");

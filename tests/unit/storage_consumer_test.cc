@@ -652,7 +652,8 @@ TEST(a_sleeping_wait_ends_as_a_timeout_when_its_yield_check_says_so) {
   CHECK_EQ(index, 0);
   CHECK_EQ(checks.load(), 3);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
-  CHECK(!c.owner_mode());
+  CHECK(c.owner_mode());  // as a timeout: owner mode owning no row
+  CHECK_EQ(c.owned_count(), 0u);
   // The waiter is gone: the next row is there for anyone.
   REQUIRE(insert1(*t, "row").ok());
   Consumer d;
@@ -675,4 +676,284 @@ TEST(a_wait_whose_yield_check_says_no_still_gets_its_row) {
   producer.join();
   CHECK_EQ(taken, 1u);
   CHECK(checks.load() >= 1);
+}
+
+// ---- A waiter takes from the first listed subscription that has a row when it takes ----
+
+namespace {
+
+// Holds a woken consumer between its wake-up and its take (the end of its announced sleep),
+// until open(): what a producer does meanwhile happens "while the waiter is being woken".
+struct WakeGate {
+  static inline std::atomic<int> woken{0};
+  static inline std::atomic<bool> is_open{false};
+  static inline int row_token = 0;
+  WakeGate() {
+    woken = 0;
+    is_open = false;
+    BlockingHooks h;
+    h.begin = [](BlockingWait w) -> const void* { return w == BlockingWait::kRow ? &row_token : nullptr; };
+    h.end = [](const void* token) {
+      if (token != &row_token) return;
+      woken++;
+      while (!is_open) std::this_thread::sleep_for(milliseconds(1));
+    };
+    set_blocking_hooks(h);
+  }
+  ~WakeGate() {
+    open();
+    set_blocking_hooks(BlockingHooks());
+  }
+  void wait_until_woken() const {
+    while (woken.load() == 0) std::this_thread::sleep_for(milliseconds(1));
+  }
+  void open() { is_open = true; }
+};
+
+std::vector<RowId> insert_rows(QueueTable& t, std::vector<std::string> rows) {
+  std::vector<std::string_view> views(rows.begin(), rows.end());
+  std::vector<RowId> ids;
+  CHECK(t.insert(views, &ids).ok());
+  return ids;
+}
+
+}  // namespace
+
+// Q4M's example: a consumer blocked on ('prio=0', 'prio=1') of one table, and one INSERT of
+// (1,1),(2,0),(3,1): it gets row 2, as if the rows had been there before the wait. Row 1,
+// handed to it first, goes back untouched (its delivery count as before, no lease left).
+TEST(a_woken_waiter_takes_the_first_listed_subscription_of_one_insert) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  auto level1 = std::make_shared<PrefixFilter>("prio=0");
+  auto level2 = std::make_shared<PrefixFilter>("prio=1");
+  Consumer c;
+  c.set_lease(milliseconds(600000));
+  Status s;
+  int idx = -1;
+  const uint64_t swaps = global_stats().wait_handoffs_passed_over.get();
+  std::thread th([&] { s = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*t, 2);  // one entry per subscription
+  const std::vector<RowId> ids = insert_rows(*t, {"prio=1 a", "prio=0 b", "prio=1 c"});
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(owned_payload(*t, c), std::string("prio=0 b"));
+  CHECK_EQ(c.owned_delivery_count(), 1u);
+  CHECK_EQ(global_stats().wait_handoffs_passed_over.get(), swaps + 1);
+  auto owned = t->owned_rows();
+  REQUIRE(owned.size() == 1u);
+  CHECK_EQ(owned[0].id, ids[1]);
+  CHECK(owned[0].lease_left_ms > 0);
+  // The rows passed over are queued in order, never handed out.
+  Consumer d;
+  REQUIRE(d.wait({{t, level2}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(d.owned_rowid(), ids[0]);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+  REQUIRE(c.end().ok());
+  REQUIRE(d.end().ok());
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK_EQ(t->counters().lease_expiries.get(), 0u);
+}
+
+// The row a waiter passes over goes to the next waiter that wants it.
+TEST(a_row_a_woken_waiter_passes_over_goes_to_the_next_waiter) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  auto level1 = std::make_shared<PrefixFilter>("0");
+  auto level2 = std::make_shared<PrefixFilter>("1");
+  Consumer c, d;
+  Status sc, sd;
+  int ic = -1, id = -1;
+  std::thread tc([&] { sc = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &ic); });
+  wait_for_waiters(*t, 2);
+  std::thread td([&] { sd = d.wait({{t, level2}}, milliseconds(30000), &id); });
+  wait_for_waiters(*t, 3);
+  const std::vector<RowId> ids = insert_rows(*t, {"1", "0"});
+  tc.join();
+  td.join();
+  REQUIRE(sc.ok() && sd.ok());
+  CHECK_EQ(ic, 1);
+  CHECK_EQ(c.owned_rowid(), ids[1]);
+  CHECK_EQ(id, 1);
+  CHECK_EQ(d.owned_rowid(), ids[0]);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+}
+
+// Tables: a row of 'b' wakes a waiter on ('a', 'b'), and a row of 'a' comes while it is being
+// woken: it ends up with the row of 'a'; the row of 'b' stays queued, never handed out.
+TEST(a_row_of_an_earlier_table_that_comes_while_the_waiter_wakes_wins) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  WakeGate gate;
+  Consumer c;
+  Status s;
+  int idx = -1;
+  std::thread th([&] { s = c.wait({{a, nullptr}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0, in_a = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());  // handed to c, which wakes...
+  gate.wait_until_woken();
+  REQUIRE(insert1(*a, "a", &in_a).ok());  // ...and this comes before it takes
+  gate.open();
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(c.owned_rowid(), in_a);
+  CHECK_EQ(b->visible_count(nullptr), 1u);
+  Consumer d;
+  REQUIRE(d.wait({{b, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(d.owned_rowid(), in_b);
+  CHECK_EQ(d.owned_delivery_count(), 1u);
+}
+
+// A row given back was never handed out: the hand-out wait figure counts each row once,
+// when it goes out for good (kept by the waiter it woke, or taken by the next one).
+TEST(a_row_passed_over_is_counted_as_handed_out_once) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  auto level1 = std::make_shared<PrefixFilter>("0");
+  auto level2 = std::make_shared<PrefixFilter>("1");
+  Consumer c;
+  Status s;
+  int idx = -1;
+  std::thread th([&] { s = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*t, 2);
+  insert_rows(*t, {"1 a", "0 b"});  // "1 a" is handed to c first, then passed over
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(t->counters().handout_wait.count(), 1u);  // "0 b" only
+  Consumer d;
+  REQUIRE(d.wait({{t, level2}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(t->counters().handout_wait.count(), 2u);
+  // A provisional row that is kept counts once too.
+  REQUIRE(d.end().ok());
+  std::thread th2([&] { s = c.wait({{t, level1}, {t, level2}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*t, 2);
+  insert_rows(*t, {"1 c"});
+  th2.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(t->counters().handout_wait.count(), 3u);
+}
+
+// Nothing better listed before it: the handed row is kept.
+TEST(a_woken_waiter_keeps_the_handed_row_when_no_earlier_subscription_has_one) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  REQUIRE(insert1(*a, "not for it").ok());
+  auto wanted = std::make_shared<PrefixFilter>("yes");
+  Consumer c;
+  Status s;
+  int idx = -1;
+  const uint64_t swaps = global_stats().wait_handoffs_passed_over.get();
+  std::thread th([&] { s = c.wait({{a, wanted}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(c.owned_rowid(), in_b);
+  CHECK_EQ(c.owned_delivery_count(), 1u);
+  CHECK_EQ(global_stats().wait_handoffs_passed_over.get(), swaps);
+}
+
+// A row handed for a later subscription is leased once the waiter keeps it (a row it gives
+// back never had a lease): the kept row's lease runs out as any other.
+TEST(a_kept_row_of_a_later_subscription_is_leased_and_its_lease_runs_out) {
+  TempDir dir;
+  auto a = create_and_open(dir.file("a"));
+  auto b = create_and_open(dir.file("b"));
+  REQUIRE(a && b);
+  WakeGate gate;
+  Consumer c;
+  c.set_lease(milliseconds(50));
+  Status s;
+  int idx = -1;
+  std::thread th([&] { s = c.wait({{a, nullptr}, {b, nullptr}}, milliseconds(30000), &idx); });
+  wait_for_waiters(*a, 1);
+  wait_for_waiters(*b, 1);
+  RowId in_b = 0;
+  REQUIRE(insert1(*b, "b", &in_b).ok());
+  gate.wait_until_woken();
+  std::this_thread::sleep_for(milliseconds(200));  // past the lease, had it started at the hand-off
+  CHECK_EQ(b->counters().lease_expiries.get(), 0u);
+  gate.open();
+  th.join();
+  REQUIRE(s.ok());
+  CHECK_EQ(idx, 2);
+  CHECK_EQ(c.owned_rowid(), in_b);
+  auto owned = b->owned_rows();
+  REQUIRE(owned.size() == 1u);
+  CHECK(owned[0].lease_left_ms >= 0);
+  while (b->counters().lease_expiries.get() == 0) std::this_thread::sleep_for(milliseconds(1));
+  CHECK(c.end().code() == ErrorCode::kLeaseExpired);
+  CHECK_EQ(b->visible_count(nullptr), 1u);
+}
+
+// ---- After a wait that timed out: owner mode owning nothing (as Q4M) ----
+
+TEST(a_timed_out_wait_leaves_the_consumer_in_owner_mode_owning_nothing) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  auto other = create_and_open(dir.file("other"));
+  REQUIRE(t && other);
+  RowId in_other = 0;
+  REQUIRE(insert1(*other, "o", &in_other).ok());
+  Consumer c;
+  int idx = -1;
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 0);
+  CHECK(c.owner_mode());
+  CHECK(c.owned_table() == nullptr);
+  CHECK_EQ(c.owned_rowid(), 0u);
+  CHECK_EQ(c.owned_count(), 0u);
+  CHECK_EQ(c.owned_delivery_count(), 0u);
+  // Every table looks empty to it; others see the rows.
+  RowId in_t = 0;
+  REQUIRE(insert1(*t, "t", &in_t).ok());
+  CHECK_EQ(scan(*t, &c).size(), 0u);
+  CHECK_EQ(t->visible_count(&c), 0u);
+  CHECK_EQ(scan(*other, &c).size(), 0u);
+  CHECK_EQ(other->visible_count(&c), 0u);
+  CHECK(!other->claim_for_delete(&c, in_other));
+  CHECK_EQ(scan(*t, nullptr).size(), 1u);
+  CHECK_EQ(t->info().owned_rows, 0u);
+  // end() leaves it (nothing to remove); then it is out of owner mode.
+  const uint64_t ends = global_stats().ends.get();
+  REQUIRE(c.end().ok());
+  CHECK(!c.owner_mode());
+  CHECK_EQ(global_stats().ends.get(), ends);  // nothing was ended
+  CHECK_EQ(scan(*t, &c).size(), 1u);
+  CHECK_EQ(other->visible_count(&c), 1u);
+  CHECK(c.end().code() == ErrorCode::kNotOwner);
+  CHECK(c.abort().code() == ErrorCode::kNotOwner);
+  // abort() leaves it too, and a wait from it takes a row as usual.
+  REQUIRE(c.wait({{other, std::make_shared<PrefixFilter>("x")}}, milliseconds(0), &idx).ok() && idx == 0);
+  REQUIRE(c.abort().ok());
+  CHECK(!c.owner_mode());
+  REQUIRE(c.wait({{t, std::make_shared<PrefixFilter>("x")}}, milliseconds(0), &idx).ok() && idx == 0);
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok());
+  CHECK_EQ(idx, 1);
+  CHECK_EQ(c.owned_rowid(), in_t);
+  CHECK(c.renew_lease(milliseconds(1000)).ok());
+  // release() (a disconnect) leaves it as well.
+  REQUIRE(c.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && idx == 0);  // ends the row first
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK(c.renew_lease(milliseconds(1000)).code() == ErrorCode::kNotOwner);  // owns no row
+  c.release();
+  CHECK(!c.owner_mode());
+  CHECK_EQ(other->visible_count(&c), 1u);
 }

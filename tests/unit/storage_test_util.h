@@ -132,6 +132,24 @@ inline std::vector<std::pair<q4m::RowId, std::string>> scan(q4m::QueueTable& t,
   return out;
 }
 
+// Copies every live row of `from` into `to` with its history (id, age, deliveries, retry
+// delay, whether it is owned), as the engine's copying ALTER TABLE does before take_over().
+inline q4m::Status copy_rows(q4m::QueueTable& from, q4m::QueueTable& to) {
+  std::vector<std::string> rows;
+  std::vector<q4m::RowHistory> history;
+  q4m::RowId after = 0, id = 0;
+  std::string payload;
+  bool found = false;
+  q4m::RowHistory h;
+  while (from.next_row(after, &id, &payload, &found, &h).ok() && found) {
+    rows.push_back(payload);
+    history.push_back(h);
+    after = id;
+  }
+  std::vector<std::string_view> views(rows.begin(), rows.end());
+  return to.insert_with_history(views, history);
+}
+
 // Takes the first free row of `t` with `c`, waiting up to `timeout`; false if none came.
 inline bool take(q4m::Consumer& c, const std::shared_ptr<q4m::QueueTable>& t,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {

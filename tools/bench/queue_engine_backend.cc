@@ -27,7 +27,7 @@ class QueueEngineSession : public QueueSession {
   bool consume(Delivered* out) override {
     if (batched_) return consume_from_batch(out);
     consume_.run({});
-    // A timeout (no row) has still removed the previously owned row and left owner mode.
+    // A timeout (no row) has still removed the previously owned row; the connection owns none.
     owning_ = consume_.next();
     if (!owning_) {
       ++empty_polls_;
