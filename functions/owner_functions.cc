@@ -11,6 +11,7 @@
 #include "engine/sysvars.h"
 #include "engine/transactions.h"
 #include "functions/function_plugins.h"
+#include "functions/no_arg_builder.h"
 #include "functions/queue_item.h"
 #include "functions/wait_arguments.h"
 
@@ -217,24 +218,6 @@ constexpr char kAbortArgs[] =
     "queue_abort() takes 0 or 1 argument (a delay in seconds before the row is handed out again)";
 using Create_queue_renew_lease = Create_func_optional_arg<Item_func_queue_renew_lease, kRenewLeaseArgs>;
 using Create_queue_abort = Create_func_optional_arg<Item_func_queue_abort, kAbortArgs>;
-
-// Builders for the no-argument functions; `Message` is the wrong-count error text.
-template <typename ItemT, const char* Message>
-class Create_func_no_args : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (args && args->elements) {
-      raise_argument_count_error(Message);
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    return new (thd->mem_root) ItemT(thd);
-  }
-  static Create_func_no_args s_singleton;
-};
-
-template <typename ItemT, const char* Message>
-Create_func_no_args<ItemT, Message> Create_func_no_args<ItemT, Message>::s_singleton;
 
 constexpr char kEndArgs[] = "queue_end() takes no arguments";
 constexpr char kRowidArgs[] = "queue_rowid() takes no arguments";

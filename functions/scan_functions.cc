@@ -12,6 +12,7 @@
 
 #include "engine/connection_state.h"
 #include "functions/function_plugins.h"
+#include "functions/no_arg_builder.h"
 #include "functions/queue_item.h"
 
 namespace q4m_functions {
@@ -108,29 +109,12 @@ class Item_func_queue_scan_state final : public ScanItem<Item_str_func> {
   Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_scan_state>(thd, this); }
 };
 
-template <typename ItemT, const char* Message>
-class Create_scan_func : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (args && args->elements) {
-      raise_argument_count_error(Message);
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    return new (thd->mem_root) ItemT(thd);
-  }
-  static Create_scan_func s_singleton;
-};
-
-template <typename ItemT, const char* Message>
-Create_scan_func<ItemT, Message> Create_scan_func<ItemT, Message>::s_singleton;
-
 constexpr char kScanRowidArgs[] = "queue_scan_rowid() takes no arguments";
 constexpr char kScanStateArgs[] = "queue_scan_state() takes no arguments";
 
 }  // namespace
 
-Plugin_function queue_scan_rowid_plugin(&Create_scan_func<Item_func_queue_scan_rowid, kScanRowidArgs>::s_singleton);
-Plugin_function queue_scan_state_plugin(&Create_scan_func<Item_func_queue_scan_state, kScanStateArgs>::s_singleton);
+Plugin_function queue_scan_rowid_plugin(&Create_func_no_args<Item_func_queue_scan_rowid, kScanRowidArgs>::s_singleton);
+Plugin_function queue_scan_state_plugin(&Create_func_no_args<Item_func_queue_scan_state, kScanStateArgs>::s_singleton);
 
 }  // namespace q4m_functions

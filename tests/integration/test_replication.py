@@ -24,14 +24,17 @@ def _free_port():
 class Pair:
     """A primary (binary log on, listening on a 127.0.0.1 port) and a replica of it."""
 
-    def __init__(self, server_factory):
+    def __init__(self, server_factory, replica_at_startup=True):
         self.port = _free_port()
         self.primary = server_factory.new(extra_args=[
             "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={self.port}",
             "--server-id=1", "--log-bin=primary-bin", "--binlog-format=MIXED"])
         self.replica = None
         try:
-            self.replica = server_factory.new(extra_args=["--server-id=2", "--relay-log=replica-relay"])
+            # The replica applies each logged statement inside a transaction (with its
+            # mysql.gtid_slave_pos row): QUEUE must be loaded at its startup (docs/transactions.md).
+            self.replica = server_factory.new(extra_args=["--server-id=2", "--relay-log=replica-relay"],
+                                              at_startup=replica_at_startup)
             self.primary.sql("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl'")
             self.primary.sql("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")
             self.replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.port}, "
@@ -47,6 +50,16 @@ class Pair:
         with c.cursor(pymysql.cursors.DictCursor) as cur:
             cur.execute("SHOW SLAVE STATUS")
             return cur.fetchone()
+
+    def wait_stopped(self):
+        """Waits until the replica's SQL thread stopped; its status then."""
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while time.monotonic() < deadline:
+            st = self.status()
+            if st["Slave_SQL_Running"] == "No":
+                return st
+            time.sleep(0.05)
+        raise AssertionError(f"replica kept running: {self.status()}")
 
     def sync(self):
         """Waits until the replica has applied everything the primary logged so far."""
@@ -129,3 +142,21 @@ def test_a_delete_racing_an_insert_stops_a_row_format_replica_with_error_1032(se
         assert "Delete_rows" in status["Last_SQL_Error"] and "raced_row" in status["Last_SQL_Error"], status
     finally:
         own.destroy()
+
+
+def test_a_replica_that_installed_queue_at_run_time_stops_with_the_fix_named(server_factory):
+    """Without the binary log, QUEUE installed at run time gets no two-phase commit; the
+    replica's applier writes each event in a transaction with its InnoDB GTID position, so it
+    stops with an error that says what to do, instead of applying non-atomically."""
+    p = Pair(server_factory, replica_at_startup=False)
+    try:
+        p.primary.sql("CREATE TABLE test.rt (id INT NOT NULL) ENGINE=QUEUE")
+        p.sync()
+        p.primary.sql("INSERT INTO test.rt VALUES (1)")
+        st = p.wait_stopped()
+        assert st["Last_SQL_Errno"] == 1235, st
+        assert "installed while the server ran" in st["Last_SQL_Error"], st
+        assert "Restart the server" in st["Last_SQL_Error"], st
+        assert rows(p.replica, "rt") == []
+    finally:
+        p.destroy()
