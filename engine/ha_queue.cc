@@ -609,7 +609,7 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
     return read_into(buf, id);
   }
   bool found = false;
-  q4m::Status st = queue_->read_row(id, &payload_, &found);
+  q4m::Status st = queue_->read_row(id, &payload_, &found, viewer_of(ha_thd()));
   if (!st.ok()) return raise(st);
   if (!found) return HA_ERR_KEY_NOT_FOUND;  // removed since it was positioned
   return read_into(buf, id);

@@ -23,6 +23,9 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
     case q4m::ErrorCode::kRowsMoved: return ER_LOCK_WAIT_TIMEOUT;  // as an expired lease: not removed, retry
     case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
+    // One row's bytes, not the table: the handler error stays a generic one (HA_ERR_CRASHED
+    // would tell the server, and the user, that the table needs a repair).
+    case q4m::ErrorCode::kDamaged: return ER_FILE_CORRUPT;
     default: return ER_UNKNOWN_ERROR;
   }
 }
@@ -49,6 +52,8 @@ int raise_status_error(const q4m::Status& st) {
 }
 
 int raise_table_error(const std::string& table_label, const q4m::Status& st) {
+  if (st.code() == q4m::ErrorCode::kDamaged)  // the storage layer knows the file, not the table
+    return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label + "': " + st.message()));
   if (st.code() == q4m::ErrorCode::kFull)
     return raise_status_error(q4m::Status(st.code(), "QUEUE table '" + table_label + "' is full: " + st.message() +
                                                          ", none of them was added. Consume rows, or raise MAX_ROWS "

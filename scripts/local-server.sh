@@ -1,6 +1,8 @@
 #!/bin/bash
 # A local mariadbd with the q4m engine, for trying it out (`make run` / `make stop`).
 # Everything lives in ./var (datadir, socket, error log, pid); it persists across stop/start.
+# The engine is loaded at startup (--plugin-load-add), which gives it two-phase commit, and the
+# binary log is on: it coordinates two-phase commit across a crash (docs/transactions.md).
 # Listens on its unix socket only; set Q4M_PORT to also listen on 127.0.0.1:$Q4M_PORT.
 # Also runs q4m-monitor (tools/monitor: /metrics and the dashboard) on 127.0.0.1:$Q4M_MONITOR_PORT
 # (default 9199), polling the server as root through the socket; Q4M_MONITOR=0 leaves it out.
@@ -104,8 +106,12 @@ start() {
   fi
   local net=(--skip-networking)
   [ -n "${Q4M_PORT:-}" ] && net=(--bind-address=127.0.0.1 --port="$Q4M_PORT")
+  local load=(--plugin-load-add=ha_queue.so)
+  # Installed by an earlier version of this script: mysql.plugin loads it already.
+  [ -f "$DATADIR/mysql/plugin.MAI" ] && grep -q ha_queue "$DATADIR/mysql/plugin.MAD" 2>/dev/null && load=()
   setsid "$MARIADBD" --no-defaults --datadir="$DATADIR" --socket="$SOCK" "${net[@]}" \
-    --plugin-dir="$PLUGIN_DIR" --log-error="$ERRLOG" --pid-file="$PIDFILE" "${AS_ROOT[@]}" \
+    --plugin-dir="$PLUGIN_DIR" "${load[@]}" --log-bin=mysql-bin --server-id=1 \
+    --log-error="$ERRLOG" --pid-file="$PIDFILE" "${AS_ROOT[@]}" \
     </dev/null >/dev/null 2>&1 &
   local pid=$! i
   for i in $(seq 600); do

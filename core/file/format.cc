@@ -6,6 +6,12 @@
 
 namespace q4m::fmt {
 
+uint32_t row_checksum(RowId id, std::string_view payload) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = static_cast<unsigned char>(id >> (8 * i));
+  return crc32c_extend(crc32c(b, sizeof(b)), payload.data(), payload.size());
+}
+
 std::string file_header() {
   std::string h(kFileMagic, sizeof(kFileMagic));
   put_u32(&h, kFormatVersion);
@@ -33,14 +39,15 @@ void ChunkBuilder::reserve_record(size_t size) {
   }
 }
 
-size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payload) {
-  reserve_record(kRowHeaderSize + payload.size());
-  out_->push_back(static_cast<char>(kRow));
+size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+  reserve_record(kRowHeaderSize + payload.size() + kRowChecksumSize);
+  out_->push_back(static_cast<char>(kCheckedRow));
   put_u64(out_, id);
   put_u64(out_, time_ms);
   put_u32(out_, static_cast<uint32_t>(payload.size()));
   size_t pos = out_->size();
   out_->append(payload);
+  put_u32(out_, checksum);
   return pos;
 }
 
@@ -91,14 +98,15 @@ void ChunkBuilder::add_dedup_key(uint64_t time_ms, std::string_view key) {
   out_->append(key);
 }
 
-size_t ChunkBuilder::add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload) {
-  reserve_record(kTxnRowHeaderSize + payload.size());
+size_t ChunkBuilder::add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+  reserve_record(kTxnRowHeaderSize + payload.size() + kRowChecksumSize);
   out_->push_back(static_cast<char>(kTxnRow));
   put_u64(out_, txn);
   put_u64(out_, time_ms);
   put_u32(out_, static_cast<uint32_t>(payload.size()));
   size_t pos = out_->size();
   out_->append(payload);
+  put_u32(out_, checksum);
   return pos;
 }
 
@@ -167,22 +175,26 @@ bool RecordReader::next(Record* r) {
     pos_ += kRemoveHeaderSize + entry_size * size_t(r->count);
     return true;
   };
-  // ROW and DEDUP_KEY: a header ending in time_ms and a u32 length, then that many bytes.
-  auto with_bytes = [&](size_t header_size) {
+  // ROW and DEDUP_KEY: a header ending in time_ms and a u32 length, then that many bytes,
+  // then `trailer` more (a kCheckedRow's checksum).
+  auto with_bytes = [&](size_t header_size, size_t trailer = 0) {
     if (!need(header_size)) return false;
     r->time_ms = get_u64(p + header_size - 12);
     r->length = get_u32(p + header_size - 4);
-    if (!need(header_size + size_t(r->length))) return false;
+    if (!need(header_size + size_t(r->length) + trailer)) return false;
     r->payload_pos = pos_ + header_size;
-    pos_ += header_size + r->length;
+    pos_ += header_size + r->length + trailer;
     return true;
   };
-  r->type = static_cast<RecordType>(static_cast<unsigned char>(p[0]));
+  r->checked = static_cast<unsigned char>(p[0]) == kCheckedRow;
+  r->type = r->checked ? kRow : static_cast<RecordType>(static_cast<unsigned char>(p[0]));
   switch (r->type) {
     case kRow:
       if (!need(kRowHeaderSize)) return false;
       r->rowid = get_u64(p + 1);
-      return with_bytes(kRowHeaderSize);
+      if (!with_bytes(kRowHeaderSize, r->checked ? kRowChecksumSize : 0)) return false;
+      if (r->checked) r->checksum = get_u32(body_.data() + r->payload_pos + r->length);
+      return true;
     case kRemove:
       return counted(8);
     case kSrcId:
@@ -205,7 +217,9 @@ bool RecordReader::next(Record* r) {
     case kTxnRow:
       if (!need(kTxnRowHeaderSize)) return false;
       r->txn = get_u64(p + 1);
-      return with_bytes(kTxnRowHeaderSize);
+      if (!with_bytes(kTxnRowHeaderSize, kRowChecksumSize)) return false;
+      r->checksum = get_u32(body_.data() + r->payload_pos + r->length);
+      return true;
     case kTxnRemove:
       if (!need(kTxnRemoveHeaderSize)) return false;
       r->count = get_u32(p + 1);

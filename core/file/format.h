@@ -6,18 +6,19 @@
 //   chunk  := u32 magic "Q4MC" | u32 flags_and_len | u32 crc32c(body) | u32 crc32c(previous 12 bytes)
 //             body (records; a record never spans chunks)
 //             flags_and_len: body length (bits 0..30) | kChunkUnsynced (bit 31, version 2)
-//   record := ROW    u8 1 | u64 rowid | u64 insert_time_ms | u32 len | payload[len]
+//   record := ROW    u8 7 | u64 rowid | u64 insert_time_ms | u32 len | payload[len] | u32 row_checksum   (version 5)
+//           | ROW    u8 1 | u64 rowid | u64 insert_time_ms | u32 len | payload[len]   (versions 1 to 4)
 //           | REMOVE u8 2 | u32 count | u64 rowid[count]
 //           | SRCID  u8 3 | u32 source_id | u64 last_rowid
 //           | META   u8 4 | u64 next_rowid | u64 rows_inserted | u64 rows_removed
 //           | RETURN u8 5 | u32 count | { u64 rowid | u32 deliveries | u64 due_ms }[count]   (version 3)
 //           | DEDUP_KEY u8 6 | u64 insert_time_ms | u32 len | key[len]                       (version 4)
 //           A prepared transaction's part (two-phase commit; docs/transactions.md), one chunk:
-//           | TXN_ROW u8 7 | u64 txn | u64 insert_time_ms | u32 len | payload[len]         (version 6)
-//           | TXN_REMOVE u8 8 | u32 count | u64 txn | u64 rowid[count]                     (version 6)
-//           | TXN_PREPARE u8 9 | u64 txn | u32 len | xid[len]                              (version 6)
+//           | TXN_ROW u8 8 | u64 txn | u64 insert_time_ms | u32 len | payload[len] | u32 row_checksum(0, payload)   (version 6)
+//           | TXN_REMOVE u8 9 | u32 count | u64 txn | u64 rowid[count]                     (version 6)
+//           | TXN_PREPARE u8 10 | u64 txn | u32 len | xid[len]                              (version 6)
 //           and its outcome, later:
-//           | TXN_END u8 10 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
+//           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +30,8 @@
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-constexpr uint32_t kFormatVersion = 6;   // written by this build (3 added RETURN records, 4 DEDUP_KEY, 6 TXN_*)
+// Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*).
+constexpr uint32_t kFormatVersion = 6;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -45,9 +47,13 @@ constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
 enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
-  kTxnRow = 7, kTxnRemove = 8, kTxnPrepare = 9, kTxnEnd = 10,
+  kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11,
 };
+// The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
+// RecordReader reports it as kRow (Record::checked); writers write no other ROW.
+constexpr uint8_t kCheckedRow = 7;
 constexpr size_t kRowHeaderSize = 1 + 8 + 8 + 4;
+constexpr size_t kRowChecksumSize = 4;  // after a kCheckedRow's or a TXN_ROW's payload
 constexpr size_t kRemoveHeaderSize = 1 + 4;
 constexpr size_t kSrcIdSize = 1 + 4 + 8;
 constexpr size_t kMetaSize = 1 + 8 + 8 + 8;
@@ -109,6 +115,12 @@ inline ReturnedRow get_returned_row(const void* p) {
   return ReturnedRow{get_u64(b), get_u32(b + 8), get_u64(b + 12)};
 }
 
+// What a ROW (kCheckedRow) carries after its payload: crc32c of the row id (8 bytes,
+// little-endian) followed by the payload. The row id ties the bytes to their row, so bytes
+// read from the wrong place do not pass either. Readers check it on every read from disk;
+// the chunk checksum is checked only when recovery walks the file.
+uint32_t row_checksum(RowId id, std::string_view payload);
+
 std::string file_header();
 // Empty string if `bytes` (kFileHeaderSize of them) is a valid header, else why not.
 std::string check_file_header(std::string_view bytes);
@@ -120,7 +132,12 @@ class ChunkBuilder {
   // `unsynced`: no sync will follow these chunks (kChunkUnsynced).
   explicit ChunkBuilder(std::string* out, bool unsynced = false) : out_(out), unsynced_(unsynced) {}
   // Returns the offset of the payload bytes inside `out`.
-  size_t add_row(RowId id, uint64_t time_ms, std::string_view payload);
+  size_t add_row(RowId id, uint64_t time_ms, std::string_view payload) {
+    return add_row(id, time_ms, payload, row_checksum(id, payload));
+  }
+  // A row with the checksum it was written with (compaction copying it): bytes that were
+  // damaged on disk stay damaged in the copy instead of getting a checksum of their own.
+  size_t add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum);
   void add_remove(const RowId* ids, size_t count);
   void add_srcid(uint32_t source_id, RowId last_rowid);
   void add_meta(const Meta& meta);
@@ -131,7 +148,11 @@ class ChunkBuilder {
   // A prepared transaction's part: its rows (each: the payload's offset, as add_row), its
   // removals, and last the prepare itself with the transaction's xid: a part whose
   // TXN_PREPARE did not reach the file was never prepared.
-  size_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload);
+  // A TXN_ROW's checksum covers id 0: its row has no id until the commit.
+  size_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload) {
+    return add_txn_row(txn, time_ms, payload, row_checksum(0, payload));
+  }
+  size_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum);
   void add_txn_remove(uint64_t txn, const RowId* ids, size_t count);
   void add_txn_prepare(uint64_t txn, std::string_view xid);
   // Its outcome: committed (its rows get ids first_rowid, first_rowid + 1, ...) or not.
@@ -164,6 +185,8 @@ struct Record {
   RecordType type = kRow;
   // kRow (kDedupKey: time_ms, and the key at payload_pos, `length` bytes)
   RowId rowid = 0;
+  bool checked = false;   // kRow written as kCheckedRow: `checksum` follows the payload
+  uint32_t checksum = 0;  // as stored (may not match damaged bytes: compaction keeps it)
   uint64_t time_ms = 0;
   size_t payload_pos = 0;  // offset of the payload inside the body
   uint32_t length = 0;
@@ -175,7 +198,7 @@ struct Record {
   RowId last_rowid = 0;
   // kMeta
   Meta meta;
-  // kTxnRow (with time_ms, payload_pos, length), kTxnRemove (with count, ids_pos),
+  // kTxnRow (with time_ms, payload_pos, length, checksum), kTxnRemove (with count, ids_pos),
   // kTxnPrepare (the xid at payload_pos, `length` bytes), kTxnEnd
   uint64_t txn = 0;
   bool committed = false;

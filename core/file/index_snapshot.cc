@@ -11,7 +11,8 @@ namespace q4m {
 namespace {
 
 constexpr char kMagic[8] = {'Q', '4', 'M', 'I', 'N', 'D', 'E', 'X'};
-constexpr uint32_t kVersion = 2;  // 1 (no delivery counts or retry delays) is still read
+// 3 added the known checksums (rows with none on disk); 1 and 2 are not used (see index_snapshot.h).
+constexpr uint32_t kVersion = 3;
 constexpr uint64_t kTailBytes = 64 * 1024;
 constexpr size_t kRowBytes = 8 + 8 + 4 + 8;
 
@@ -84,6 +85,17 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
   }
   fmt::put_u64(&b, src.returned->size());
   for (const fmt::ReturnedRow& r : *src.returned) fmt::put_returned_row(&b, r);
+  std::vector<size_t> live_known;  // entries of src.known_sums whose rows were not removed since the open
+  for (size_t i = 0; i < src.known_sums->size(); i++) {
+    const size_t p = index.lower_bound(src.known_sums->id_at(i));
+    if (p < index.end_pos() && index.at(p).id == src.known_sums->id_at(i) && index.at(p).state != RowState::kRemoved)
+      live_known.push_back(i);
+  }
+  fmt::put_u64(&b, live_known.size());
+  for (size_t i : live_known) {
+    fmt::put_u64(&b, src.known_sums->id_at(i));
+    fmt::put_u32(&b, src.known_sums->checksum_at(i));
+  }
   fmt::put_u32(&b, crc32c(b));
   return write_file_atomically(index_snapshot_path(file.path()), b, false);
 }
@@ -98,7 +110,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   Reader r{b};
   r.pos = sizeof(kMagic);
   const uint32_t version = r.u32();
-  if (version != 1 && version != kVersion) return false;
+  if (version != kVersion) return false;
   r.u32();
   FileIdentity want, have;
   want.size = r.u64();
@@ -130,14 +142,22 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
     last = e.id;
     t.index.append(e);
   }
-  if (version >= 2) {
-    uint64_t n_returned = r.u64();
-    if (!r.ok || n_returned > (b.size() - r.pos) / fmt::kReturnEntrySize) return false;
-    for (uint64_t i = 0; i < n_returned; i++, r.pos += fmt::kReturnEntrySize) {
-      const fmt::ReturnedRow ret = fmt::get_returned_row(b.data() + r.pos);  // in bounds: checked above
-      if (!t.index.find(ret.id)) return false;  // describes no row of the snapshot
-      apply_returned_row(ret, &t);
-    }
+  uint64_t n_returned = r.u64();
+  if (!r.ok || n_returned > (b.size() - r.pos) / fmt::kReturnEntrySize) return false;
+  for (uint64_t i = 0; i < n_returned; i++, r.pos += fmt::kReturnEntrySize) {
+    const fmt::ReturnedRow ret = fmt::get_returned_row(b.data() + r.pos);  // in bounds: checked above
+    if (!t.index.find(ret.id)) return false;  // describes no row of the snapshot
+    apply_returned_row(ret, &t);
+  }
+  uint64_t n_known = r.u64();
+  if (!r.ok || n_known > (b.size() - r.pos) / (8 + 4)) return false;
+  last = 0;
+  for (uint64_t i = 0; i < n_known; i++) {
+    const RowId id = r.u64();
+    const uint32_t checksum = r.u32();
+    if (id <= last || !t.index.find(id)) return false;  // out of order, or no row of the snapshot
+    last = id;
+    t.known_sums.add(id, checksum);
   }
   if (!r.ok || r.pos != b.size() - 4) return false;
   *out = std::move(t);

@@ -10,7 +10,11 @@
 //   u32 n_sources { u32 source_id u64 last_rowid }*
 //   u64 n_rows { u64 rowid u64 payload_offset u32 length u64 insert_time_ms }*
 //   u64 n_returned { u64 rowid u32 deliveries u64 due_ms }*        (version 2)
+//   u64 n_known { u64 rowid u32 checksum }*                        (version 3)
 //   u32 crc32c(everything before)
+// The n_known entries are the checksums of the live rows with none on disk (KnownChecksums): a
+// snapshot of version 1 or 2 (written by a build before row checksums) does not have them,
+// so it is not used; the open walks the file instead, which computes them.
 #pragma once
 #include <string>
 #include <vector>
@@ -28,6 +32,7 @@ struct SnapshotSource {
   const SourceMap* sources;
   const RowIndex* index;
   const std::vector<fmt::ReturnedRow>* returned;  // what RETURN records would say of live rows now
+  const KnownChecksums* known_sums;                  // of the rows without a checksum on disk
 };
 
 Status write_index_snapshot(const DataFile& file, const SnapshotSource& src);

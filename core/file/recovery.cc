@@ -99,6 +99,8 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         e.length = rec.length;
         e.time_ms = rec.time_ms;
         t->index.append(e);
+        if (!rec.checked)  // format 1 to 4: the checksum of the bytes its chunk's checksum just passed
+          t->known_sums.add(rec.rowid, fmt::row_checksum(rec.rowid, body.substr(rec.payload_pos, rec.length)));
         t->rows_inserted++;
         if (rec.rowid >= t->next_rowid) t->next_rowid = rec.rowid + 1;
         break;
@@ -129,7 +131,11 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         e.offset = body_pos + rec.payload_pos;
         e.length = rec.length;
         e.time_ms = rec.time_ms;
-        t->prepared[rec.txn].rows.push_back(e);
+        PreparedPart& part = t->prepared[rec.txn];
+        part.rows.push_back(e);
+        const std::string_view payload = body.substr(rec.payload_pos, rec.length);
+        part.payloads.emplace_back(payload);  // for the checksum its id gives it at a TXN_END
+        part.damaged.push_back(fmt::row_checksum(0, payload) != rec.checksum);  // copied damaged
         t->next_txn = std::max(t->next_txn, rec.txn + 1);
         break;
       }
@@ -151,11 +157,17 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         if (it == t->prepared.end()) break;  // ended before (a compaction keeps no ended part)
         if (rec.committed) {
           RowId id = rec.first_rowid;
-          for (RowEntry e : it->second.rows) {
+          const PreparedPart& part = it->second;
+          for (size_t k = 0; k < part.rows.size(); k++) {
+            RowEntry e = part.rows[k];
             if (id <= *last_row) return corrupt(f, pos, "row id " + std::to_string(id) + " is not increasing");
             e.id = *last_row = id++;
             t->index.append(e);
             t->rows_inserted++;
+            // Its record's checksum could not cover its id: known from its bytes, now checked
+            // by its chunk's checksum and its own (a damaged one stays damaged).
+            const uint32_t sum = fmt::row_checksum(e.id, part.payloads[k]);
+            t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
           if (id > t->next_rowid) t->next_rowid = id;
           for (RowId removed : it->second.removals) {
@@ -238,6 +250,11 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   // A part whose prepare did not reach the file was never prepared: nobody was told it was.
   for (auto it = out->prepared.begin(); it != out->prepared.end();)
     it = it->second.prepared ? std::next(it) : out->prepared.erase(it);
+  for (auto& [txn, part] : out->prepared) {  // their bytes are read again when they end
+    part.payloads = {};
+    part.damaged = {};
+  }
+  out->known_sums.retain([&](RowId id) { return out->index.find(id) != nullptr; });  // live rows only
   global_stats().recoveries.add();
   return Status::Ok();
 }

@@ -15,6 +15,7 @@
 
 #include "core/file/data_file.h"
 #include "core/file/format.h"
+#include "core/file/row_check.h"
 #include "core/row/index.h"
 
 namespace q4m {
@@ -28,6 +29,8 @@ struct PreparedPart {
   std::vector<RowEntry> rows;
   std::vector<RowId> removals;
   bool prepared = false;  // its TXN_PREPARE was read
+  std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
+  std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
 };
 
 struct RecoveredTable {
@@ -44,6 +47,10 @@ struct RecoveredTable {
   // Prepared parts not ended in the file, by transaction id; the next unused id.
   std::map<uint64_t, PreparedPart> prepared;
   uint64_t next_txn = 1;
+  // Rows of format 1 to 4 and rows committed by a TXN_END (no checksum covering their id on
+  // disk): the checksum of their bytes as read now, with their chunk's checksum passed, so
+  // later reads of them are checked too.
+  KnownChecksums known_sums;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

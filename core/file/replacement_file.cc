@@ -21,8 +21,8 @@ Status ReplacementFile::create(const std::string& data_path) {
   return s;
 }
 
-uint64_t ReplacementFile::add_row(RowId id, uint64_t time_ms, std::string_view payload) {
-  return flushed_ + chunk_.add_row(id, time_ms, payload);
+uint64_t ReplacementFile::add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+  return flushed_ + chunk_.add_row(id, time_ms, payload, checksum);
 }
 
 Status ReplacementFile::flush() {

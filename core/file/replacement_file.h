@@ -18,7 +18,9 @@ class ReplacementFile {
   Status create(const std::string& data_path);
 
   // Records are buffered and written in pieces of at least `flush_bytes`.
-  uint64_t add_row(RowId id, uint64_t time_ms, std::string_view payload);  // payload's file offset
+  // The payload's file offset. `checksum`: what the row must match (fmt::row_checksum() of
+  // its bytes unless they were damaged), written as it is.
+  uint64_t add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum);
   void add_remove(const std::vector<RowId>& ids) { chunk_.add_remove(ids.data(), ids.size()); }
   void add_srcid(uint32_t source, RowId last) { chunk_.add_srcid(source, last); }
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
@@ -26,8 +28,8 @@ class ReplacementFile {
   void add_dedup_key(uint64_t time_ms, std::string_view key) { chunk_.add_dedup_key(time_ms, key); }
   // A prepared part (format.h, TXN_*): its rows (each returns the payload's file offset),
   // removals and prepare. The new file is installed whole, so the records need not share a chunk.
-  uint64_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload) {
-    return flushed_ + chunk_.add_txn_row(txn, time_ms, payload);
+  uint64_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+    return flushed_ + chunk_.add_txn_row(txn, time_ms, payload, checksum);
   }
   void add_txn_remove(uint64_t txn, const std::vector<RowId>& ids) { chunk_.add_txn_remove(txn, ids.data(), ids.size()); }
   void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }

@@ -115,6 +115,7 @@ struct Move {
   bool more = false;                   // kOwned: one more row of the holder's batch (or of
                                        // its delivery as it stands: a take-over)
   bool fresh = false;                  // the row is being added (its first state)
+  bool damaged = false;                // kDead: set aside, its bytes on disk failed their checksum
 };
 
 // Where a row goes as it comes back to the queue or is added: a Move the policies fold.

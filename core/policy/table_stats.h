@@ -24,7 +24,7 @@
   GAUGE(oldest_ready_age_ms, "oldest_ready_age_ms", nullptr, "age of the oldest row a take would get now")  \
   GAUGE(next_rowid, "next_rowid", "NEXT_ROWID", "the id the next row gets")                               \
   GAUGE(delayed_rows, "delayed_rows", "DELAYED_ROWS", "rows not handed out before a time")               \
-  GAUGE(dead_rows, "dead_rows", "DEAD_ROWS", "rows back after MAX_DELIVERIES deliveries")                  \
+  GAUGE(dead_rows, "dead_rows", "DEAD_ROWS", "rows back after MAX_DELIVERIES deliveries, or set aside as damaged") \
   GAUGE(message_groups, "message_groups", "MESSAGE_GROUPS", "groups with rows in the table")              \
   GAUGE(groups_at_limit, "groups_at_limit", "GROUPS_AT_LIMIT",                                            \
         "groups with queued rows none of which may go now (GROUP_CONCURRENCY, GROUP_RATE)")              \
@@ -45,6 +45,7 @@
   COUNTER(rows_expired, "rows_expired", nullptr, "rows removed by MESSAGE_TTL")                           \
   COUNTER(rows_refused, "rows_refused", nullptr, "rows not inserted: past MAX_ROWS")                      \
   COUNTER(rows_deduplicated, "rows_deduplicated", nullptr, "rows not inserted: duplicates in the window") \
+  COUNTER(damaged_reads, "damaged_reads", nullptr, "reads of a row whose bytes on disk failed their checksum") \
   COUNTER(compactions, "compactions", nullptr, "compactions of the data file")                            \
   COUNTER(rows_consumed, "rows_consumed", nullptr, "rows removed by their owner (queue_end, the next wait)") \
   COUNTER(rows_aborted, "rows_aborted", nullptr, "rows given back by their owner (queue_abort, a disconnect)") \

@@ -26,6 +26,13 @@ class Holder {
   uint64_t revoked_by() const { return revoked_by_.load(std::memory_order_acquire); }
   void revoke(uint64_t by_connection) const { revoked_by_.store(by_connection, std::memory_order_release); }
   void clear_revoked() { revoked_by_.store(0, std::memory_order_relaxed); }
+  // A table set one of this holder's owned rows aside as a dead row: the holder's own read
+  // of it failed its checksum (core/table/damaged_rows.cc), so the statement returned none
+  // of its rows, and its end() removes none of them. Set by the table on the holder's own
+  // thread (the reader), read and cleared by that thread.
+  bool row_set_aside() const { return row_set_aside_.load(std::memory_order_relaxed); }
+  void note_row_set_aside() const { row_set_aside_.store(true, std::memory_order_relaxed); }
+  void clear_row_set_aside() { row_set_aside_.store(false, std::memory_order_relaxed); }
   // A copying ALTER TABLE moved this holder's owned rows without keeping them its own (the
   // table left the engine): its end must not report them removed. Set by a table under its
   // locks; read, and cleared once it told its connection, by the holder's own thread.
@@ -37,6 +44,7 @@ class Holder {
   const uint64_t connection_id_;
   bool sync_removals_ = true;
   mutable std::atomic<uint64_t> revoked_by_{0};
+  mutable std::atomic<bool> row_set_aside_{false};
   mutable std::atomic<bool> rows_moved_{false};
 };
 

@@ -24,6 +24,8 @@
 //   kClaimed   queued     the DELETE failed or its connection went away
 //   kDelayed   queued     its time came
 //   kDead      kFree      MAX_DELIVERIES was raised; kFree/kDelayed -> kDead: it was lowered
+//   queued,    kDead      a read of it from disk failed its checksum (Move::damaged)
+//   the reader's own
 //   kOwned,    kRemoved   queue_end / the DELETE / the expiry commits the removal
 //   kClaimed
 //   any        kRemoved   TRUNCATE, DROP TABLE (every row at once)

@@ -11,6 +11,7 @@
 
 #include "core/file/block_reader.h"
 #include "core/file/replacement_file.h"
+#include "core/file/row_check.h"
 #include "core/table/table.h"
 #include "core/util/settings.h"
 
@@ -26,11 +27,19 @@ constexpr size_t kBatch = 4096;  // rows collected per state-lock hold
 
 }  // namespace
 
-// Copies the live rows with after < id <= upto, a batch per state-lock hold.
+// Copies the live rows with after < id <= upto, a batch per state-lock hold. Each row is
+// checked as it is read and written with the checksum it must match (stored after it, or
+// computed at open for a row of an older format), never one computed from the bytes read: a
+// row whose bytes were damaged on disk is copied, so it is not lost, and stays damaged in the
+// new file, where every read still fails on it. Such rows go to *damaged.
 template <typename State>
 static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after, RowId upto,
-                        uint64_t flush_bytes, std::vector<Copied>* copied) {
-  std::vector<RowEntry> batch;
+                        uint64_t flush_bytes, std::vector<Copied>* copied, std::vector<RowId>* damaged) {
+  struct Row {
+    RowLocation at;
+    uint64_t time_ms;
+  };
+  std::vector<Row> batch;
   std::shared_ptr<DataFile> file;
   for (;;) {
     batch.clear();
@@ -40,25 +49,27 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
       for (size_t p = st->index.lower_bound(after + 1); p < st->index.end_pos() && batch.size() < kBatch; p++) {
         const RowEntry& e = st->index.at(p);
         if (e.id > upto) break;
-        if (e.state != RowState::kRemoved) batch.push_back(e);
+        if (e.state != RowState::kRemoved) batch.push_back(Row{st->locate(e), e.time_ms});
       }
     }
     if (batch.empty()) return Status::Ok();
     // Rows are in id order, which is file order: read them a block at a time, never past
     // the batch's last row (bytes known to be written, which never change).
     uint64_t limit = 0;
-    for (const RowEntry& e : batch) limit = std::max(limit, e.offset + e.length);
+    for (const Row& r : batch) limit = std::max(limit, r.at.offset + r.at.disk_length());
     BlockReader reader(*file, limit);
-    for (const RowEntry& e : batch) {
+    for (const Row& r : batch) {
       const unsigned char* p = nullptr;
-      Status s = reader.get(e.offset, e.length, &p);
+      Status s = reader.get(r.at.offset, r.at.disk_length(), &p);
       if (!s.ok()) return s;
-      std::string_view payload(reinterpret_cast<const char*>(p), e.length);
-      copied->push_back(Copied{e.id, out.add_row(e.id, e.time_ms, payload)});
+      const char* bytes = reinterpret_cast<const char*>(p);
+      if (!check_row(r.at, file->path(), bytes).ok()) damaged->push_back(r.at.id);
+      std::string_view payload(bytes, r.at.length);
+      copied->push_back(Copied{r.at.id, out.add_row(r.at.id, r.time_ms, payload, r.at.expected(bytes))});
       s = out.flush_if_over(flush_bytes);
       if (!s.ok()) return s;
     }
-    after = batch.back().id;
+    after = batch.back().at.id;
   }
 }
 
@@ -72,7 +83,8 @@ void Table::maybe_auto_compact() {
     const StorageSettings& cfg = settings();
     uint64_t file = file_bytes_.load();
     if (file < cfg.compaction_min_file_bytes.load(std::memory_order_relaxed)) return false;
-    uint64_t live = fmt::kFileHeaderSize + live_bytes_.load() + rows_.load() * fmt::kRowHeaderSize;
+    uint64_t live =
+        fmt::kFileHeaderSize + live_bytes_.load() + rows_.load() * (fmt::kRowHeaderSize + fmt::kRowChecksumSize);
     uint64_t reclaimable = file > live ? file - live : 0;
     int percent = std::max(0, cfg.compaction_removed_percent.load(std::memory_order_relaxed));
     return reclaimable * 100 >= static_cast<uint64_t>(percent) * file;
@@ -117,7 +129,8 @@ Status Table::compact_now() {
   if (!s.ok()) return s;
   out.add_meta(start);  // next_rowid first: ids stay monotonic whatever follows
   std::vector<Copied> copied;
-  s = copy_rows(state_, out, 0, snapshot_last, flush_bytes, &copied);  // phase 1
+  std::vector<RowId> damaged;  // copied as they are; set aside once the new file is in place
+  s = copy_rows(state_, out, 0, snapshot_last, flush_bytes, &copied, &damaged);  // phase 1
   if (!s.ok()) return s;
   // Sync phase 1's bytes while writers still run: phase 2 then syncs only its delta.
   if (concurrent) s = out.sync_written();
@@ -129,7 +142,7 @@ Status Table::compact_now() {
   if (w->generation != generation) return Status::Ok();  // truncated/renamed meanwhile: nothing to do
   if (!w->broken.ok()) return w->broken;
   // Phase 2. With writer_ held the set of rows is frozen (only owners change).
-  s = copy_rows(state_, out, snapshot_last, ~RowId(0), flush_bytes, &copied);
+  s = copy_rows(state_, out, snapshot_last, ~RowId(0), flush_bytes, &copied, &damaged);
   if (!s.ok()) return s;
   std::vector<RowId> gone;
   std::vector<fmt::ReturnedRow> returned;  // delivery counts and retry delays, as of now
@@ -168,11 +181,12 @@ Status Table::compact_now() {
     }
     for (const auto& [id, p] : parts) {
       std::vector<uint64_t>& offsets = part_offsets[id];
-      std::string payload;
-      for (const RowEntry& e : p.rows) {
-        s = file->read(e.offset, e.length, &payload);
+      std::string bytes;
+      for (const RowEntry& e : p.rows) {  // with the checksum they were written with
+        s = file->read(e.offset, e.length + fmt::kRowChecksumSize, &bytes);
         if (!s.ok()) return s;
-        offsets.push_back(out.add_txn_row(id, e.time_ms, payload));
+        offsets.push_back(out.add_txn_row(id, e.time_ms, std::string_view(bytes.data(), e.length),
+                                          fmt::get_u32(bytes.data() + e.length)));
       }
       if (!p.removals.empty()) out.add_txn_remove(id, p.removals);
       out.add_txn_prepare(id, p.xid);
@@ -204,6 +218,8 @@ Status Table::compact_now() {
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
     retired = st->file;
     st->install_file(fresh);
+    st->known_sums.clear();  // every row now has its checksum on disk
+    set_aside(*st, damaged);
   }
   w->file = fresh;
   file_bytes_.store(fresh->size());

@@ -91,6 +91,7 @@ void leave_owner_mode(Consumer::Impl& c) {
   c.batch_deliveries.clear();
   c.leased = false;
   c.holder.clear_revoked();  // told (or nothing to tell)
+  c.holder.clear_row_set_aside();
   c.holder.clear_rows_moved();
 }
 
@@ -175,6 +176,14 @@ Status Consumer::end() {
   Impl& c = *impl_;
   if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
   if (c.holder.rows_moved()) return leave_after_rows_moved(c);
+  if (c.holder.row_set_aside()) {
+    // An owned row's bytes were damaged: the table set it aside, and the statement that read
+    // it failed, so it returned none of this consumer's rows. Nothing is removed; the rest of
+    // a batch goes back to the queue, as with abort().
+    return_owned_rows(c);
+    leave_owner_mode(c);
+    return Status::Ok();
+  }
   const OwnedIds ids(c);
   if (c.holder.revoked_by()) {  // another connection gave the rows back (queue_release_owned)
     Status s = revoked_status(c.holder, ids.front(), ids.size());

@@ -47,6 +47,7 @@ void Table::forget_rows(State& st) {
   st.claims.clear();
   st.cursors.clear();
   st.first_free_hint = 0;
+  st.known_sums.clear();
   st.policies.each([](auto& p) { p.forget(); });
   for (auto& [id, p] : st.prepared) pending_rows_.fetch_sub(p.rows.size());
   st.prepared.clear();  // a part's rows vanish with the others; its end finds nothing to do
@@ -117,7 +118,7 @@ void Table::close() {
     if (e.state != RowState::kRemoved && kept_across_restart(*st, e, &r)) returned.push_back(r);
   }
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
-                     &w->policies.get<Relay>().sources(), &st->index, &returned};
+                     &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   // A snapshot holds no prepared part: with one, the next open reads the file (TXN_* records).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&

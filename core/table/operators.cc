@@ -50,13 +50,14 @@ Status Table::release_owned(RowId id, uint64_t by_connection, size_t* released) 
   return Status::Ok();
 }
 
-std::vector<RowId> Table::claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped) {
+std::vector<RowId> Table::claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped,
+                                     bool copyable) {
   auto st = state_.lock();
   if (st->dropped) {
     *dropped = dropped_status();
     return {};
   }
-  std::vector<RowId> ids = st->policies.get<DeadLetters>().oldest(max);
+  std::vector<RowId> ids = st->policies.get<DeadLetters>().oldest(max, copyable);
   RowContext ctx = context(*st);
   for (RowId id : ids) {
     RowEntry* e = st->index.find(id);  // the dead-letter list holds live rows only
@@ -85,7 +86,8 @@ Status Table::redrive_dead(size_t max, size_t* moved) {
     Holder claimer;
     std::vector<uint64_t> times;
     Status s;
-    const std::vector<RowId> ids = claim_dead(&claimer, std::min(kSlice, max - *moved), &times, &s);
+    // Not the rows set aside for damaged bytes: they cannot be copied.
+    const std::vector<RowId> ids = claim_dead(&claimer, std::min(kSlice, max - *moved), &times, &s, true);
     if (!s.ok()) return s;
     if (ids.empty()) break;
     std::vector<std::string> payloads(ids.size());
@@ -93,7 +95,9 @@ Status Table::redrive_dead(size_t max, size_t* moved) {
     std::vector<RowHistory> history;
     for (size_t i = 0; i < ids.size() && s.ok(); i++) {
       bool found = false;
-      s = read_row(ids[i], &payloads[i], &found);  // claimed: nobody removes it meanwhile
+      // Claimed: nobody removes it meanwhile. A row found damaged now is set aside as such
+      // (the claimer reads it), and the redrive fails naming it; the next one leaves it.
+      s = read(ids[i], &payloads[i], &found, &claimer);
       views.push_back(payloads[i]);
       history.push_back(RowHistory{times[i], 0, 0});  // its age kept, its deliveries over
     }

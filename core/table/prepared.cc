@@ -74,7 +74,8 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
       st.index.append(e);
       ++*inserted;
       RowEntry& added = *st.index.find(e.id);
-      const std::string_view payload = b.rows ? (*b.rows)[k] : std::string_view();
+      const std::string_view payload = (*b.rows)[k];  // checked against its TXN_ROW's checksum
+      st.known_sums.add(e.id, fmt::row_checksum(e.id, payload));  // its record's covers id 0
       if (place_new(st, added, payload, nullptr, ctx)) placed_elsewhere = true;
     }
     if (b.first_rowid + p.rows.size() > next_rowid_.load()) next_rowid_.store(b.first_rowid + p.rows.size());
@@ -105,7 +106,10 @@ Status Table::end_part(uint64_t id, bool committed) {
   std::vector<std::string> payloads(rows.size());
   std::vector<std::string_view> views;
   for (size_t k = 0; k < rows.size(); k++) {
-    Status s = read_at(rows[k].offset, rows[k].length, &payloads[k]);
+    Status s = read_prepared_row(rows[k], &payloads[k]);
+    // Damaged bytes are committed as nothing: the part stays prepared (XA ROLLBACK ends it).
+    // A rollback needs a row's bytes only to take its dedup key back: a damaged one keeps it.
+    if (s.code() == ErrorCode::kDamaged && !committed) continue;
     if (!s.ok()) return s;
     views.push_back(payloads[k]);
   }
@@ -120,14 +124,16 @@ Status Table::end_part(uint64_t id, bool committed) {
   return commit(&req);
 }
 
-Status Table::read_at(uint64_t offset, uint32_t length, std::string* out) {
+Status Table::read_prepared_row(const RowEntry& e, std::string* out) {
+  const RowLocation row{0, e.offset, e.length};  // a TXN_ROW's checksum covers id 0
   UncachedRead r;
   {
     auto st = state_.lock();
-    if (st->read_cached(offset, length, out)) return Status::Ok();
-    r = st->uncached_read(offset, length);
+    Status s;
+    if (st->read_cached(row, out, &s)) return s;
+    r = st->uncached_read(row);
   }
-  return read_uncached(r, out);
+  return read_uncached(r, out, nullptr);  // (damage is counted; row 0 is set aside nowhere)
 }
 
 void Table::restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx) {

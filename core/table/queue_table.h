@@ -128,10 +128,14 @@ class QueueTable {
   virtual const QueueTable* moved_to() const = 0;
 
   // ---- SQL scans (handler) ---------------------------------------------
+  // Every payload read from disk is checked against its row's checksum first: a row whose
+  // bytes fail gives kDamaged (naming the file, the row and its offset) instead of the bytes,
+  // and is set aside as a dead row if it was queued or `viewer`/`reader` held it from a wait
+  // (docs/recovery.md "Damaged rows"); the other rows read as before.
   // Next row visible to `viewer` (null = a connection with no Consumer) with id > after.
   virtual Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload,
                               bool* found) = 0;
-  virtual Status read_row(RowId id, std::string* payload, bool* found) = 0;
+  virtual Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) = 0;
   // Next live row with id > after whoever holds it (copying ALTER TABLE), and (if `history`
   // is not null) what it has been through, for insert_with_history().
   virtual Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) = 0;

@@ -1,6 +1,7 @@
 // SQL scans: what a connection sees (the visibility rules in queue_table.h), reads of rows
-// the caches do not hold, the list of owned rows (QUEUE_OWNED_ROWS) and of groups holding
-// rows back (QUEUE_HELD_GROUPS).
+// the caches do not hold, each checked against its row's checksum (core/file/row_check.h),
+// the list of owned rows (QUEUE_OWNED_ROWS) and of groups holding rows back
+// (QUEUE_HELD_GROUPS).
 #include <algorithm>
 
 #include "core/table/consumer.h"
@@ -34,7 +35,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   UncachedRead r;
   {
     auto st = state_.lock();
-    const RowEntry* e = nullptr;
+    RowEntry* e = nullptr;
     if (owner) {
       // Skips rows of a batch that are gone (a DELETE, TRUNCATE or an expired lease).
       for (; owned; owned = next_owned(v, owned)) {
@@ -50,24 +51,60 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
     }
     *id = e->id;
     *found = true;
-    if (!payload || st->read_cached(e->offset, e->length, payload)) return Status::Ok();
-    r = st->uncached_read(e->offset, e->length);
+    if (!payload) return Status::Ok();
+    if (std::optional<Status> s = read_locked(*st, *e, v.holder, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, v.holder);
 }
 
-Status Table::read_uncached(const UncachedRead& r, std::string* payload) {
-  if (!r.block) return r.file->read(r.offset, r.length, payload);
-  std::string block;
-  Status s = r.file->read(r.block->begin, static_cast<size_t>(r.block->end - r.block->begin), &block);
-  if (!s.ok()) return s;
-  payload->assign(block.data() + (r.offset - r.block->begin), r.length);
-  auto st = state_.lock();
-  if (st->file == r.file) st->window.fill(r.file->id(), r.block->begin, std::move(block));
-  return Status::Ok();
+std::optional<Status> Table::read_locked(State& st, RowEntry& e, const Holder* reader, std::string* payload,
+                                         UncachedRead* r) {
+  const RowLocation row = st.locate(e);
+  Status s;
+  if (!st.read_cached(row, payload, &s)) {
+    *r = st.uncached_read(row);
+    return std::nullopt;
+  }
+  if (s.code() == ErrorCode::kDamaged) {
+    RowContext ctx = context(st);
+    set_aside(st, e.id, reader, ctx);
+    finish(st, ctx);
+  }
+  return s;
 }
 
-Status Table::read_row(RowId id, std::string* payload, bool* found) {
+Status Table::read_uncached(const UncachedRead& r, std::string* payload, const Holder* reader) {
+  Status s;
+  if (!r.block) {
+    s = r.file->read(r.row.offset, r.row.disk_length(), payload);
+    if (s.ok()) s = check_row(r.row, r.file->path(), payload->data());
+  } else {
+    std::string block;
+    s = r.file->read(r.block->begin, static_cast<size_t>(r.block->end - r.block->begin), &block);
+    if (!s.ok()) return s;
+    const char* bytes = block.data() + (r.row.offset - r.block->begin);
+    s = check_row(r.row, r.file->path(), bytes);
+    payload->assign(bytes, r.row.length);
+    auto st = state_.lock();  // the block is kept whatever this row's check said: each read checks its row
+    if (st->file == r.file) st->window.fill(r.file->id(), r.block->begin, std::move(block));
+  }
+  payload->resize(r.row.length);
+  if (s.code() == ErrorCode::kDamaged) {
+    auto st = state_.lock();
+    if (st->file == r.file) {  // (else compaction moved the row meanwhile: the next read checks it again)
+      RowContext ctx = context(*st);
+      set_aside(*st, r.row.id, reader, ctx);
+      finish(*st, ctx);
+    }
+  }
+  return s;
+}
+
+Status Table::read_row(RowId id, std::string* payload, bool* found, const Consumer* reader) {
+  return read(id, payload, found, reader ? &reader->holder() : nullptr);
+}
+
+Status Table::read(RowId id, std::string* payload, bool* found, const Holder* reader) {
   *found = false;
   UncachedRead r;
   {
@@ -75,10 +112,9 @@ Status Table::read_row(RowId id, std::string* payload, bool* found) {
     RowEntry* e = st->index.find(id);
     if (!e) return Status::Ok();
     *found = true;
-    if (st->read_cached(e->offset, e->length, payload)) return Status::Ok();
-    r = st->uncached_read(e->offset, e->length);
+    if (std::optional<Status> s = read_locked(*st, *e, reader, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, reader);
 }
 
 Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) {
@@ -89,7 +125,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
     size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
     while (pos < end && st->index.at(pos).state == RowState::kRemoved) pos++;
     if (pos == end) return Status::Ok();
-    const RowEntry& e = st->index.at(pos);
+    RowEntry& e = st->index.at(pos);
     *id = e.id;
     *found = true;
     if (history) {
@@ -97,10 +133,10 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
       kept_across_restart(*st, e, &kept);
       *history = RowHistory{e.time_ms, kept.deliveries, kept.due_ms, e.id, e.state == RowState::kOwned};
     }
-    if (!payload || st->read_cached(e.offset, e.length, payload)) return Status::Ok();
-    r = st->uncached_read(e.offset, e.length);
+    if (!payload) return Status::Ok();
+    if (std::optional<Status> s = read_locked(*st, e, nullptr, payload, &r)) return *s;
   }
-  return read_uncached(r, payload);
+  return read_uncached(r, payload, nullptr);
 }
 
 uint64_t Table::visible_count(const Consumer* viewer) {

@@ -137,9 +137,10 @@ void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& 
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
     const TakeRequest& r = it->request;
     if (r.filter) {
-      if (!have_payload) {
-        if (!st.read_cached(e.offset, e.length, &scratch) && !st.file->read(e.offset, e.length, &scratch).ok())
-          return;
+      if (!have_payload) {  // (a caller's payload is one it wrote: no check)
+        const Status s = st.read_here(st.locate(e), &scratch);
+        if (s.code() == ErrorCode::kDamaged) set_aside(st, e.id, nullptr, ctx);
+        if (!s.ok()) return;
         payload = scratch;
         have_payload = true;
       }

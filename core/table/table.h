@@ -16,7 +16,8 @@
 //   holdings.cc     what holders do with their rows: abort, keep or give back a hand-off,
 //                   leases, DELETE claims
 //   operators.cc    what an operator does to rows: release an owner's, redrive or purge dead ones
-//   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS
+//   reads.cc        SQL scans, visibility, QUEUE_OWNED_ROWS; reads of rows the caches do not hold
+//   damaged_rows.cc a row whose bytes on disk fail their checksum: set aside
 //   maintenance.cc  truncate, drop, rename, close;  compaction.cc  compaction
 //   takeover.cc     the end of a copying ALTER TABLE: the new table takes over the old one
 #pragma once
@@ -33,6 +34,7 @@
 
 #include "core/file/data_file.h"
 #include "core/file/recovery.h"
+#include "core/file/row_check.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
 #include "core/table/queue_table.h"
@@ -47,8 +49,7 @@ namespace q4m {
 // compaction swaps it meanwhile; `block`, if set, is read instead and kept as read-ahead.
 struct UncachedRead {
   std::shared_ptr<DataFile> file;
-  uint64_t offset = 0;
-  uint32_t length = 0;
+  RowLocation row;
   std::optional<ReadAheadWindow::Plan> block;
 };
 
@@ -69,7 +70,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
   const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
-  Status read_row(RowId id, std::string* payload, bool* found) override;
+  Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
   bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr) override;
@@ -173,19 +174,33 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       tail.reset(f->id(), f->size());
       file = std::move(f);
     }
-    // A row's payload from the tail cache or the read-ahead window; false if it is in
-    // neither (then uncached_read(), and Table::read_uncached outside the lock).
-    bool read_cached(uint64_t offset, uint32_t length, std::string* out) const {
-      return file && (tail.read(file->id(), offset, length, out) || window.read(file->id(), offset, length, out));
+    // Rows in `file` with no checksum covering their id on disk (format 1 to 4, committed by
+    // a prepared transaction): what their bytes must match.
+    KnownChecksums known_sums;
+    // Where row `e`'s bytes are in `file` and what they must match.
+    RowLocation locate(const RowEntry& e) const {
+      RowLocation r{e.id, e.offset, e.length};
+      if (const uint32_t* sum = known_sums.empty() ? nullptr : known_sums.find(e.id)) {
+        r.stored = false;
+        r.known = *sum;
+      }
+      return r;
     }
+    // A row's payload from the tail cache (the bytes this process wrote) or the read-ahead
+    // window (bytes read from disk, so checked here); false if it is in neither (then
+    // uncached_read(), and Table::read_uncached outside the lock). If true, *status says
+    // whether the bytes passed their check (kDamaged: *out holds nothing usable).
+    bool read_cached(const RowLocation& r, std::string* out, Status* status) const;
+    // read_cached(), else a pread under the lock (for the few reads that cannot drop it).
+    Status read_here(const RowLocation& r, std::string* out) const;
     // What to pread for a row the caches do not hold. Read ahead only below the tail
     // cache's start: those bytes are published and never change.
-    UncachedRead uncached_read(uint64_t offset, uint32_t length) const;
+    UncachedRead uncached_read(const RowLocation& row) const;
     // fn(e, payload) for each row that want(e) selects, reading the file front to back in
     // 4 MiB blocks. Rows whose bytes cannot be read are skipped: the consumer's own read
-    // reports them.
+    // reports them; those that fail their checksum go to *damaged.
     void for_each_payload(const std::function<bool(const RowEntry&)>& want,
-                          const std::function<void(RowEntry&, std::string_view)>& fn);
+                          const std::function<void(RowEntry&, std::string_view)>& fn, std::vector<RowId>* damaged);
   };
 
   Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredTable& rec);  // takes its index
@@ -201,7 +216,26 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // expiry); outside the state lock.
   void remove_policy_claims();
   void set_path(const std::string& p);
-  Status read_uncached(const UncachedRead& r, std::string* payload);
+
+  // ---- reads.cc
+  // Row `id`'s payload, read by `reader` (null: no holder; see set_aside()).
+  Status read(RowId id, std::string* payload, bool* found, const Holder* reader);
+  // Under the state lock: `e`'s payload if a cache holds it (then the status of the read),
+  // else nullopt and *r says what read_uncached() is to read outside the lock.
+  std::optional<Status> read_locked(State& st, RowEntry& e, const Holder* reader, std::string* payload,
+                                    UncachedRead* r);
+  // A row the caches did not hold, read outside the state lock and checked; a read-ahead
+  // block goes into the window.
+  Status read_uncached(const UncachedRead& r, std::string* payload, const Holder* reader);
+
+  // ---- damaged_rows.cc (state lock held)
+  // A read of row `id` from disk failed its checksum: counted, and the row is set aside as
+  // a dead row (Move::damaged; policy/dead_letters.h) if it is queued, or if `reader` holds
+  // it (unless queue_take_dead() lent it out: its taker decides). An owner's next end() then
+  // removes none of its rows (Holder::row_set_aside). A row someone else holds stays with it:
+  // its holder's own read reports the damage.
+  void set_aside(State& st, RowId id, const Holder* reader, RowContext& ctx);
+  void set_aside(State& st, const std::vector<RowId>& ids);  // queued rows a scan found: then finish()
 
   // ---- writer.cc
   Status commit(CommitRequest* req);  // through the pipeline; the leader may compact after
@@ -221,7 +255,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx);  // at open
   // kInvalid, naming `what`, while prepared parts wait for their end: DDL would lose them.
   Status refuse_with_prepared(const State& st, const char* what) const;
-  Status read_at(uint64_t offset, uint32_t length, std::string* out);  // bytes of the current file
+  Status read_prepared_row(const RowEntry& e, std::string* out);  // a TXN_ROW's bytes, checked
   // After rows went into or out of the index: the lock-free mirrors and the counters.
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;
@@ -279,8 +313,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // ---- operators.cc
   // Claims up to `max` of the oldest dead rows for `claimer` (hidden from everyone, as a
-  // DELETE's claim); *times gets their insert times.
-  std::vector<RowId> claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped);
+  // DELETE's claim), only those whose bytes can be copied if `copyable`; *times gets their
+  // insert times.
+  std::vector<RowId> claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped,
+                                bool copyable = false);
 
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.

@@ -84,14 +84,13 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
   // With a filter, payloads are read and evaluated in batches outside the lock.
   constexpr size_t kScanBatch = 256;
   struct Candidate {
-    RowId id;
-    uint64_t offset;
-    uint32_t length;
+    RowLocation row;
     size_t cached_at;  // position of its payload in `cached`, or kNotCached
   };
   constexpr size_t kNotCached = ~size_t(0);
   constexpr size_t kMaxCopiedUnderLock = 256u << 10;
   std::vector<Candidate> batch;
+  std::vector<RowId> damaged;  // candidates whose bytes failed their checksum: set aside, never matched
   std::string cached, payload;
   RowId from = 0;
   uint64_t epoch = 0;
@@ -113,19 +112,29 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
       }
       batch.clear();
       cached.clear();
+      damaged.clear();
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
         if (!takeable(*st, e)) continue;
         // Payloads still in the tail cache are copied now (up to kMaxCopiedUnderLock in
         // all), the rest pread outside the lock.
+        const RowLocation row = st->locate(e);
         size_t at = cached.size();
-        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(e.offset, e.length, &payload))
+        Status s;
+        if (at + e.length <= kMaxCopiedUnderLock && st->read_cached(row, &payload, &s)) {
+          if (!s.ok()) {
+            damaged.push_back(e.id);
+            continue;
+          }
           cached += payload;
-        else
+        } else {
           at = kNotCached;
-        batch.push_back(Candidate{e.id, e.offset, e.length, at});
+        }
+        batch.push_back(Candidate{row, at});
       }
+      set_aside(*st, damaged);  // (they were takeable: free, so not takeable any more)
+      damaged.clear();
       if (batch.empty()) {  // checked up to the end, with no row freed meanwhile
         if (end > 0 && st->index.at(end - 1).id + 1 > *cursor) *cursor = st->index.at(end - 1).id + 1;
         return register_waiter ? register_locked(*st, r) : Take::kNone;
@@ -136,19 +145,25 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
     for (const Candidate& k : batch) {
       std::string_view row;
       if (k.cached_at != kNotCached) {
-        row = std::string_view(cached).substr(k.cached_at, k.length);
+        row = std::string_view(cached).substr(k.cached_at, k.row.length);
       } else {
-        if (!file->read(k.offset, k.length, &payload).ok()) continue;  // unreadable: never matches
-        row = payload;
+        if (!file->read(k.row.offset, k.row.disk_length(), &payload).ok()) continue;  // unreadable: never matches
+        if (!check_row(k.row, file->path(), payload.data()).ok()) {
+          damaged.push_back(k.row.id);
+          continue;
+        }
+        row = std::string_view(payload).substr(0, k.row.length);
       }
       if (r.filter->matches(row)) {
-        match = k.id;
+        match = k.row.id;
         break;
       }
     }
     auto st = state_.lock();
     if (st->dropped) return Take::kDropped;
     if (st->successor) return moved_take(*st, r, register_waiter);
+    // (Else compaction moved the rows meanwhile: the next read checks them again.)
+    if (st->file == file) set_aside(*st, damaged);
     if (!open(*st)) return register_waiter ? register_locked(*st, r) : Take::kNone;  // as above
     RowId* cursor = cursor_for(*st, r.filter);
     const bool stable = st->free_epoch == epoch;
@@ -163,7 +178,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
       }
       from = match + 1;  // someone else took it meanwhile
     } else {
-      from = batch.back().id + 1;
+      from = batch.back().row.id + 1;
     }
     if (stable && from > *cursor) *cursor = from;
   }

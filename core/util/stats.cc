@@ -42,6 +42,7 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"cond_cache_hits", cond_cache_hits.get()},
       {"compactions", compactions.get()},
       {"recoveries", recoveries.get()},
+      {"damaged_reads", damaged_reads.get()},
   };
 }
 

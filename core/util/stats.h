@@ -34,6 +34,7 @@ struct GlobalStats {
   Counter returns_recorded;  // rows given back whose delivery count and delay went into a RETURN record
   Counter cond_evals, cond_compiles, cond_cache_hits;
   Counter compactions, recoveries;
+  Counter damaged_reads;  // reads of a row whose bytes on disk failed their checksum
   // (name, value) pairs in a stable order, for SHOW ENGINE QUEUE STATUS.
   std::vector<std::pair<std::string, uint64_t>> snapshot() const;
 };

@@ -22,6 +22,7 @@ enum class ErrorCode {
   kMoved,         // the table's rows moved to the table a copying ALTER TABLE built (take_over)
   kRowsMoved,     // the owned rows moved with an ALTER TABLE that could not keep them owned: not removed
   kLocked,        // the data file is open in another process (another server)
+  kDamaged,       // a row's bytes read from disk fail their checksum (message names file, row, offset)
 };
 
 class Status {

@@ -2,6 +2,7 @@
 modes run and verify exactly-once delivery, and the report has its columns. Rates are printed
 by the tool, never asserted (timings belong in benchmarks, not in pass/fail tests)."""
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -192,6 +193,10 @@ def test_bad_option_is_a_clear_error(server, tmp_path):
     assert p.returncode != 0 and "--consume-batch applies to multireader and multiwait" in p.stderr
     p, _ = run_bench(server, tmp_path, "--protocol", "binary")
     assert p.returncode != 0 and "--protocol: expected text or prepared, got 'binary'" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--consume-batch", "8", "--scenarios", "multireader,outbox")
+    assert p.returncode != 0 and "leave outbox out of --scenarios" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--binlog", "maybe")
+    assert p.returncode != 0 and "--binlog: expected on or off, got 'maybe'" in p.stderr
 
 
 def test_durable_inserts_consume_without_syncs_and_the_server_is_left_as_found(server, tmp_path):
@@ -215,3 +220,108 @@ def test_durable_inserts_consume_without_syncs_and_the_server_is_left_as_found(s
         assert server.value("SELECT @@global.innodb_flush_log_at_trx_commit") == 0
     finally:
         server.sql("SET GLOBAL innodb_flush_log_at_trx_commit = %s", (original,))
+
+
+TXN_SCENARIOS = ("outbox", "consume-txn")
+BINLOG_ARGS = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1"]
+
+
+def _txn_runs_verified(doc, messages):
+    runs = {(r["scenario"], r["engine"], r["sync"], r["concurrency"]): r for r in doc["runs"]}
+    for r in doc["runs"]:
+        assert r["ok"] and r["messages"] == messages, r
+        assert r["scenario"] in TXN_SCENARIOS, r
+        if r["engine"] == "queue":
+            assert r["ratio_innodb"] is not None, r
+            # the InnoDB rows commit with the queue's: their syncs are the run's too
+            assert "Innodb_data_fsyncs" in r["counters"] and "sys_sync" in r["counters"], r
+    return runs
+
+
+@pytest.mark.parametrize("protocol", ["text", "prepared"])
+def test_transactional_scenarios_run_and_verify(server, tmp_path, protocol):
+    """outbox (an InnoDB order row and its message, one COMMIT) and consume-txn (take a message,
+    its InnoDB result row, end it, one COMMIT) on both queues: every message in the queue once
+    with its order row, every preloaded message consumed once with one result row. The shared
+    server has the binary log off: two-phase commit through the server's tc.log."""
+    p, doc = run_bench(server, tmp_path, "--scenarios", ",".join(TXN_SCENARIOS), "--messages", "200",
+                       "--concurrency", "1,3", "--sync", "none,durable", "--payload", "100", "--var-length",
+                       "--wait-timeout", "0.2", "--protocol", protocol)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["ok"] is True and doc["server"]["binlog"] == "off"
+    runs = _txn_runs_verified(doc, 200)
+    assert set(runs) == {(sc, e, sync, c) for sc in TXN_SCENARIOS for e in ("queue", "innodb")
+                         for sync in ("none", "durable") for c in (1, 3)}
+    for sc in TXN_SCENARIOS:
+        # durable, one connection: nothing to share a sync with; each transaction prepares QUEUE's part
+        assert runs[(sc, "queue", "durable", 1)]["counters"]["sys_sync"] >= 200
+        # none: no sync per transaction (the engine syncs its prepared-parts marker file, and its
+        # directory, before the first prepare of a server run)
+        assert runs[(sc, "queue", "none", 1)]["counters"]["sys_sync"] <= 2
+        assert runs[(sc, "queue", "durable", 1)]["syncs_per_message"] > 1  # QUEUE's and InnoDB's
+    assert runs[("outbox", "queue", "durable", 3)]["put"]["count"] == 200  # one per transaction
+    assert runs[("consume-txn", "innodb", "none", 3)]["get"]["count"] == 200
+    assert len(doc["sql"]["txn_tables"]) == 2
+    assert any("consume-txn" in sql and "queue_end()" in sql for sql in doc["sql"]["queue"])
+    assert any("consume-txn" in sql and "SKIP LOCKED" in sql for sql in doc["sql"]["innodb"])
+    assert "binary log: off" in p.stdout and "== consume-txn" in p.stdout
+    md = markdown_of(doc, tmp_path)
+    for sc in TXN_SCENARIOS:
+        assert f"**{sc}, sync=durable**" in md
+    assert "QUEUE transaction p50/p99" in md and "binary log off" in md
+    # the benchmark cleans up after itself, the InnoDB tables too
+    assert server.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bench_smoke'") == 0
+
+
+def test_transactional_scenarios_with_the_binary_log(server_factory, tmp_path):
+    """With the binary log on it coordinates the commit: durable also sets sync_binlog=1 (a
+    transaction is committed once it is in the binary log), every transaction is in it, and the
+    server's sync_binlog is put back afterwards. --binlog checks the server's setting."""
+    s = server_factory.new(extra_args=BINLOG_ARGS, at_startup=True)
+    try:
+        p, doc = run_bench(s, tmp_path, "--scenarios", ",".join(TXN_SCENARIOS), "--messages", "100",
+                           "--concurrency", "2", "--sync", "durable", "--wait-timeout", "0.2", "--binlog", "on")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert doc["ok"] is True and doc["server"]["binlog"] == "on"
+        for r in _txn_runs_verified(doc, 100).values():
+            assert r["counters"]["Binlog_commits"] >= 100, r
+            assert r["counters"]["Binlog_group_commits"] > 0, r
+        assert "sync_binlog=1" in p.stdout and "binary log: on" in p.stdout
+        assert s.value("SELECT @@global.sync_binlog") == 0
+        p, _ = run_bench(s, tmp_path, "--scenarios", "multirw", "--messages", "10", "--binlog", "off")
+        assert p.returncode == 2 and "--binlog off, but" in p.stderr and "binary log on" in p.stderr
+    finally:
+        s.destroy()
+
+
+def test_binlog_requirement_is_checked(server, tmp_path):
+    p, _ = run_bench(server, tmp_path, "--scenarios", "outbox", "--messages", "10", "--binlog", "on")
+    assert p.returncode == 2 and "binary log off" in p.stderr and "--log-bin" in p.stderr
+    p, doc = run_bench(server, tmp_path, "--scenarios", "outbox", "--messages", "10", "--binlog", "off",
+                       "--concurrency", "1")
+    assert p.returncode == 0 and doc["ok"] is True, p.stdout + p.stderr
+
+
+def test_queue_installed_at_runtime_fails_the_transactional_runs_clearly(fresh_server, tmp_path):
+    """INSTALL SONAME while the binary log is off: MariaDB gives QUEUE no two-phase commit, so
+    the QUEUE runs fail with the engine's error (the InnoDB ones still verify)."""
+    p, doc = run_bench(fresh_server, tmp_path, "--scenarios", "outbox", "--messages", "20", "--concurrency", "1")
+    assert p.returncode == 1, p.stdout + p.stderr
+    runs = {r["engine"]: r for r in doc["runs"]}
+    assert not runs["queue"]["ok"] and "cannot take part in transactions" in runs["queue"]["error"]
+    assert runs["innodb"]["ok"]
+
+
+def test_bench_script_loads_queue_at_startup_with_the_binary_log_for_transactions(tmp_path):
+    """scripts/bench.sh starts its own server: QUEUE loaded at startup (two-phase commit), and
+    the binary log on by default when a transactional scenario is asked for."""
+    out = tmp_path / "script.json"
+    p = subprocess.run(["bash", str(REPO / "scripts" / "bench.sh"), "--scenarios", "outbox,consume-txn",
+                        "--concurrency", "2", "--sync", "durable", "--messages", "50", "--wait-timeout", "0.2",
+                        "--json-out", str(out)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["ok"] is True and doc["server"]["binlog"] == "on"
+    assert {(r["scenario"], r["engine"]) for r in doc["runs"]} == {
+        (sc, e) for sc in TXN_SCENARIOS for e in ("queue", "innodb")}

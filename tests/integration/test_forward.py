@@ -466,6 +466,38 @@ def test_a_row_over_max_allowed_packet_stops_the_relay_and_stays_in_the_source(p
     assert count(src, "src") == 0
 
 
+@BATCHES
+def test_a_damaged_source_row_stops_the_relay_and_is_not_sent(pair, relays, batch):
+    """A row whose bytes were damaged on the source's disk (here: after the source table was
+    opened, in a row older than its tail cache) is never sent: the source's SELECT fails with
+    error 3000 naming the file and offset, an unexpected SQL error that stops the relay (exit
+    2). The source sets the row aside as a dead row, so a restarted relay relays the rest, in
+    order and once; the damaged row stays in the source."""
+    src, dst = pair
+    make_queues(src, dst)
+    insert_seq(src, 1, 20)
+    src.restart()  # nothing cached: every row is read from the file
+    assert count(src, "src") == 20  # opens the table before the damage (see test_damaged_rows.py)
+    path = src.datadir / "test" / "src.Q4M"
+    data = path.read_bytes()
+    at = data.find(b"message 7 xxxxxxx")
+    assert at > 0 and data.find(b"message 7 xxxxxxx", at + 1) < 0
+    with open(path, "r+b") as f:
+        f.seek(at + 12)
+        f.write(bytes([data[at + 12] ^ 0x10]))
+    r = Relay(src, dst, 1, "--idle-exit", "5", "--batch", batch).start()
+    relays.append(r)
+    assert r.wait() == 2, r.log()
+    assert "checksum" in r.log() and "src.Q4M" in r.log(), r.log()
+    sent = list(range(1, 7)) if batch == "1" else []  # a batch of 100 fails as a whole
+    assert seqs(dst) == sent
+    r2 = Relay(src, dst, 1, "--idle-exit", "1", "--batch", batch).start()
+    relays.append(r2)
+    assert r2.wait() == 0, r2.log()
+    assert seqs(dst) == [i for i in range(1, 21) if i != 7], r2.log()
+    assert src.sql("SELECT `ROWS`, DEAD_ROWS FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME = 'src'") == [(1, 1)]
+
+
 # ---- failures --------------------------------------------------------------------
 @BATCHES
 def test_no_loss_no_duplicates_across_kill9_of_relay_and_servers(pair, relays, batch):

@@ -99,7 +99,7 @@ TEST(malformed_record_is_reported) {
   fmt::Record r;
   CHECK(!rr.next(&r));
   CHECK(!rr.error().empty());
-  std::string unknown("\x09", 1);
+  std::string unknown("\x63", 1);
   fmt::RecordReader rr2(unknown);
   CHECK(!rr2.next(&r));
   CHECK(rr2.error().find("unknown record type") != std::string::npos);
@@ -136,19 +136,20 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
   }
 }
 
-// Versions 1 (no unsynced flag), 2 (no RETURN records) and 3 (no DEDUP_KEY records) are
-// still read; newer versions are refused by name.
+// Versions 1 (no unsynced flag), 2 (no RETURN records), 3 (no DEDUP_KEY records), 4 (no
+// row checksums) and 5 (no transaction records) are still read; newer versions are refused
+// by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 4u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 6u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 3u, 5u}) {
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 7u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 5) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 5 (this build reads 1 to 4)") != std::string::npos);
+    if (v < 7) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 7 (this build reads 1 to 6)") != std::string::npos);
   }
 }
 
@@ -212,4 +213,47 @@ TEST(return_records_round_trip) {
   REQUIRE(cut.next(&rec));
   CHECK(!cut.next(&rec));
   CHECK(cut.error().find("is truncated") != std::string::npos);
+}
+
+// Version 5: every ROW carries row_checksum(id, payload) after its payload; a ROW of versions 1
+// to 4 (type 1, no checksum) still parses, unchecked; add_row with a given checksum writes it
+// as it is (compaction copying a damaged row keeps it damaged).
+TEST(row_checksums_round_trip) {
+  CHECK_EQ(fmt::row_checksum(1, "a"), crc32c(std::string("\x01\0\0\0\0\0\0\0a", 9)));
+  CHECK(fmt::row_checksum(1, "a") != fmt::row_checksum(2, "a"));  // tied to the row id
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  const size_t p1 = b.add_row(5, 100, "hello");
+  const size_t p2 = b.add_row(6, 101, "world", 0xDEADBEEF);
+  b.finish();
+  CHECK_EQ(fmt::get_u32(buf.data() + p1 + 5), fmt::row_checksum(5, "hello"));
+  CHECK_EQ(fmt::get_u32(buf.data() + p2 + 5), 0xDEADBEEFu);
+  std::string_view body = std::string_view(buf).substr(fmt::kChunkHeaderSize);
+  CHECK_EQ(static_cast<unsigned>(body[0]), unsigned{fmt::kCheckedRow});
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kRow && r.checked && r.rowid == 5u && r.length == 5u);
+  CHECK_EQ(r.checksum, fmt::row_checksum(5, "hello"));
+  CHECK_EQ(body.substr(r.payload_pos, r.length), "hello");
+  REQUIRE(rr.next(&r));
+  CHECK(r.checked && r.rowid == 6u && r.checksum == 0xDEADBEEFu);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
+  // The checksum cut off: malformed, not a shorter row.
+  fmt::RecordReader cut(body.substr(0, fmt::kRowHeaderSize + 5 + 3));
+  CHECK(!cut.next(&r));
+  CHECK(cut.error().find("is truncated") != std::string::npos);
+  // A version-4 ROW: same header, no checksum.
+  std::string old(1, '\x01');
+  fmt::put_u64(&old, 9);
+  fmt::put_u64(&old, 102);
+  fmt::put_u32(&old, 3);
+  old += "abc";
+  fmt::RecordReader legacy(old);
+  REQUIRE(legacy.next(&r));
+  CHECK(r.type == fmt::kRow && !r.checked && r.rowid == 9u && r.length == 3u);
+  CHECK_EQ(std::string_view(old).substr(r.payload_pos, r.length), "abc");
+  CHECK(!legacy.next(&r));
+  CHECK(legacy.error().empty());
 }

@@ -1,14 +1,17 @@
 // The InnoDB baseline: the usual SQL work queue. A consumer, in a READ COMMITTED
 // transaction, locks the oldest row nobody else has locked, deletes it, commits. With
 // --consume-batch N: locks up to N rows, deletes them with one DELETE, commits once.
+// Transactional sessions do the same with the result row of the message in the transaction.
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "queue_backend.h"
+#include "txn_tables.h"
 
 namespace q4m::bench {
 
@@ -19,13 +22,34 @@ constexpr unsigned kErDeadlock = 1213;  // ER_LOCK_DEADLOCK
 class InnodbSession : public QueueSession {
  public:
   InnodbSession(client::DbConn* conn, const MessageCodec& codec, const std::string& claim_sql,
-                uint32_t poll_sleep_us, bool batched, client::Protocol protocol)
+                uint32_t poll_sleep_us, bool batched, client::Protocol protocol, bool transactional)
       : conn_(*conn), codec_(codec), poll_sleep_us_(poll_sleep_us), batched_(batched), protocol_(protocol),
         claim_(*conn, claim_sql, protocol), delete_(*conn, "DELETE FROM " + codec.table() + " WHERE id=?", protocol),
         commit_(*conn, "COMMIT", protocol), rollback_(*conn, "ROLLBACK", protocol), inserts_(*conn, codec, protocol) {
     inserts_.prepare(1);
     conn->exec("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     conn->exec("SET SESSION autocommit = 0");
+    if (transactional) txn_.emplace(*conn, codec, protocol);
+  }
+
+  void outbox(uint64_t id) override {
+    txn_->insert_order(id);
+    inserts_.run(id, 1);
+    commit_.run({});
+  }
+
+  bool consume_in_transaction(Delivered* out) override {
+    return retrying_deadlocks([&] {
+      claim_.run({});
+      if (!claim_.next()) return claimed_nothing();
+      backoff_us_ = 0;
+      const uint64_t row_id = std::strtoull(claim_.row()[0], nullptr, 10);
+      codec_.decode(claim_.row(), claim_.lengths(), 1, out);
+      txn_->insert_result(out->id);
+      delete_.run({row_id});
+      commit_.run({});
+      return true;
+    });
   }
 
   void insert(uint64_t id) override { insert_batch(id, 1); }
@@ -134,6 +158,7 @@ class InnodbSession : public QueueSession {
   TakenBatch taken_;
   std::vector<uint64_t> ids_;
   std::map<size_t, std::unique_ptr<client::DbStatement>> batch_deletes_;
+  std::optional<TxnStatements> txn_;  // transactional sessions only
 };
 
 class InnodbBackend : public QueueBackend {
@@ -153,7 +178,11 @@ class InnodbBackend : public QueueBackend {
             consume_batch_ > 1
                 ? claim_sql_ + "; DELETE FROM " + table() + " WHERE id IN (?, ...); COMMIT  -- the claimed ids"
                 : claim_sql_ + "; DELETE FROM " + table() + " WHERE id=?; COMMIT  -- ? = the claimed id",
-            "ROLLBACK  -- after a claim that found no unlocked row"};
+            "ROLLBACK  -- after a claim that found no unlocked row",
+            "-- outbox: INSERT INTO " + std::string(kOrdersTable) + " (id, payload) VALUES (?, ?); " +
+                codec_.insert_statement() + "; COMMIT",
+            "-- consume-txn: " + claim_sql_ + "; INSERT INTO " + kResultsTable + " (id) VALUES (?); DELETE FROM " +
+                table() + " WHERE id=?; COMMIT"};
   }
 
   void recreate_table(client::DbConn& admin) override {
@@ -161,16 +190,13 @@ class InnodbBackend : public QueueBackend {
     admin.exec(create_sql());
   }
 
-  void apply_sync(client::DbConn& admin, SyncMode mode) override {
-    remember_global(admin, "innodb_flush_log_at_trx_commit");
-    // 2 = write the log at commit, fsync once a second: survives a server crash,
-    // not a machine crash, exactly like queue_sync_mode=none.
-    admin.exec(std::string("SET GLOBAL innodb_flush_log_at_trx_commit = ") +
-               (mode == SyncMode::kNone ? "2" : "1"));
-  }
+  // InnoDB's log is the server's: ServerSync sets innodb_flush_log_at_trx_commit for every run
+  // (the transactional scenarios write InnoDB rows with either queue).
+  void apply_sync(client::DbConn&, SyncMode) override {}
 
-  std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
-    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_, consume_batch_ > 1, protocol_);
+  std::unique_ptr<QueueSession> open_session(client::DbConn* conn, bool transactional) override {
+    return std::make_unique<InnodbSession>(conn, codec_, claim_sql_, poll_sleep_us_, consume_batch_ > 1, protocol_,
+                                           transactional);
   }
 
   EngineCounters counters(client::DbConn& admin) override {

@@ -52,7 +52,7 @@ MachineInfo collect_machine_info(client::DbConn& admin) {
   client::DbResult r = admin.query(
       "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('innodb_buffer_pool_size', "
       "'innodb_log_file_size', 'innodb_flush_method', 'innodb_doublewrite', "
-      "'log_bin', 'sync_binlog', 'thread_handling', 'max_connections')");
+      "'log_bin', 'binlog_format', 'sync_binlog', 'thread_handling', 'max_connections')");
   while (MYSQL_ROW row = r.next())
     m.server_variables.emplace_back(row[0] ? row[0] : "", row[1] ? row[1] : "NULL");
   return m;

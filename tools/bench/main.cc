@@ -9,6 +9,8 @@
 #include "repeats.h"
 #include "report.h"
 #include "scenarios.h"
+#include "server_sync.h"
+#include "txn_tables.h"
 
 using namespace q4m;
 using namespace q4m::bench;
@@ -24,6 +26,12 @@ client::DbConn connect_admin(const Options& opt) {
   admin.exec("CREATE DATABASE IF NOT EXISTS `" + opt.conn.db + "`");
   admin.exec("USE `" + opt.conn.db + "`");
   return admin;
+}
+
+bool any_transactional(const Options& opt) {
+  for (Scenario sc : opt.scenarios)
+    if (is_transactional(sc)) return true;
+  return false;
 }
 
 bool queue_engine_installed(client::DbConn& admin) {
@@ -44,8 +52,19 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<QueueBackend>> backends;
   bool has_queue = false;
   client::DbConn admin;
+  std::unique_ptr<ServerSync> server;
   try {
     admin = connect_admin(opt);
+    server = std::make_unique<ServerSync>(admin);
+    rep.binlog = server->binlog();
+    if (opt.binlog != BinlogRequirement::kAny && (opt.binlog == BinlogRequirement::kOn) != server->binlog()) {
+      std::fprintf(stderr, "q4m-bench: --binlog %s, but %s runs with the binary log %s (a startup setting: %s; "
+                           "scripts/bench.sh --binlog on|off starts its server so)\n",
+                   opt.binlog == BinlogRequirement::kOn ? "on" : "off", client::DbConn::describe(opt.conn).c_str(),
+                   server->binlog() ? "on" : "off", server->binlog() ? "--skip-log-bin" : "--log-bin");
+      return 2;
+    }
+    if (any_transactional(opt)) rep.txn_sql = txn_tables_sql();
     PayloadSpec payload(opt.payload, opt.var_length);
     for (Engine e : opt.engines) {
       if (e == Engine::kQueue) {
@@ -77,6 +96,7 @@ int main(int argc, char** argv) {
 
   for (SyncMode sync : opt.sync) {
     try {
+      server->apply(admin, sync);
       for (auto& b : backends) b->apply_sync(admin, sync);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "q4m-bench: cannot set sync mode %s: %s\n", sync_name(sync), e.what());
@@ -95,19 +115,21 @@ int main(int argc, char** argv) {
         if (opt.select1) add(run_select1(opt, sync, c));
         if (opt.empty_poll && has_queue) add(run_empty_poll(opt, admin, sync, c));
         for (Scenario sc : opt.scenarios)
-          for (auto& b : backends) add(run_queue_scenario(opt, *b, admin, sc, sync, c));
+          for (auto& b : backends) add(run_queue_scenario(opt, *b, *server, admin, sc, sync, c));
       }
       for (auto& runs : repeats) record(combine_repeats(std::move(runs)));
     }
   }
 
-  for (auto& b : backends) {
+  auto restore = [&](auto&& put_back) {
     try {
-      b->restore_globals(admin);
+      put_back();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "q4m-bench: restoring the server's sync settings: %s\n", e.what());
     }
-  }
+  };
+  restore([&] { server->restore(admin); });
+  for (auto& b : backends) restore([&] { b->restore_globals(admin); });
   if (!opt.keep_tables) {
     for (auto& b : backends) {
       try {
@@ -115,6 +137,11 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         std::fprintf(stderr, "q4m-bench: dropping %s: %s\n", b->table().c_str(), e.what());
       }
+    }
+    try {
+      if (any_transactional(opt)) drop_txn_tables(admin);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "q4m-bench: dropping %s and %s: %s\n", kOrdersTable, kResultsTable, e.what());
     }
   }
   if (opt.json)

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include "options.h"
 
 #include <cerrno>
@@ -17,9 +16,13 @@ const char* scenario_name(Scenario s) {
     case Scenario::kMultirw: return "multirw";
     case Scenario::kMultiwait: return "multiwait";
     case Scenario::kEnqueue: return "enqueue";
+    case Scenario::kOutbox: return "outbox";
+    case Scenario::kConsumeTxn: return "consume-txn";
   }
   return "?";
 }
+
+bool is_transactional(Scenario s) { return s == Scenario::kOutbox || s == Scenario::kConsumeTxn; }
 
 const char* sync_name(SyncMode s) {
   switch (s) {
@@ -41,8 +44,9 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
   --payload BYTES       payload bytes per message (default 0: id column only)
   --var-length          payload length uniform in [0, BYTES), like Q4M's VAR_LENGTH
   --sync LIST           none,durable,durable-inserts (default none): none =
-                        queue_sync_mode=none and innodb_flush_log_at_trx_commit=2;
-                        durable = fdatasync and =1; durable-inserts = fdatasync with
+                        queue_sync_mode=none, innodb_flush_log_at_trx_commit=2 and
+                        (binary log on) sync_binlog=0; durable = fdatasync, =1 and
+                        sync_binlog=1; durable-inserts = fdatasync with
                         queue_sync_removals=OFF (InnoDB as in durable: it cannot
                         keep inserts through a power cut without syncing deletes too)
   --protocol P          text (default) or prepared: every timed statement (queue,
@@ -54,10 +58,18 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         WITH CONSISTENT SNAPSHOT) during each queue run, so purge
                         cannot remove what the run deletes (a long report, an idle BEGIN)
   --engines LIST        queue,innodb (default both)
-  --scenarios LIST      multireader,multirw,multiwait,enqueue,select1,poll-empty
-                        (default all): enqueue = multi-row INSERTs only, read back after;
-                        select1 = SELECT 1 (the SQL-layer ceiling); poll-empty = the
-                        QUEUE consume statement on an empty table, timeout 0 (its ceiling)
+  --scenarios LIST      multireader,multirw,multiwait,enqueue,select1,poll-empty,
+                        outbox,consume-txn (default: all but outbox and consume-txn):
+                        enqueue = multi-row INSERTs only, read back after; select1 =
+                        SELECT 1 (the SQL-layer ceiling); poll-empty = the QUEUE consume
+                        statement on an empty table, timeout 0 (its ceiling).
+                        Transactions (autocommit=0, one COMMIT each): outbox = an InnoDB
+                        order row + its message; consume-txn = take a preloaded message,
+                        an InnoDB result row, end it. QUEUE needs two-phase commit: a
+                        server that loaded ha_queue at startup (--plugin-load-add)
+  --binlog on|off       require the server's binary log on / off (a startup setting,
+                        checked, not changed: scripts/bench.sh starts its server with
+                        it); default: the server as it is. Reported either way
   --circulating N       multiwait: messages in circulation (default concurrency/4)
   --batch N             enqueue: rows per INSERT statement (default 100)
   --consume-batch N     multireader, multiwait: messages a consumer takes per statement
@@ -174,10 +186,17 @@ Options parse_options(int argc, char** argv) {
         else if (s == "multirw") o.scenarios.push_back(Scenario::kMultirw);
         else if (s == "multiwait") o.scenarios.push_back(Scenario::kMultiwait);
         else if (s == "enqueue") o.scenarios.push_back(Scenario::kEnqueue);
+        else if (s == "outbox") o.scenarios.push_back(Scenario::kOutbox);
+        else if (s == "consume-txn") o.scenarios.push_back(Scenario::kConsumeTxn);
         else if (s == "select1") o.select1 = true;
         else if (s == "poll-empty") o.empty_poll = true;
         else usage_error("--scenarios: unknown scenario '" + s + "'");
       }
+    } else if (arg == "--binlog") {
+      std::string b = value();
+      if (b == "on") o.binlog = BinlogRequirement::kOn;
+      else if (b == "off") o.binlog = BinlogRequirement::kOff;
+      else usage_error("--binlog: expected on or off, got '" + b + "'");
     } else if (arg == "--batch") {
       o.batch = parse_u64(arg, value());
       if (o.batch == 0 || o.batch > 10000) usage_error("--batch: 1..10000");
@@ -220,9 +239,12 @@ Options parse_options(int argc, char** argv) {
   }
   if (o.conn.db.empty()) o.conn.db = "q4m_bench";
   // multirw: each client consumes exactly as many messages as it inserts, so messages one
-  // client holds in its batch may be the ones another client waits for, forever.
-  if (o.consume_batch > 1 && std::find(o.scenarios.begin(), o.scenarios.end(), Scenario::kMultirw) != o.scenarios.end())
-    usage_error("--consume-batch applies to multireader and multiwait; leave multirw out of --scenarios");
+  // client holds in its batch may be the ones another client waits for, forever. The
+  // transactional scenarios move one message per transaction.
+  for (Scenario sc : o.scenarios)
+    if (o.consume_batch > 1 && (sc == Scenario::kMultirw || is_transactional(sc)))
+      usage_error(std::string("--consume-batch applies to multireader and multiwait; leave ") + scenario_name(sc) +
+                  " out of --scenarios");
   return o;
 }
 

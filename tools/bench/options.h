@@ -10,10 +10,15 @@
 namespace q4m::bench {
 
 enum class Engine { kQueue, kInnodb };
-enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue };
+enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue, kOutbox, kConsumeTxn };
+// outbox and consume-txn: each message moves in a transaction with an InnoDB row.
+bool is_transactional(Scenario s);
 // kDurableInserts: durable INSERTs, removals written without their own sync
 // (queue_sync_removals=OFF); InnoDB has no such split and runs as in kDurable.
 enum class SyncMode { kNone, kDurable, kDurableInserts };
+// --binlog: the server's binary log must be on / off (a startup setting: the tool only checks
+// it; scripts/bench.sh starts its server accordingly). kAny: the server as it is.
+enum class BinlogRequirement { kAny, kOn, kOff };
 
 const char* engine_name(Engine e);
 const char* scenario_name(Scenario s);
@@ -33,8 +38,11 @@ struct Options {
   // report or a forgotten BEGIN) through every queue run: InnoDB cannot purge what it deletes.
   bool hold_read_view = false;
   std::vector<Engine> engines = {Engine::kQueue, Engine::kInnodb};
+  // The transactional scenarios are asked for by name (--scenarios): they need QUEUE's
+  // two-phase commit, so a server that loaded the plugin at startup.
   std::vector<Scenario> scenarios = {Scenario::kMultireader, Scenario::kMultirw, Scenario::kMultiwait,
                                      Scenario::kEnqueue};
+  BinlogRequirement binlog = BinlogRequirement::kAny;
   uint64_t batch = 100;  // enqueue: rows per INSERT statement
   uint64_t consume_batch = 1;  // multireader, multiwait: messages taken per consume statement
   std::string queue_table_options;  // appended to the QUEUE table's CREATE TABLE (e.g. DEDUP_COLUMN='v')

@@ -37,19 +37,6 @@ client::DbStatement& BatchInsert::prepare(uint64_t count) {
 
 void QueueBackend::drop_table(client::DbConn& admin) { admin.exec("DROP TABLE IF EXISTS " + table()); }
 
-void QueueBackend::remember_global(client::DbConn& admin, const std::string& name) {
-  for (const auto& saved : saved_globals_)
-    if (saved.first == name) return;
-  saved_globals_.emplace_back(name, admin.scalar("SELECT @@GLOBAL." + name));
-}
-
-void QueueBackend::restore_globals(client::DbConn& admin) {
-  for (const auto& [name, value] : saved_globals_) {
-    const bool number = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-    admin.exec("SET GLOBAL " + name + " = " + (number ? value : "'" + value + "'"));
-  }
-}
-
 void QueueBackend::preload(client::DbConn& admin, uint64_t first, uint64_t count) {
   std::string sql = codec_.insert_prefix();
   bool pending = false;

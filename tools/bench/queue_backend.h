@@ -11,6 +11,7 @@
 #include "../common/db_conn.h"
 #include "message_codec.h"
 #include "options.h"
+#include "saved_globals.h"
 
 namespace q4m::bench {
 
@@ -75,8 +76,16 @@ class QueueSession {
   // timeout in vain; InnoDB found no unlocked row.
   virtual bool consume(Delivered* out) = 0;
   // Acknowledges what the session still holds (QUEUE: queue_end()); true if
-  // that was work (the last message's removal), false if nothing was held.
+  // that was work (the last message's removal), false if nothing was held. A
+  // transactional session ends its open transaction (ROLLBACK: nothing is in it).
   virtual bool finish() = 0;
+
+  // A transactional session's (open_session(conn, true)) work, one transaction each.
+  // outbox: writes order `id` (InnoDB) and enqueues message `id`; one COMMIT.
+  virtual void outbox(uint64_t id) = 0;
+  // Takes the next message, writes its result row (InnoDB) and ends the message (QUEUE:
+  // queue_end(); InnoDB: DELETE); one COMMIT. False as for consume(), with nothing done.
+  virtual bool consume_in_transaction(Delivered* out) = 0;
   uint64_t empty_polls() const { return empty_polls_; }
 
  protected:
@@ -91,12 +100,14 @@ class QueueBackend {
   virtual std::vector<std::string> describe_sql() const = 0;
 
   virtual void recreate_table(client::DbConn& admin) = 0;
-  // Sets the server's sync settings for `mode` (globals: remembered the first time and put
-  // back by restore_globals(), so a benchmark leaves the server as it found it).
+  // Sets the engine's sync settings for `mode` (globals: remembered the first time and put
+  // back by restore_globals(), so a benchmark leaves the server as it found it). The
+  // server's own (InnoDB's log, the binary log) are ServerSync's.
   virtual void apply_sync(client::DbConn& admin, SyncMode mode) = 0;
-  void restore_globals(client::DbConn& admin);
+  void restore_globals(client::DbConn& admin) { saved_globals_.restore(admin); }
   // The session prepares `conn` (session variables) and uses it until destroyed.
-  virtual std::unique_ptr<QueueSession> open_session(client::DbConn* conn) = 0;
+  // transactional: for outbox() and consume_in_transaction() (autocommit=0, txn_tables.h).
+  virtual std::unique_ptr<QueueSession> open_session(client::DbConn* conn, bool transactional) = 0;
   // The engine's global I/O counters (QUEUE: SHOW ENGINE QUEUE STATUS; InnoDB:
   // its fsync/log/lock status variables). A run reports their change.
   virtual EngineCounters counters(client::DbConn& admin) = 0;
@@ -114,12 +125,8 @@ class QueueBackend {
 
  protected:
   explicit QueueBackend(MessageCodec codec) : codec_(std::move(codec)) {}
-  // Remembers a global variable's value before apply_sync() first changes it.
-  void remember_global(client::DbConn& admin, const std::string& name);
   MessageCodec codec_;
-
- private:
-  std::vector<std::pair<std::string, std::string>> saved_globals_;  // (name, value)
+  SavedGlobals saved_globals_;  // what apply_sync() changed
 };
 
 // Rows of (name, number) from a SHOW statement; name and value column indexes given.

@@ -3,9 +3,13 @@
 // removes the row this connection owned and takes ownership of the next one. With
 // --consume-batch N: SELECT * FROM t WHERE queue_wait_batch('t', N, timeout) removes the
 // batch it owned and takes up to N rows.
+// Transactional sessions (autocommit=0) take one message per transaction and end it
+// explicitly, inside it: queue_wait, the InnoDB result row, queue_end(), COMMIT.
 #include <cstdio>
+#include <optional>
 
 #include "queue_backend.h"
+#include "txn_tables.h"
 
 namespace q4m::bench {
 
@@ -14,11 +18,34 @@ namespace {
 class QueueEngineSession : public QueueSession {
  public:
   QueueEngineSession(client::DbConn* conn, const MessageCodec& codec, const std::string& consume_sql, bool batched,
-                     client::Protocol protocol, bool sync_removals)
+                     client::Protocol protocol, bool sync_removals, bool transactional)
       : conn_(conn), codec_(codec), consume_(*conn, consume_sql, protocol), inserts_(*conn, codec, protocol),
         batched_(batched) {
     conn->exec(std::string("SET SESSION queue_sync_removals = ") + (sync_removals ? "ON" : "OFF"));
     inserts_.prepare(1);
+    if (transactional) {
+      txn_.emplace(*conn, codec, protocol);
+      end_.emplace(*conn, "SELECT queue_end()", protocol);
+    }
+  }
+
+  void outbox(uint64_t id) override {
+    txn_->insert_order(id);
+    inserts_.run(id, 1);
+    txn_->commit();
+  }
+
+  bool consume_in_transaction(Delivered* out) override {
+    consume_.run({});
+    if (!consume_.next()) {  // timed out: the transaction holds nothing
+      ++empty_polls_;
+      return false;
+    }
+    codec_.decode(consume_.row(), consume_.lengths(), 0, out);
+    txn_->insert_result(out->id);
+    end_->run({});  // the removal joins the transaction
+    txn_->commit();
+    return true;
   }
 
   void insert(uint64_t id) override { inserts_.run(id, 1); }
@@ -38,6 +65,7 @@ class QueueEngineSession : public QueueSession {
   }
 
   bool finish() override {
+    if (txn_) txn_->rollback();  // ends the last (empty) transaction
     if (!owning_) return false;
     conn_->exec("SELECT queue_end()");
     owning_ = false;
@@ -71,6 +99,8 @@ class QueueEngineSession : public QueueSession {
   bool owning_ = false;
   const bool batched_;
   TakenBatch taken_;
+  std::optional<TxnStatements> txn_;  // transactional sessions only
+  std::optional<client::DbStatement> end_;
 };
 
 class QueueEngineBackend : public QueueBackend {
@@ -94,7 +124,11 @@ class QueueEngineBackend : public QueueBackend {
     return {create_sql(),
             codec_.insert_statement() + "  -- ? = id[, payload]",
             consume_sql_ + (consume_batch_ > 1 ? "  -- one per batch" : "  -- one per message"),
-            "SELECT queue_end()  -- once, after the last message"};
+            "SELECT queue_end()  -- once, after the last message",
+            "-- outbox (autocommit=0): INSERT INTO " + std::string(kOrdersTable) + " (id, payload) VALUES (?, ?); " +
+                codec_.insert_statement() + "; COMMIT",
+            "-- consume-txn (autocommit=0): " + consume_sql_ + "; INSERT INTO " + kResultsTable +
+                " (id) VALUES (?); SELECT queue_end(); COMMIT"};
   }
 
   void recreate_table(client::DbConn& admin) override {
@@ -103,15 +137,13 @@ class QueueEngineBackend : public QueueBackend {
   }
 
   void apply_sync(client::DbConn& admin, SyncMode mode) override {
-    remember_global(admin, "queue_sync_mode");
-    admin.exec(std::string("SET GLOBAL queue_sync_mode = '") +
-               (mode == SyncMode::kNone ? "none" : "fdatasync") + "'");
+    saved_globals_.set(admin, "queue_sync_mode", mode == SyncMode::kNone ? "'none'" : "'fdatasync'");
     sync_removals_ = mode != SyncMode::kDurableInserts;  // a session setting (open_session)
   }
 
-  std::unique_ptr<QueueSession> open_session(client::DbConn* conn) override {
+  std::unique_ptr<QueueSession> open_session(client::DbConn* conn, bool transactional) override {
     return std::make_unique<QueueEngineSession>(conn, codec_, consume_sql_, consume_batch_ > 1, protocol_,
-                                                sync_removals_);
+                                                sync_removals_, transactional);
   }
 
   EngineCounters counters(client::DbConn& admin) override {

@@ -120,19 +120,22 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
   if (opt.consume_batch > 1)
     std::fprintf(out, ", consumers take up to %llu messages per statement (--consume-batch)",
                  static_cast<unsigned long long>(opt.consume_batch));
-  std::fprintf(out, "\n");
+  std::fprintf(out, "\nbinary log: %s\n",
+               rep.binlog ? "on (it coordinates two-phase commit; sync_binlog per sync mode)"
+                          : "off (two-phase commit coordinated by the server's tc.log)");
 
   std::vector<std::string> failures;
   for (SyncMode sync : opt.sync) {
-    const char* sync_desc =
-        sync == SyncMode::kNone ? "none: queue_sync_mode=none, innodb_flush_log_at_trx_commit=2"
-        : sync == SyncMode::kDurable
-            ? "durable: queue_sync_mode=fdatasync, innodb_flush_log_at_trx_commit=1"
-            : "durable-inserts: queue_sync_mode=fdatasync with queue_sync_removals=OFF, "
-              "innodb_flush_log_at_trx_commit=1";
+    const std::string sync_desc =
+        std::string(sync == SyncMode::kNone ? "none: queue_sync_mode=none, innodb_flush_log_at_trx_commit=2"
+                    : sync == SyncMode::kDurable
+                        ? "durable: queue_sync_mode=fdatasync, innodb_flush_log_at_trx_commit=1"
+                        : "durable-inserts: queue_sync_mode=fdatasync with queue_sync_removals=OFF, "
+                          "innodb_flush_log_at_trx_commit=1") +
+        (rep.binlog ? (sync == SyncMode::kNone ? ", sync_binlog=0" : ", sync_binlog=1") : "");
     const bool any_ceiling = find_any(rep, kSelect1Scenario, sync) || find_any(rep, kEmptyPollScenario, sync);
     if (any_ceiling) {
-      std::fprintf(out, "\n== ceilings  [sync %s] ==\n", sync_desc);
+      std::fprintf(out, "\n== ceilings  [sync %s] ==\n", sync_desc.c_str());
       std::fprintf(out, "%6s %12s %9s %9s %12s %9s %9s %10s\n", "conc", "select1 q/s", "p50_us", "p99_us",
                    "poll q/s", "p50_us", "p99_us", "poll/sel1");
       for (int c : opt.concurrency) {
@@ -149,7 +152,7 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
       }
     }
     for (Scenario sc : opt.scenarios) {
-      std::fprintf(out, "\n== %s  [sync %s] ==\n", scenario_name(sc), sync_desc);
+      std::fprintf(out, "\n== %s  [sync %s] ==\n", scenario_name(sc), sync_desc.c_str());
       std::fprintf(out, "%-7s %5s %10s %8s %8s %8s %8s %11s %9s %8s %6s %9s %9s %9s  %s\n", "engine", "conc",
                    "msg/s", "get_p50", "get_p99", "put_p50", "put_p99", "empty_polls", "sync/msg", "us/sync",
                    "syncing", "/select1", "/poll", "/innodb", "verified");
@@ -186,6 +189,13 @@ void print_tables(const Options& opt, const Report& rep, std::FILE* out) {
                     "back to back, the disk sets the pace).\npoll = QUEUE's consume statement on an empty QUEUE "
                     "table with timeout 0: what that statement costs with no message to move.\n/select1, /poll and "
                     "/innodb compare msg/s at the same concurrency.\n");
+  bool any_txn = false;
+  for (Scenario sc : opt.scenarios) any_txn = any_txn || is_transactional(sc);
+  if (any_txn)
+    std::fprintf(out, "outbox: put = one transaction (InnoDB order row + message + COMMIT); consume-txn: get = one "
+                      "transaction (take + InnoDB result row + end + COMMIT), retried while empty.\nIn them "
+                      "sync/msg adds InnoDB's (Innodb_data_fsyncs), and with sync_binlog=1 the binary log's group "
+                      "commits (one fsync each).\n");
   if (!failures.empty()) {
     std::fprintf(out, "\nFAILED RUNS:\n");
     for (const auto& f : failures) std::fprintf(out, "  %s\n", f.c_str());
@@ -196,7 +206,8 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
   std::fprintf(out, "{\n  \"machine\": {\"uname\": %s, \"cpu_model\": %s, \"cpus\": %u, \"load_average\": %s},\n",
                json_str(rep.machine.uname).c_str(), json_str(rep.machine.cpu_model).c_str(), rep.machine.cpus,
                json_str(rep.machine.load_average).c_str());
-  std::fprintf(out, "  \"server\": {\"version\": %s, \"variables\": {", json_str(rep.machine.server_version).c_str());
+  std::fprintf(out, "  \"server\": {\"version\": %s, \"binlog\": %s, \"variables\": {",
+               json_str(rep.machine.server_version).c_str(), rep.binlog ? "\"on\"" : "\"off\"");
   const char* sep = "";
   for (const auto& [k, v] : rep.machine.server_variables) {
     std::fprintf(out, "%s%s: %s", sep, json_str(k).c_str(), json_str(v).c_str());
@@ -214,8 +225,8 @@ void print_json(const Options& opt, const Report& rep, std::FILE* out) {
     for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_str(v[i]);
     return s + "]";
   };
-  std::fprintf(out, "  \"sql\": {\"queue\": %s, \"innodb\": %s},\n", sql_list(rep.queue_sql).c_str(),
-               sql_list(rep.innodb_sql).c_str());
+  std::fprintf(out, "  \"sql\": {\"queue\": %s, \"innodb\": %s, \"txn_tables\": %s},\n",
+               sql_list(rep.queue_sql).c_str(), sql_list(rep.innodb_sql).c_str(), sql_list(rep.txn_sql).c_str());
   std::fprintf(out, "  \"runs\": [\n");
   for (size_t i = 0; i < rep.runs.size(); ++i) {
     const RunResult& r = rep.runs[i];

@@ -14,6 +14,8 @@ struct Report {
   MachineInfo machine;
   std::vector<std::string> queue_sql;   // the statements each backend ran
   std::vector<std::string> innodb_sql;
+  std::vector<std::string> txn_sql;     // the transactional scenarios' InnoDB tables (if run)
+  bool binlog = false;                  // the server ran with the binary log
   std::vector<RunResult> runs;
   bool all_ok() const;
 };

@@ -7,6 +7,7 @@
 
 #include "delivery_ledger.h"
 #include "run_control.h"
+#include "txn_tables.h"
 #include "work_split.h"
 
 namespace q4m::bench {
@@ -29,11 +30,13 @@ std::vector<client::DbConn> open_connections(const Options& opt, int n) {
 // Obtains one message, retrying empty polls / timed-out waits until one comes,
 // `give_up()` says the run is over, or the run is stopped. Times the whole
 // attempt: polling or waiting for a message is part of its cost.
+// transactional: each attempt is one consume_in_transaction().
 template <typename GiveUp>
-bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d) {
+bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d,
+              bool transactional = false) {
   if (ctl.should_stop()) return false;  // also enforces --run-timeout on a run that is merely slow
   Clock::time_point t0 = Clock::now();
-  while (!s.consume(d)) {
+  while (!(transactional ? s.consume_in_transaction(d) : s.consume(d))) {
     if (give_up() || ctl.should_stop()) {
       ++st.final_empty_polls;  // the poll that found the run over is no contention
       return false;
@@ -48,6 +51,15 @@ bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up,
 void timed_insert(QueueSession& s, WorkerStats& st, uint64_t id) {
   Clock::time_point t0 = Clock::now();
   s.insert(id);
+  Clock::time_point t1 = Clock::now();
+  st.insert.add(t0, t1);
+  st.last_progress = t1;
+}
+
+// One outbox transaction (order row, message, COMMIT), timed as one "put".
+void timed_outbox(QueueSession& s, WorkerStats& st, uint64_t id) {
+  Clock::time_point t0 = Clock::now();
+  s.outbox(id);
   Clock::time_point t1 = Clock::now();
   st.insert.add(t0, t1);
   st.last_progress = t1;
@@ -78,10 +90,30 @@ void finish_session(QueueSession& s, WorkerStats& st) {
   if (s.finish()) st.last_progress = Clock::now();
 }
 
+// The counters whose sum is a run's syncs: the engine's own; in a transaction InnoDB's too
+// (its rows commit with the QUEUE's); the binary log's group commits when each is synced.
+std::vector<std::string> sync_counter_names(const QueueBackend& backend, const ServerSync& server, Scenario scenario,
+                                            SyncMode sync) {
+  std::vector<std::string> names = {backend.sync_counter()};
+  if (is_transactional(scenario) && names[0] != ServerSync::kInnodbSyncs) names.push_back(ServerSync::kInnodbSyncs);
+  if (server.binlog_syncs(sync)) names.push_back(ServerSync::kBinlogSyncs);
+  return names;
+}
+
+// `into` gains the counters of `more` it does not have yet.
+void add_counters(EngineCounters* into, const EngineCounters& more) {
+  for (const auto& c : more) {
+    bool known = false;
+    for (const auto& have : *into)
+      if (have.first == c.first) known = true;
+    if (!known) into->push_back(c);
+  }
+}
+
 }  // namespace
 
-RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::DbConn& admin,
-                             Scenario scenario, SyncMode sync, int concurrency) {
+RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, const ServerSync& server,
+                             client::DbConn& admin, Scenario scenario, SyncMode sync, int concurrency) {
   RunResult r;
   r.scenario = scenario_name(scenario);
   r.engine = engine_name(backend.engine());
@@ -92,9 +124,12 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
   uint64_t circulating = opt.circulating ? opt.circulating : std::max<uint64_t>(1, n / 4);
   circulating = std::min(circulating, m);
 
+  const bool transactional = is_transactional(scenario);
+
   try {
     backend.recreate_table(admin);
-    if (scenario == Scenario::kMultireader) backend.preload(admin, 0, m);
+    if (transactional) recreate_txn_tables(admin);
+    if (scenario == Scenario::kMultireader || scenario == Scenario::kConsumeTxn) backend.preload(admin, 0, m);
     if (scenario == Scenario::kMultiwait) backend.preload(admin, 0, circulating);
 
     // --hold-read-view: opened after the preload, kept until the workers are done.
@@ -107,13 +142,19 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
     DeliveryLedger ledger(m);
     RunControl ctl(opt.run_timeout_s);
     std::atomic<uint64_t> next_id{circulating};  // multiwait: the next id to enqueue
+    std::atomic<uint64_t> committed{0};          // outbox: transactions committed
     WorkersOutcome out;
+    auto counters = [&] {
+      EngineCounters c = backend.counters(admin);
+      if (transactional || server.binlog()) add_counters(&c, ServerSync::counters(admin));
+      return c;
+    };
     {
       std::vector<client::DbConn> conns = open_connections(opt, n);
       std::vector<std::unique_ptr<QueueSession>> sessions;
-      for (auto& c : conns) sessions.push_back(backend.open_session(&c));
+      for (auto& c : conns) sessions.push_back(backend.open_session(&c, transactional));
       auto all_received = [&] { return ledger.received() >= m; };
-      const EngineCounters before = backend.counters(admin);
+      const EngineCounters before = counters();
 
       out = run_workers(n, ctl, [&](int i, WorkerStats& st) {
         QueueSession& s = *sessions[i];
@@ -144,43 +185,66 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::
               timed_batch(s, st, id, std::min(opt.batch, end - id));
             break;
           }
+          case Scenario::kOutbox: {
+            const uint64_t first = share_start(m, n, i), end = first + share(m, n, i);
+            for (uint64_t id = first; id < end && !ctl.should_stop(); ++id) {
+              timed_outbox(s, st, id);
+              committed.fetch_add(1, std::memory_order_relaxed);
+            }
+            break;
+          }
+          case Scenario::kConsumeTxn:  // recorded once committed
+            while (!all_received() && take_one(s, ctl, st, all_received, &d, true)) ledger.record(d.id, d.payload_ok);
+            break;
         }
         finish_session(s, st);
         st.empty_polls = s.empty_polls() - st.final_empty_polls;
       });
-      r.counters = counter_delta(before, backend.counters(admin));
+      r.counters = counter_delta(before, counters());
     }  // sessions end and connections close before the table is checked
     read_view.reset();  // its disconnect ends the transaction
     uint64_t rows_left = 0;
-    if (scenario == Scenario::kEnqueue) {
+    std::string txn_problem;  // what the InnoDB rows of a transactional scenario lack
+    if (scenario == Scenario::kEnqueue || scenario == Scenario::kOutbox) {
       read_back(backend, admin, &ledger);  // the rows stay: the next run recreates the table
     } else {
       rows_left = backend.rows_left(admin);
     }
+    if (scenario == Scenario::kOutbox) {
+      txn_problem = check_txn_table(admin, kOrdersTable, m);
+      if (committed.load() != m)
+        txn_problem += (txn_problem.empty() ? "" : ", ") + std::string("COMMITTED ") +
+                       std::to_string(committed.load()) + "/" + std::to_string(m);
+    }
+    if (scenario == Scenario::kConsumeTxn) txn_problem = check_txn_table(admin, kResultsTable, m);
     r.seconds = out.seconds;
     r.consume = out.merged.consume.summarize();
     r.insert = out.merged.insert.summarize();
     r.empty_polls = out.merged.empty_polls;
-    r.messages = ledger.received();
+    // outbox: a message counts once its transaction committed (the read-back checks it is there)
+    r.messages = scenario == Scenario::kOutbox ? committed.load() : ledger.received();
     r.rate = r.seconds > 0 ? static_cast<double>(r.messages) / r.seconds : 0;
-    uint64_t syncs = 0, sync_us = 0;
-    bool timed = false;
+    uint64_t syncs = 0, all_syncs = 0, sync_us = 0;
+    bool counted = false, timed = false;
+    const std::vector<std::string> sync_names = sync_counter_names(backend, server, scenario, sync);
     for (const auto& [name, value] : r.counters) {
       if (name == backend.sync_counter()) {
         syncs = value;
-        if (r.messages) r.syncs_per_message = static_cast<double>(value) / static_cast<double>(r.messages);
+        counted = true;
       }
+      if (std::find(sync_names.begin(), sync_names.end(), name) != sync_names.end()) all_syncs += value;
       if (backend.sync_time_counter() && name == backend.sync_time_counter()) {
         sync_us = value;
         timed = true;
       }
     }
+    if (counted && r.messages) r.syncs_per_message = static_cast<double>(all_syncs) / static_cast<double>(r.messages);
     if (timed && syncs) r.us_per_sync = static_cast<double>(sync_us) / static_cast<double>(syncs);
     if (timed && r.seconds > 0) r.sync_busy = static_cast<double>(sync_us) / 1e6 / r.seconds;
     r.error = ctl.error();
     Verification v = ledger.verify(rows_left);
-    r.verified = v.ok();
-    r.verification = v.describe();
+    r.verified = v.ok() && txn_problem.empty();
+    r.verification = v.describe() + (txn_problem.empty() ? "" : ", " + txn_problem);
   } catch (const std::exception& e) {
     r.error = e.what();
   }

@@ -9,6 +9,11 @@
 //   select1:     N clients run max(M, 50000) x SELECT 1 in total (the SQL-layer ceiling).
 //   poll-empty:  the same with QUEUE's consume statement on an empty QUEUE table and
 //                timeout 0: the statement's own cost with no message work (its ceiling).
+// Transactions (is_transactional(); the InnoDB tables of txn_tables.h):
+//   outbox:      N clients, M/N transactions each: an InnoDB order row and its message,
+//                one COMMIT; afterwards every order row and every message is checked.
+//   consume-txn: preload M messages; N clients consume them, each in a transaction with
+//                its InnoDB result row; afterwards every result row is checked.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,6 +22,7 @@
 #include "latency.h"
 #include "options.h"
 #include "queue_backend.h"
+#include "server_sync.h"
 
 namespace q4m::bench {
 
@@ -32,7 +38,9 @@ struct RunResult {
   LatencySummary insert;
   uint64_t empty_polls = 0;
   EngineCounters counters;       // engine counter changes during the timed part
-  double syncs_per_message = -1; // the engine's sync counter / messages; -1 = n/a
+  double syncs_per_message = -1; // the engine's sync counter / messages; -1 = n/a. Transactional
+                                 // scenarios and a synced binary log add those syncs too
+                                 // (sync_counter_names())
   double us_per_sync = -1;       // mean wall-clock µs of one sync (the disk's latency); -1 = n/a
   double sync_busy = -1;         // time spent syncing / the run's time (1.0: one sync always in flight)
   std::vector<double> repeat_rates;  // --repeat: the rate of every run of this configuration
@@ -42,8 +50,8 @@ struct RunResult {
   bool ok() const { return verified && error.empty(); }
 };
 
-RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, client::DbConn& admin,
-                             Scenario scenario, SyncMode sync, int concurrency);
+RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, const ServerSync& server,
+                             client::DbConn& admin, Scenario scenario, SyncMode sync, int concurrency);
 inline constexpr const char* kSelect1Scenario = "select1";
 inline constexpr const char* kEmptyPollScenario = "poll-empty";
 inline constexpr const char* kEmptyPollTable = "q4m_bench_poll";

@@ -30,8 +30,12 @@ def print_ceilings(find, concs, sync):
 
 
 def print_scenario(find, concs, sync, scenario):
-    # enqueue takes nothing: its latency is that of one multi-row INSERT
-    timed, label = ("put", "QUEUE INSERT p50/p99 µs") if scenario == "enqueue" else ("get", "QUEUE get p50/p99 µs")
+    # enqueue takes nothing: its latency is that of one multi-row INSERT; the transactional
+    # scenarios time whole transactions (outbox as a put, consume-txn as a get)
+    timed, label = {"enqueue": ("put", "QUEUE INSERT p50/p99 µs"),
+                    "outbox": ("put", "QUEUE transaction p50/p99 µs"),
+                    "consume-txn": ("get", "QUEUE transaction p50/p99 µs")}.get(
+                        scenario, ("get", "QUEUE get p50/p99 µs"))
     print(f"**{scenario}, sync={sync}**\n")
     print("| conc | QUEUE msg/s | InnoDB msg/s | QUEUE/InnoDB | QUEUE/SELECT 1 | QUEUE/poll |"
           f" {label} | syncs/msg QUEUE / InnoDB |")
@@ -56,10 +60,12 @@ def main(path):
     find = {(r["scenario"], r["engine"], r["sync"], r["concurrency"]): r for r in runs}
     concs = sorted({r["concurrency"] for r in runs})
     syncs = [s for s in ("none", "durable", "durable-inserts") if any(r["sync"] == s for r in runs)]
-    scenarios = [s for s in ("multireader", "multirw", "multiwait", "enqueue") if any(r["scenario"] == s for r in runs)]
+    scenarios = [s for s in ("multireader", "multirw", "multiwait", "enqueue", "outbox", "consume-txn")
+                 if any(r["scenario"] == s for r in runs)]
     m = doc.get("machine", {})
     print(f"Machine: {m.get('cpu_model', '?')} x {m.get('cpus', '?')}, {m.get('uname', '')}; "
-          f"server {doc.get('server', {}).get('version', '?')}; {doc['options'].get('protocol', 'text')} protocol; "
+          f"server {doc.get('server', {}).get('version', '?')}, binary log {doc.get('server', {}).get('binlog', '?')}; "
+          f"{doc['options'].get('protocol', 'text')} protocol; "
           f"{doc['options']['messages']} messages per run, "
           f"{'InnoDB read view held during queue runs, ' if doc['options'].get('hold_read_view') else ''}"
           f"median of {doc['options']['repeat']}; all runs verified: {'yes' if doc.get('ok') else 'NO'}.\n")

@@ -19,6 +19,7 @@ TABLE_COUNTERS = [
     ("rows_released", "q4m_queue_released_rows", "Owned rows given back by an operator (queue_release_owned())."),
     ("rows_redriven", "q4m_queue_redriven_rows", "Dead rows queued again (queue_redrive_dead())."),
     ("rows_purged", "q4m_queue_purged_rows", "Dead rows removed (queue_purge_dead())."),
+    ("damaged_reads", "q4m_queue_damaged_reads", "Reads of a row whose bytes on disk failed their checksum."),
 ]
 STATES = ("ready", "owned", "delayed", "dead")
 
