@@ -231,7 +231,13 @@ void GroupOrder::fit(uint32_t slot, Time now) {
     g.rlast = it == g.open.begin() ? 0 : *std::prev(it);
     g.ready--;
   }
-  if (want < allowed) schedule(slot, g.bucket.next(now));  // rows wait for a token
+  // Rows wait for a token: the timer comes back when one more than the group spends now is
+  // there (never at `now`: due() would find the same again). A bucket that cannot hold one
+  // more needs no timer: a hand-out of a ready row comes back here.
+  if (want < allowed) {
+    const Time at = g.bucket.when(want + 1, now);
+    if (at != Time::max()) schedule(slot, at);
+  }
   const bool at_limit = g.free > 0 && g.ready == 0;
   if (at_limit != g.at_limit) {
     g.at_limit = at_limit;

@@ -60,6 +60,13 @@ SteadyClock::time_point TokenBucket::next(SteadyClock::time_point now) const {
   return l >= 1 - 1e-9 ? now : after(now, (1 - l) / rate_);
 }
 
+SteadyClock::time_point TokenBucket::when(uint64_t n, SteadyClock::time_point now) const {
+  if (!limited()) return now;
+  if (static_cast<double>(n) > capacity_ + 1e-9) return SteadyClock::time_point::max();
+  const double l = level(now);
+  return l >= static_cast<double>(n) - 1e-9 ? now : after(now, (static_cast<double>(n) - l) / rate_);
+}
+
 SteadyClock::time_point TokenBucket::refilled(SteadyClock::time_point now) const {
   if (!limited()) return now;
   const double l = level(now);

@@ -35,6 +35,8 @@ class TokenBucket {
   void spend(SteadyClock::time_point now);
   // When the next whole token is there (now if there is one).
   SteadyClock::time_point next(SteadyClock::time_point now) const;
+  // When `n` whole tokens are there (time_point::max() if the bucket never holds that many).
+  SteadyClock::time_point when(uint64_t n, SteadyClock::time_point now) const;
   // When the bucket is full again.
   SteadyClock::time_point refilled(SteadyClock::time_point now) const;
 
