@@ -18,6 +18,6 @@ for round in $(seq 1 "$ROUNDS"); do
   for v in "${ORDER[@]}"; do
     echo "== round $round: $v (${VARIANTS[$v]:-no options})"
     scripts/bench.sh --engines queue --scenarios multireader,multirw --concurrency 16 --messages 40000 \
-      --queue-options "${VARIANTS[$v]}" "$@" 2>/dev/null | grep -E "^\| *(multireader|multirw)" || true
+      --sync none --queue-options "${VARIANTS[$v]}" "$@" 2>/dev/null | awk -v v="$v" '/^== /{s=$2} /^queue /{print v, s, "conc", $2, $3, "msg/s"}' || true
   done
 done
