@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/row/payload.h"
 #include "core/table/registry.h"
 #include "engine/info_schema.h"
 #include "engine/handlerton.h"
@@ -141,10 +142,94 @@ int fill_queue_owned_rows(THD* thd, TABLE_LIST* tables, Item*) {
   });
 }
 
+enum HeldGroupColumn { kHeldSchema, kHeldName, kGroupKey, kOutRows, kReadyRows, kHeldRows, kWaitingFor,
+                       kNextTokenMs };
+
+ST_FIELD_INFO queue_held_groups_fields[] = {
+    Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
+    Show::Column("TABLE_NAME", Show::Name(), NOT_NULL),
+    Show::Column("GROUP_KEY", Show::Varchar(512), NULLABLE),
+    Show::Column("OUT_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("READY_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("HELD_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("WAITING_FOR", Show::Varchar(32), NOT_NULL),
+    Show::Column("NEXT_TOKEN_MS", Show::ULonglong(), NULLABLE),
+    Show::CEnd()};
+
+// Groups listed per table at most: the list is for finding the keys that are held back, and
+// is made under the table's lock.
+constexpr size_t kMaxHeldGroups = 1000;
+
+// Stores the group key of the row with `payload` in `f` (MESSAGE_GROUP_COLUMN `k`): integers
+// and strings as their value, other types as the hex of their stored bytes. NULL if the row
+// does not decode (it was removed and its bytes reused).
+void store_group_key(Field* f, const q4m::KeyColumn& k, std::string_view payload) {
+  std::vector<q4m::RowPayloadView::Column> columns;
+  if (k.column >= k.schema.columns.size() || !q4m::RowPayloadView::decode(k.schema, payload, &columns) ||
+      columns[k.column].is_null) {
+    f->set_null();
+    return;
+  }
+  f->set_notnull();
+  const q4m::ColumnInfo& c = k.schema.columns[k.column];
+  const std::string_view v = columns[k.column].bytes;
+  if (c.kind == q4m::ColumnKind::kInt && v.size() >= 1 && v.size() <= 8) {
+    uint64_t u = 0;
+    for (size_t i = v.size(); i-- > 0;) u = (u << 8) | static_cast<unsigned char>(v[i]);
+    if (!c.is_unsigned && v.size() < 8 && (u >> (8 * v.size() - 1)) & 1) u |= ~uint64_t(0) << (8 * v.size());
+    f->store(static_cast<longlong>(u), c.is_unsigned);
+    return;
+  }
+  const CHARSET_INFO* cs = c.collation.empty() ? nullptr : get_charset_by_name(c.collation.c_str(), MYF(0));
+  if (cs && (c.kind == q4m::ColumnKind::kChar || c.kind == q4m::ColumnKind::kVarchar)) {
+    const size_t length = c.kind == q4m::ColumnKind::kChar ? cs->lengthsp(v.data(), v.size()) : v.size();
+    f->store(v.data(), length, cs);
+    return;
+  }
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string hex = "0x";
+  for (unsigned char ch : v) {
+    hex += kHex[ch >> 4];
+    hex += kHex[ch & 15];
+  }
+  f->store(hex.data(), hex.size(), system_charset_info);
+}
+
+int fill_queue_held_groups(THD* thd, TABLE_LIST* tables, Item*) {
+  TABLE* t = tables->table;
+  return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
+    const std::shared_ptr<const q4m::TableOptions> options = queue.options();
+    if (!options->message_group) return 0;
+    std::string payload;
+    for (const q4m::HeldGroupInfo& g : queue.held_groups(kMaxHeldGroups)) {
+      store_name(t, kHeldSchema, db, name);
+      bool found = false;
+      if (queue.read_row(g.row, &payload, &found).ok() && found)
+        store_group_key(t->field[kGroupKey], *options->message_group, payload);
+      else
+        t->field[kGroupKey]->set_null();  // its rows are gone meanwhile
+      t->field[kOutRows]->store(g.out, true);
+      t->field[kReadyRows]->store(g.ready, true);
+      t->field[kHeldRows]->store(g.held, true);
+      const char* waiting_for = g.by_rate ? "GROUP_RATE" : "GROUP_CONCURRENCY";
+      t->field[kWaitingFor]->store(waiting_for, strlen(waiting_for), system_charset_info);
+      if (g.next_token_ms < 0) {
+        t->field[kNextTokenMs]->set_null();
+      } else {
+        t->field[kNextTokenMs]->set_notnull();
+        t->field[kNextTokenMs]->store(g.next_token_ms, true);
+      }
+      if (schema_table_store_record(thd, t)) return 1;
+    }
+    return 0;
+  });
+}
+
 }  // namespace
 
 st_mysql_information_schema queue_tables_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
 st_mysql_information_schema queue_owned_rows_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
+st_mysql_information_schema queue_held_groups_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
 
 int queue_tables_init(void* p) {
   ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
@@ -157,6 +242,13 @@ int queue_owned_rows_init(void* p) {
   ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
   schema->fields_info = queue_owned_rows_fields;
   schema->fill_table = fill_queue_owned_rows;
+  return 0;
+}
+
+int queue_held_groups_init(void* p) {
+  ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
+  schema->fields_info = queue_held_groups_fields;
+  schema->fill_table = fill_queue_held_groups;
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <field.h>
 #include <table.h>
 
+#include "core/policy/token_bucket.h"
 #include "engine/schema.h"
 #include <create_options.h>
 
@@ -21,6 +22,14 @@ ha_create_table_option queue_table_options[] = {
     // SQS's deduplication interval by default; up to 30 days (every key of the window is
     // kept in memory).
     HA_TOPTION_NUMBER("DEDUP_WINDOW", dedup_window, 300, 1, 2592000, 1),
+    // The limits (core/policy/message_groups.h, table_limits.h). A concurrency is a window of
+    // rows kept in memory; a burst is a count of tokens.
+    HA_TOPTION_NUMBER("GROUP_CONCURRENCY", group_concurrency, 1, 0, 1000000, 1),
+    HA_TOPTION_STRING("GROUP_RATE", group_rate),
+    HA_TOPTION_NUMBER("GROUP_BURST", group_burst, 1, 1, 1000000000, 1),
+    HA_TOPTION_NUMBER("MAX_IN_FLIGHT", max_in_flight, 0, 0, 1000000000, 1),
+    HA_TOPTION_STRING("MAX_RATE", max_rate),
+    HA_TOPTION_NUMBER("MAX_BURST", max_burst, 1, 1, 1000000000, 1),
     HA_TOPTION_END,
 };
 
@@ -146,6 +155,18 @@ bool option_given(const TABLE_SHARE* share, const char* name) {
   return false;
 }
 
+// A rate option (GROUP_RATE, MAX_RATE) of `share` in hand-outs per second: 0 if not set.
+// False, with *error naming the option, if it cannot be read.
+bool rate_of(const char* option, const char* text, double* per_second,
+             std::string* error) {
+  *per_second = 0;
+  if (!text || !*text) return true;
+  std::string why;
+  if (q4m::parse_rate(text, per_second, &why)) return true;
+  *error = std::string(option) + ": " + why;
+  return false;
+}
+
 }  // namespace
 
 bool check_options(const TABLE* table, std::string* error) {
@@ -160,6 +181,24 @@ bool check_options(const TABLE* table, std::string* error) {
     *error = "DEDUP_WINDOW needs DEDUP_COLUMN, the column whose value tells a duplicate";
     return false;
   }
+  const ha_table_option_struct* given = share->option_struct;
+  double group_rate = 0, max_rate = 0;
+  if (!rate_of("GROUP_RATE", given ? given->group_rate : nullptr, &group_rate, error)) return false;
+  if (!rate_of("MAX_RATE", given ? given->max_rate : nullptr, &max_rate, error)) return false;
+  // Limits that would be ignored.
+  for (const char* per_group : {"GROUP_CONCURRENCY", "GROUP_RATE", "GROUP_BURST"})
+    if (!message_group && option_given(share, per_group)) {
+      *error = std::string(per_group) + " needs MESSAGE_GROUP_COLUMN, the column whose value is the key it limits";
+      return false;
+    }
+  if (group_rate == 0 && option_given(share, "GROUP_BURST")) {
+    *error = "GROUP_BURST needs GROUP_RATE, the rate whose bucket it sizes";
+    return false;
+  }
+  if (max_rate == 0 && option_given(share, "MAX_BURST")) {
+    *error = "MAX_BURST needs MAX_RATE, the rate whose bucket it sizes";
+    return false;
+  }
   // The server takes a number option it cannot read (MESSAGE_TTL='2 days') for 0.
   struct NumberOption {
     const char* name;
@@ -169,6 +208,10 @@ bool check_options(const TABLE* table, std::string* error) {
       {"MESSAGE_TTL", "a whole number of seconds (0 to 3153600000; 0 = never expire)"},
       {"MAX_DELIVERIES", "a whole number of deliveries (0 to 65535; 0 = no limit)"},
       {"DEDUP_WINDOW", "a whole number of seconds (1 to 2592000)"},
+      {"GROUP_CONCURRENCY", "a whole number of rows (0 to 1000000; 0 = no limit)"},
+      {"GROUP_BURST", "a whole number of hand-outs (1 to 1000000000)"},
+      {"MAX_IN_FLIGHT", "a whole number of rows (0 to 1000000000; 0 = no limit)"},
+      {"MAX_BURST", "a whole number of hand-outs (1 to 1000000000)"},
   };
   for (const engine_option_value* o = share->option_list; o; o = o->next) {
     if (!o->value.str) continue;
@@ -194,6 +237,15 @@ std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share) {
     o->message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
     o->max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
     o->dedup_window = std::chrono::seconds(share->option_struct->dedup_window);
+    const ha_table_option_struct& opt = *share->option_struct;
+    if (o->message_group) {  // (without the column check_options() refused them)
+      o->group_concurrency = static_cast<uint32_t>(opt.group_concurrency);
+      rate_of("GROUP_RATE", opt.group_rate, &o->group_rate, &error);
+      o->group_burst = static_cast<uint32_t>(opt.group_burst);
+    }
+    o->max_in_flight = opt.max_in_flight;
+    rate_of("MAX_RATE", opt.max_rate, &o->max_rate, &error);
+    o->max_burst = static_cast<uint32_t>(opt.max_burst);
   }
   o->max_rows = share->max_rows;
   return o;

@@ -5,6 +5,12 @@
 //   MESSAGE_GROUP_COLUMN='col'  rows with the same value in it go out one at a time, in order.
 //   DEDUP_COLUMN='col'       a row whose value in it was inserted less than DEDUP_WINDOW
 //   DEDUP_WINDOW=seconds     seconds ago (default 300) is dropped as a duplicate.
+//   GROUP_CONCURRENCY=n      rows of one message group out at once (default 1; 0 = no limit).
+//   GROUP_RATE='r[/unit]'    hand-outs per second (or minute, hour) per message group,
+//   GROUP_BURST=n            from a token bucket of n (default 1).
+//   MAX_IN_FLIGHT=n          rows of the table out at once (default 0: no limit).
+//   MAX_RATE='r[/unit]'      hand-outs per second (or minute, hour) of the whole table,
+//   MAX_BURST=n              from a token bucket of n (default 1).
 // and one of the server's own: MAX_ROWS=n, the most rows the table holds (an INSERT past it
 // fails with "table is full", as a MEMORY table's does).
 #pragma once
@@ -25,6 +31,12 @@ struct ha_table_option_struct {
   const char* message_group_column;
   const char* dedup_column;
   ulonglong dedup_window;  // seconds
+  ulonglong group_concurrency;
+  const char* group_rate;  // "20", "100/min": token_bucket.h's parse_rate()
+  ulonglong group_burst;
+  ulonglong max_in_flight;
+  const char* max_rate;
+  ulonglong max_burst;
 };
 
 namespace q4m_engine {
@@ -42,7 +54,8 @@ bool check_options(const TABLE* table, std::string* error);
 std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share);
 
 // Whether an ALTER TABLE from `from` to `to` can keep the data file as it is: true if only
-// options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES, DEDUP_WINDOW).
+// options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES, DEDUP_WINDOW,
+// the limits: GROUP_CONCURRENCY, GROUP_RATE, GROUP_BURST, MAX_IN_FLIGHT, MAX_RATE, MAX_BURST).
 // VISIBLE_AT_COLUMN decides which queued rows start delayed, MESSAGE_GROUP_COLUMN which rows
 // wait for which, and DEDUP_COLUMN which keys the window holds, so changing one of them
 // copies the rows. (MAX_ROWS, a server option, also changes in place.)

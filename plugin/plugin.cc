@@ -40,6 +40,10 @@ maria_declare_plugin(queue){
     MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_owned_rows_descriptor, "QUEUE_OWNED_ROWS", kAuthor,
     "Rows of QUEUE tables that connections own", PLUGIN_LICENSE_GPL, queue_owned_rows_init, nullptr,
     kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
+{
+    MYSQL_INFORMATION_SCHEMA_PLUGIN, &queue_held_groups_descriptor, "QUEUE_HELD_GROUPS", kAuthor,
+    "Message groups of QUEUE tables holding rows back (GROUP_CONCURRENCY, GROUP_RATE)", PLUGIN_LICENSE_GPL,
+    queue_held_groups_init, nullptr, kVersion, nullptr, nullptr, kVersionText, MariaDB_PLUGIN_MATURITY_STABLE},
     Q4M_FUNCTION(queue_wait_plugin, "queue_wait", "queue_wait(tbl [, tbl ...] [, timeout])"),
     Q4M_FUNCTION(queue_wait_batch_plugin, "queue_wait_batch", "queue_wait_batch(tbl, max_rows [, timeout])"),
     Q4M_FUNCTION(queue_take_dead_plugin, "queue_take_dead", "queue_take_dead(tbl): take a dead row (MAX_DELIVERIES)"),

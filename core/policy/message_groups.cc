@@ -20,10 +20,18 @@ GroupOrder::RowLookup MessageGroups::lookup(RowContext& ctx) const {
 }
 
 void MessageGroups::configure(const TableOptions& options, RowContext& ctx) {
+  GroupOrder::Limits limits;
+  limits.concurrency = options.group_concurrency;
+  limits.rate = options.group_rate;
+  limits.burst = options.group_burst;
+  if (limits != order_.limits()) {
+    order_.set_limits(limits, lookup(ctx), ctx.now());  // (before the rows are read: once)
+    watch(ctx);
+  }
   if (options.max_deliveries != max_deliveries_) {
     max_deliveries_ = options.max_deliveries;
     // An owned row may have crossed the new limit either way (in line or lent out).
-    if (column_) order_.refresh_all(lookup(ctx));
+    if (column_) order_.refresh_all(lookup(ctx), ctx.now());
   }
   if (column_ || !options.message_group) return;
   column_ = options.message_group;
@@ -32,8 +40,9 @@ void MessageGroups::configure(const TableOptions& options, RowContext& ctx) {
   ctx.for_each_payload([](const RowEntry&) { return true; }, [&](RowEntry& e, std::string_view payload) {
     if (!row_key(*column_, payload, &key)) return;
     e.grouped = true;
-    order_.add(e.id, key, rows);
+    order_.add(e.id, key, rows, ctx.now());
   });
+  watch(ctx);
 }
 
 void MessageGroups::added(RowEntry& e, std::string_view payload, RowContext& ctx) {
@@ -41,7 +50,8 @@ void MessageGroups::added(RowEntry& e, std::string_view payload, RowContext& ctx
   std::string key;
   if (!row_key(*column_, payload, &key)) return;
   e.grouped = true;
-  order_.add(e.id, key, lookup(ctx));
+  order_.add(e.id, key, lookup(ctx), ctx.now());
+  watch(ctx);
 }
 
 }  // namespace q4m

@@ -12,12 +12,13 @@
 #include "core/policy/message_groups.h"
 #include "core/policy/policy_set.h"
 #include "core/policy/relay.h"
+#include "core/policy/table_limits.h"
 
 namespace q4m {
 
 // Run by the group-commit leader, under the writer lock.
 using WriterPolicies = PolicySet<Relay, Dedup, MaxRows>;
 // Run under the state lock.
-using RowPolicies = PolicySet<Delays, DeadLetters, Expiry, MessageGroups, Leases>;
+using RowPolicies = PolicySet<Delays, DeadLetters, Expiry, MessageGroups, TableLimits, Leases>;
 
 }  // namespace q4m

@@ -1,6 +1,6 @@
 // Row policies: the features that decide about a table's rows (MAX_ROWS, DEDUP_COLUMN,
-// relayed source ids, MESSAGE_TTL, MAX_DELIVERIES, MESSAGE_GROUP_COLUMN, delayed rows,
-// leases). Each is a plain class in its own files here, listed once in policies.h. The
+// relayed source ids, MESSAGE_TTL, MAX_DELIVERIES, MESSAGE_GROUP_COLUMN and its limits,
+// MAX_IN_FLIGHT and MAX_RATE, delayed rows, leases). Each is a plain class in its own files here, listed once in policies.h. The
 // table calls every listed policy at the points every change of its rows passes; a policy
 // defines the hooks it needs and inherits PolicyBase's empty ones for the rest, which
 // compile away (the lists are fixed at compile time: no virtual call per row).
@@ -30,7 +30,8 @@
 //                                          what the policy carries over, its records in the
 //                                          take-over's chunk; then written() or failed()
 //
-// Row policies (RowPolicies: delays, dead letters, expiry, message groups, leases) run
+// Row policies (RowPolicies: delays, dead letters, expiry, message groups, table limits,
+// leases) run
 // with the table's state lock held:
 //   configure(options, RowContext&)        the table's options are (re)applied
 //   opened(RecoveredTable&, RowContext&)   the file was recovered at open
@@ -49,6 +50,10 @@
 //   first_released() / released(out)       the oldest gated row that may go now / the gated
 //                                          rows that may go since the last call (releasing():
 //                                          whether there are any)
+//   open() / reopened()                    the table may hand out rows at all now (a limit of
+//                                          the whole table: no take, no hand-off while one
+//                                          policy says no) / it said no and may say yes since
+//                                          the last call (the table then serves its waiters)
 //   published(RowContext&)                 the rows of one commit were added and offered
 //   due(RowContext&)                       the table's timer pass; returns when it is due next
 //   claimer() / claims_removed(n, counters) a holder whose claimed rows the table removes
@@ -60,6 +65,13 @@
 //                                          policy of the other table), once every row took
 //                                          the state it has there: what the policy keeps
 //                                          besides the rows' states (core/table/takeover.cc)
+//
+// Gating: a row is takeable when it is free and every policy allows() it. The plain scan
+// (no condition) walks the rows no policy gates() and compares the first takeable one with
+// each policy's first_released(); a released row another policy's allows() refuses is not
+// taken (then the plain row is). So a row should be gated by one policy only: limits that
+// decide which rows of a group may go live with the group's order (MessageGroups), and a
+// limit for every row is open(), not a gate.
 //
 // A transaction (prepare, then commit or rollback) runs the same hooks: writer policies'
 // admission at prepare (so that a refusal fails the statement, and what admit() reserved is
@@ -200,6 +212,8 @@ struct PolicyBase {
   RowId first_released() const { return 0; }
   bool releasing() const { return false; }
   void released(std::vector<RowId>*) {}
+  bool open() const { return true; }
+  bool reopened() { return false; }
   void published(RowContext&) {}
   SteadyClock::time_point due(RowContext&) { return SteadyClock::time_point::max(); }
   const Holder* claimer() const { return nullptr; }

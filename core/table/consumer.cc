@@ -24,6 +24,13 @@ bool Consumer::Impl::accept(int sub_index, RowId id, uint32_t deliveries, uint32
   return true;
 }
 
+void Consumer::Impl::rescan() {
+  auto mb = mailbox.lock();
+  if (!mb->waiting || mb->handed) return;
+  mb->rescan = true;
+  wake.notify_one();
+}
+
 void Consumer::Impl::table_dropped(const std::string& message) {
   auto mb = mailbox.lock();
   if (!mb->waiting || mb->dropped) return;
@@ -334,21 +341,25 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   std::vector<QueueTable*> registered;
   std::string dropped_message;
   bool taken_in_order = false;  // by this scan, after every earlier subscription had no row
-  for (size_t i = 0; i < subs.size(); i++) {
-    QueueTable* t = subs[i].table.get();
-    t->counters().waits.add();
-    auto r = t->take(c.request(static_cast<int>(i), subs[i].filter), block);
-    if (r == QueueTable::Take::kRegistered) {
-      if (std::find(registered.begin(), registered.end(), t) == registered.end()) registered.push_back(t);
-      continue;
+  // Each subscription in list order: takes a row, or registers as a waiter.
+  auto take_or_register = [&] {
+    for (size_t i = 0; i < subs.size(); i++) {
+      QueueTable* t = subs[i].table.get();
+      auto r = t->take(c.request(static_cast<int>(i), subs[i].filter), block);
+      if (r == QueueTable::Take::kRegistered) {
+        if (std::find(registered.begin(), registered.end(), t) == registered.end()) registered.push_back(t);
+        continue;
+      }
+      if (r == QueueTable::Take::kDropped) {
+        dropped_message = t->dropped_status().message();
+        break;
+      }
+      taken_in_order = r == QueueTable::Take::kTaken;
+      if (r != QueueTable::Take::kNone) break;  // taken now, or handed by an earlier table
     }
-    if (r == QueueTable::Take::kDropped) {
-      dropped_message = t->dropped_status().message();
-      break;
-    }
-    taken_in_order = r == QueueTable::Take::kTaken;
-    if (r != QueueTable::Take::kNone) break;  // taken now, or handed by an earlier table
-  }
+  };
+  for (const Subscription& s : subs) s.table->counters().waits.add();
+  take_or_register();
 
   Impl::Mailbox result;
   bool interrupted = false;
@@ -364,6 +375,15 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       mb.unique_lock().lock();
     }
     while (must_sleep()) {
+      if (mb->rescan) {  // a closed table opened: the same pass again, from the first subscription
+        mb->rescan = false;
+        mb.unique_lock().unlock();
+        for (QueueTable* t : registered) t->unregister(&c);
+        registered.clear();
+        take_or_register();
+        mb.unique_lock().lock();
+        continue;
+      }
       // Spurious wake-ups loop; only the deadline itself is a timeout.
       const auto until = yield ? std::min(deadline, std::chrono::steady_clock::now() + yield->every) : deadline;
       if (c.wake.wait_until(mb.unique_lock(), until) != std::cv_status::timeout) continue;

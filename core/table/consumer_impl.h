@@ -28,11 +28,14 @@ struct Consumer::Impl final : public Receiver {
     // clear_interrupt(). Survives between waits so a KILL that lands just before wait()
     // registers is not lost.
     bool interrupt_pending = false;
+    // A table asked it to take again (Receiver::rescan): its wait does so, then sleeps on.
+    bool rescan = false;
   };
 
   // Receiver: called by a table under its state lock (lock order table -> consumer).
   bool accept(int sub, RowId id, uint32_t deliveries, uint32_t prior_deliveries) override;
   bool waiting() override { return mailbox.lock()->waiting; }
+  void rescan() override;
   void table_dropped(const std::string& message) override;
 
   // What a take by this consumer asks of a table.

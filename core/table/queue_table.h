@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/policy/group_order.h"
 #include "core/policy/options.h"
 #include "core/policy/table_stats.h"
 #include "core/row/filter.h"
@@ -38,6 +39,10 @@ struct OwnedRowInfo {
   uint64_t owned_ms = 0;       // since it was handed out (a batch: since its first row)
   int64_t lease_left_ms = -1;  // until its lease runs out (0 = due now); -1 = no lease
 };
+
+// A message group holding rows back (its order, GROUP_CONCURRENCY, GROUP_RATE):
+// INFORMATION_SCHEMA.QUEUE_HELD_GROUPS.
+using HeldGroupInfo = GroupOrder::HeldGroup;
 
 // What a connection's scan may see (the visibility rules above), as its Consumer says.
 struct View {
@@ -62,6 +67,9 @@ class Receiver {
   virtual bool accept(int sub, RowId id, uint32_t deliveries, uint32_t prior_deliveries) = 0;
   // Whether it still waits for a row (else a table does not register it as a waiter).
   virtual bool waiting() = 0;
+  // A table it waits on with a condition was closed (MAX_IN_FLIGHT, MAX_RATE) and opened
+  // again: the table no longer lists it as a waiter, and it takes (or registers) again.
+  virtual void rescan() = 0;
   virtual void table_dropped(const std::string& message) = 0;
 };
 
@@ -171,6 +179,8 @@ class QueueTable {
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are not
   // listed). Not one atomic snapshot: the index is read in slices.
   virtual std::vector<OwnedRowInfo> owned_rows() = 0;
+  // Up to `max` message groups holding rows back, the most held back first (O(groups)).
+  virtual std::vector<HeldGroupInfo> held_groups(size_t max) = 0;
   virtual TableCounters& counters() = 0;
   virtual const std::string& path() const = 0;
 

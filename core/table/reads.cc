@@ -1,6 +1,7 @@
 // SQL scans: what a connection sees (the visibility rules in queue_table.h), reads of rows
 // the caches do not hold, each checked against its row's checksum (core/file/row_check.h),
-// and the list of owned rows (QUEUE_OWNED_ROWS).
+// the list of owned rows (QUEUE_OWNED_ROWS) and of groups holding rows back
+// (QUEUE_HELD_GROUPS).
 #include <algorithm>
 
 #include "core/table/consumer.h"
@@ -199,6 +200,12 @@ std::vector<OwnedRowInfo> Table::owned_rows() {
     more = pos < st->index.end_pos() && held_seen < held_.load();
   }
   return out;
+}
+
+std::vector<HeldGroupInfo> Table::held_groups(size_t max) {
+  auto st = state_.lock();
+  if (st->dropped || st->successor) return {};
+  return st->policies.get<MessageGroups>().held_groups(max);
 }
 
 }  // namespace q4m

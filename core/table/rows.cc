@@ -81,28 +81,57 @@ bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const Ro
 }
 
 void Table::release(State& st, RowContext& ctx) {
-  if (!st.policies.any([](const auto& p) { return p.releasing(); })) return;
-  std::vector<RowId> ready;
-  for (bool more = true; more;) {
-    more = false;
-    st.policies.each([&](auto& p) {
-      ready.clear();
-      p.released(&ready);
-      for (RowId id : ready) {
-        more = true;
-        RowEntry* e = st.index.find(id);
-        if (!e || !takeable(st, *e)) continue;  // taken already
-        // Scans passed it while its policy held it back.
-        st.free_epoch++;
-        st.cursors.row_returned(id);
-        offer(st, *e, std::string_view(), ctx);
-      }
-    });
+  for (;;) {
+    std::vector<RowId> ready;
+    for (bool more = st.policies.any([](const auto& p) { return p.releasing(); }); more;) {
+      more = false;
+      st.policies.each([&](auto& p) {
+        ready.clear();
+        p.released(&ready);
+        for (RowId id : ready) {
+          more = true;
+          RowEntry* e = st.index.find(id);
+          if (!e || !takeable(st, *e)) continue;  // taken already
+          // Scans passed it while its policy held it back.
+          st.free_epoch++;
+          st.cursors.row_returned(id);
+          offer(st, *e, std::string_view(), ctx);
+        }
+      });
+    }
+    bool reopened = false;
+    st.policies.each([&](auto& p) { reopened = p.reopened() || reopened; });
+    if (!reopened) return;
+    serve_waiters(st, ctx);
   }
 }
 
+void Table::serve_waiters(State& st, RowContext& ctx) {
+  if (st.successor) return;  // a moved table hands out nothing
+  st.free_epoch++;  // filtered scans in progress: rows they passed while it was closed may go
+  for (auto it = st.waiters.begin(); it != st.waiters.end() && open(st);) {
+    const TakeRequest r = it->request;
+    if (r.filter) {  // its condition reads payloads: its own take scans again, outside the lock
+      it = st.waiters.erase(it);
+      r.receiver->rescan();
+      continue;
+    }
+    RowEntry* e = next_plain(st);
+    if (!e) break;  // no row at all: none for a condition either
+    it = st.waiters.erase(it);
+    const uint32_t deliveries = next_delivery(*e);
+    if (!r.receiver->accept(r.sub, e->id, deliveries, e->deliveries)) continue;  // done waiting
+    give(st, r, *e, deliveries, ctx, r.provisional);
+    counters_.handoffs.add();
+    global_stats().wait_handoff.add();
+  }
+  waiters_.store(st.waiters.size());
+}
+
 void Table::offer(State& st, RowEntry& e, std::string_view payload, RowContext& ctx) {
-  if (st.waiters.empty() || !takeable(st, e) || st.successor) return;  // a moved table hands out nothing
+  // A moved table hands out nothing; a closed one (MAX_IN_FLIGHT, MAX_RATE) serves its
+  // waiters when it opens.
+  if (st.waiters.empty() || !takeable(st, e) || st.successor || !open(st)) return;
   std::string scratch;
   bool have_payload = payload.data() != nullptr || e.length == 0;
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {

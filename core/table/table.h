@@ -85,6 +85,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowView row_view(RowId id, const Consumer* viewer) override;
   TableStats info() override;
   std::vector<OwnedRowInfo> owned_rows() override;
+  std::vector<HeldGroupInfo> held_groups(size_t max) override;
   TableCounters& counters() override { return counters_; }
   const std::string& path() const override { return *path_.load(std::memory_order_acquire); }
   Take take(const TakeRequest& r, bool register_waiter) override;
@@ -274,12 +275,21 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // A new row (state kFree, in the index): the policies' added() and placing_new(), then
   // offered unless placed elsewhere. True if it was placed elsewhere.
   bool place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx);
-  // Offers the rows the gating policies let go since the last call to the waiters.
+  // Offers the rows the gating policies let go since the last call to the waiters, and
+  // serves them if the table opened again.
   void release(State& st, RowContext& ctx);
+  // The table was closed (open(): a limit of the whole table) and opens again: plain waiters
+  // take rows in FIFO order while it stays open, filtered ones scan again themselves
+  // (Receiver::rescan).
+  void serve_waiters(State& st, RowContext& ctx);
   // Hands a takeable row to the first waiter (FIFO) that still waits and whose filter matches.
   void offer(State& st, RowEntry& e, std::string_view payload_if_known, RowContext& ctx);
   bool takeable(const State& st, const RowEntry& e) const {
     return e.state == RowState::kFree && st.policies.all([&](const auto& p) { return p.allows(e); });
+  }
+  // Whether the table may hand out a row now (every policy's open(): MAX_IN_FLIGHT, MAX_RATE).
+  bool open(const State& st) const {
+    return st.policies.all([](const auto& p) { return p.open(); });
   }
   bool gated(const State& st, const RowEntry& e) const {
     return st.policies.any([&](const auto& p) { return p.gates(e); });

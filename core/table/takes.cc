@@ -42,6 +42,7 @@ QueueTable::Take Table::register_locked(State& st, const TakeRequest& r) {
 // moves forward when no row became takeable during the scan (free_epoch unchanged), and a
 // row becoming takeable moves it back, so a returned row is never skipped.
 RowEntry* Table::next_plain(State& st) {
+  if (!open(st)) return nullptr;  // MAX_IN_FLIGHT, MAX_RATE: serve_waiters() when it opens
   RowId* cursor = &st.first_free_hint;
   size_t pos = st.index.lower_bound(*cursor), end = st.index.end_pos();
   // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
@@ -57,7 +58,10 @@ RowEntry* Table::next_plain(State& st) {
     if (id != 0 && (ready == 0 || id < ready)) ready = id;
   });
   RowEntry* e = nullptr;
-  if (ready != 0 && (pos == end || ready < st.index.at(pos).id)) e = st.index.find(ready);
+  if (ready != 0 && (pos == end || ready < st.index.at(pos).id)) {
+    e = st.index.find(ready);
+    if (e && !takeable(st, *e)) e = nullptr;  // released by one policy, refused by another (policy.h)
+  }
   if (!e && pos < end) e = &st.index.at(pos);
   return e;
 }
@@ -97,6 +101,9 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
       auto st = state_.lock();
       if (st->dropped) return Take::kDropped;
       if (st->successor) return moved_take(*st, r, register_waiter);
+      // A limit of the whole table: no row now, and the cursor stays where it is (the
+      // waiter scans again when the table opens: serve_waiters()).
+      if (!open(*st)) return register_waiter ? register_locked(*st, r) : Take::kNone;
       RowId* cursor = cursor_for(*st, r.filter);
       if (!started || st->free_epoch != epoch) {  // (re)start: a row behind us may be takeable again
         from = *cursor;
@@ -157,6 +164,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
     if (st->successor) return moved_take(*st, r, register_waiter);
     // (Else compaction moved the rows meanwhile: the next read checks them again.)
     if (st->file == file) set_aside(*st, damaged);
+    if (!open(*st)) return register_waiter ? register_locked(*st, r) : Take::kNone;  // as above
     RowId* cursor = cursor_for(*st, r.filter);
     const bool stable = st->free_epoch == epoch;
     if (match) {
