@@ -7,7 +7,8 @@
 //   LIVE(field, ...)      a value as of now, kept lock-free where it changes (TableCounters)
 //   COUNTER(field, ...)   a count since the table was opened, lock-free (TableCounters)
 //
-// I_S columns come in list order after TABLE_SCHEMA and TABLE_NAME.
+// I_S columns come in list order after TABLE_SCHEMA and TABLE_NAME: add new ones at the end
+// of the columns, so that a client reading QUEUE_TABLES by position keeps working.
 #pragma once
 #include <cstdint>
 
@@ -26,14 +27,14 @@
   GAUGE(delayed_rows, "delayed_rows", "DELAYED_ROWS", "rows not handed out before a time")               \
   GAUGE(dead_rows, "dead_rows", "DEAD_ROWS", "rows back after MAX_DELIVERIES deliveries, or set aside as damaged") \
   GAUGE(message_groups, "message_groups", "MESSAGE_GROUPS", "groups with rows in the table")              \
+  LIVE(max_rows, "max_rows", "MAX_ROWS", "the row limit; 0 = none")                                      \
+  LIVE(dedup_keys, "dedup_keys", "DEDUP_KEYS", "keys in the dedup window")                               \
   GAUGE(groups_at_limit, "groups_at_limit", "GROUPS_AT_LIMIT",                                            \
         "groups with queued rows none of which may go now (GROUP_CONCURRENCY, GROUP_RATE)")              \
   GAUGE(rows_held_back, "rows_held_back", "ROWS_HELD_BACK",                                               \
         "free rows a take may not have now: behind their group's limits, or all while the table is at "   \
         "MAX_IN_FLIGHT or MAX_RATE")                                                                     \
   GAUGE(in_flight, "in_flight", "IN_FLIGHT", "rows out, as MAX_IN_FLIGHT counts them")                    \
-  LIVE(max_rows, "max_rows", "MAX_ROWS", "the row limit; 0 = none")                                      \
-  LIVE(dedup_keys, "dedup_keys", "DEDUP_KEYS", "keys in the dedup window")                               \
   GAUGE(torn_tail_bytes, "dropped_tail_bytes", nullptr, "torn tail cut off by recovery at open")          \
   COUNTER(rows_inserted, "rows_inserted", nullptr, "rows inserted (kept across reopen)")                  \
   COUNTER(rows_removed, "rows_removed", nullptr, "rows removed (kept across reopen)")                     \
