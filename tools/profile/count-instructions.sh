@@ -4,7 +4,9 @@
 # Starts a throwaway mariadbd under callgrind with the QUEUE plugin, then for each statement
 # kind runs N statements from one connection with instrumentation on, and prints the
 # server's instructions per statement (and the top inclusive functions with --detail).
-#   tools/profile/count-instructions.sh [--statements N] [--detail]
+#   tools/profile/count-instructions.sh [--statements N] [--detail] [--queue-options TEXT]
+# --queue-options: table options for the two QUEUE tables (e.g. "MAX_IN_FLIGHT=1000000"),
+# to count what an option costs per statement.
 # Kinds: select1 (SELECT 1), memory (1-row MEMORY table), poll (consume statement on an
 # empty queue, timeout 0), consume (SELECT * FROM q WHERE queue_wait('q', 1) on a
 # preloaded queue), insert (single-row INSERT). Sync mode none (no disk waits).
@@ -14,11 +16,13 @@ cd "$(dirname "$0")/../.."
 REPO=$PWD
 N=2000
 DETAIL=0
+QOPTS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --statements) N=$2; shift 2 ;;
     --detail) DETAIL=1; shift ;;
-    *) echo "usage: $0 [--statements N] [--detail]" >&2; exit 2 ;;
+    --queue-options) QOPTS=$2; shift 2 ;;
+    *) echo "usage: $0 [--statements N] [--detail] [--queue-options TEXT]" >&2; exit 2 ;;
   esac
 done
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
@@ -51,8 +55,8 @@ for _ in $(seq 1 600); do
 done
 M="mariadb --no-defaults -S $SOCK -uroot"
 $M -e "INSTALL SONAME 'ha_queue'; SET GLOBAL queue_sync_mode = 'none'; CREATE DATABASE b;
-  CREATE TABLE b.q (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE;
-  CREATE TABLE b.e (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE;
+  CREATE TABLE b.q (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE $QOPTS;
+  CREATE TABLE b.e (v BIGINT UNSIGNED NOT NULL) ENGINE=QUEUE $QOPTS;
   CREATE TABLE b.m (v BIGINT UNSIGNED NOT NULL) ENGINE=MEMORY; INSERT INTO b.m VALUES (1);"
 python3 - "$TMP" "$N" <<'EOF'
 import sys
