@@ -48,7 +48,7 @@
   COUNTER(rows_deduplicated, "rows_deduplicated", nullptr, "rows not inserted: duplicates in the window") \
   COUNTER(damaged_reads, "damaged_reads", nullptr, "reads of a row whose bytes on disk failed their checksum") \
   COUNTER(compactions, "compactions", nullptr, "compactions of the data file")                            \
-  COUNTER(rows_consumed, "rows_consumed", nullptr, "rows removed by their owner (queue_end, the next wait)") \
+  COUNTER(rows_consumed, "rows_consumed", nullptr, "rows removed by their owner (queue_end, the next wait; in a transaction, at its commit)") \
   COUNTER(rows_aborted, "rows_aborted", nullptr, "rows given back by their owner (queue_abort, a disconnect)") \
   COUNTER(rows_dead_lettered, "rows_dead_lettered", nullptr, "rows that became dead (MAX_DELIVERIES)")   \
   COUNTER(rows_released, "rows_released", nullptr, "rows taken from their owner (queue_release_owned)")  \

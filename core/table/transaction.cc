@@ -25,7 +25,7 @@ void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string r
   Part& p = part_of(table);
   p.rows.push_back(std::move(row));
   p.unstaged.push_back(false);
-  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, p.rows.size() - 1});
+  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, false, p.rows.size() - 1});
 }
 
 Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
@@ -34,15 +34,16 @@ Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const
   if (!s.ok()) return s;
   Part& p = part_of(table);
   const size_t at = static_cast<size_t>(&p - parts_.data());
-  for (size_t i = 0; i < count; i++) log_.push_back(Change{at, false, ids[i]});
+  for (size_t i = 0; i < count; i++) log_.push_back(Change{at, false, true, ids[i]});
   p.claimed += count;
+  p.consumed += count;
   return Status::Ok();
 }
 
 bool Transaction::remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id) {
   if (!table->claim_for_delete(viewer, id, &holder_)) return false;
   Part& p = part_of(table);
-  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), false, id});
+  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), false, false, id});
   p.claimed++;
   return true;
 }
@@ -74,6 +75,7 @@ void Transaction::rollback_to(size_t mark) {
     } else {
       given_back[c.part].push_back(c.id);
       p.claimed--;
+      if (c.consumed) p.consumed--;
     }
   }
   for (size_t i = 0; i < parts_.size(); i++)
@@ -106,6 +108,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
   for (Part& p : parts_) {
     if (p.prepared) {  // its admission ran at prepare: its end is not refused
       Status s = p.table->end_part(p.prepared, true);
+      if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
       if (!s.ok() && failed.ok() && s.code() != ErrorCode::kDropped) {
         failed = s;
         if (failed_table) *failed_table = p.table.get();
@@ -120,6 +123,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
     if (rows.empty() && p.claimed == 0) continue;
     size_t deduplicated = 0;
     Status s = p.table->commit_part(&holder_, rows, &deduplicated);
+    if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);
       failed = s;

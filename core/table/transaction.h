@@ -68,11 +68,13 @@ class Transaction {
     std::vector<std::string> rows;  // in insert order
     std::vector<bool> unstaged;     // rows[i] was deleted again (or rolled back)
     size_t claimed = 0;             // rows claimed here
+    size_t consumed = 0;            // of them, rows its consumer ended (counted at commit)
     uint64_t prepared = 0;          // its id in the table once prepared (0: not)
   };
   struct Change {
     size_t part;
     bool insert;  // else a claim
+    bool consumed;  // a claim of a row its consumer ended (else a DELETE's)
     RowId id;     // a claim's row; an insert's index in rows
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);

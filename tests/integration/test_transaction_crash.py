@@ -134,8 +134,8 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                         query(c, "COMMIT")
                         with lock:
                             acked_orders.add(oid)
-                except pymysql.MySQLError:
-                    pass  # the server went away
+                except (pymysql.MySQLError, AttributeError):
+                    pass  # the server went away (PyMySQL drops the socket object under a reader)
 
             def consume():
                 try:
@@ -152,7 +152,7 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                         query(c, "COMMIT")
                         with lock:
                             acked_results.add(job)
-                except pymysql.MySQLError:
+                except (pymysql.MySQLError, AttributeError):
                     pass
 
             workers = [threading.Thread(target=f) for f in (produce, produce, consume, consume)]

@@ -246,3 +246,29 @@ def test_ddl_waits_for_a_transaction_that_consumed_from_the_table(server):
     query(worker, "COMMIT")
     query(ddl, "ALTER TABLE q ADD COLUMN extra INT")
     assert server.sql("SELECT id FROM test.q") == [(2,)]
+
+
+def test_rows_consumed_in_a_transaction_are_counted_at_commit_only(server):
+    """queue_stats()' rows_consumed counts a transaction's consumed rows once it commits (the
+    monitor's 'consumed' rate), not when it rolls back, and not a DELETE."""
+    import json
+    _tables(server)
+    server.sql("INSERT INTO test.q VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    worker = server.connect()
+
+    def consumed():
+        return json.loads(server.value("SELECT queue_stats('test.q')"))["rows_consumed"]
+
+    query(worker, "BEGIN")
+    assert value(worker, "SELECT queue_wait('q', 0)") == 1
+    assert value(worker, "SELECT queue_end()") == 1
+    query(worker, "ROLLBACK")
+    assert consumed() == 0
+    query(worker, "BEGIN")
+    assert value(worker, "SELECT queue_wait('q', 0)") == 1
+    assert value(worker, "SELECT queue_end()") == 1
+    query(worker, "DELETE FROM q WHERE id = 3")
+    assert consumed() == 0
+    query(worker, "COMMIT")
+    assert consumed() == 1
+    assert server.sql("SELECT id FROM test.q") == [(2,)]
