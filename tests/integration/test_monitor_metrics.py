@@ -103,3 +103,19 @@ def test_a_table_queue_stats_cannot_name_does_not_hide_the_others(server, monito
     s = _samples(m.get("/metrics")[0])
     assert s[("q4m_up", frozenset())] == 1.0
     assert not [k for k in s if ("table", "odd:name") in k[1]]
+
+
+def test_limits_figures_per_table(server, monitors):
+    """GROUP_CONCURRENCY / MAX_IN_FLIGHT: rows out, rows held back and keys at their limit
+    (docs/limits.md), as gauges an alert can watch."""
+    server.sql("CREATE TABLE test.lim (v INT, cust INT) ENGINE=QUEUE "
+               "MESSAGE_GROUP_COLUMN='cust' GROUP_CONCURRENCY=1 MAX_IN_FLIGHT=5")
+    server.sql("INSERT INTO test.lim VALUES (1, 7), (2, 7), (3, 7), (4, 8)")
+    owner = server.connect()
+    assert value(owner, "SELECT queue_wait('lim', 0)") == 1  # row 1: customer 7 at its limit
+    m = monitors()
+    t = {"schema": "test", "table": "lim"}
+    assert _wait_for(m, "q4m_queue_in_flight_rows", t, 1.0) == 1.0
+    s = _samples(m.get("/metrics")[0])
+    assert s[("q4m_queue_held_back_rows", frozenset(t.items()))] == 2.0
+    assert s[("q4m_queue_groups_at_limit", frozenset(t.items()))] == 1.0

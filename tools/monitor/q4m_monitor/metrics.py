@@ -65,6 +65,16 @@ class QueueCollector:
                                          labels=labels),
             "max_rows": GaugeMetricFamily("q4m_queue_max_rows", "MAX_ROWS (0: no limit).", labels=labels),
             "file_bytes": GaugeMetricFamily("q4m_queue_file_bytes", "Size of the data file.", labels=labels),
+            # The limits (docs/limits.md): what is out, what waits for a limit, which keys are at one.
+            "in_flight": GaugeMetricFamily("q4m_queue_in_flight_rows",
+                                           "Rows out (owned), as MAX_IN_FLIGHT counts them.", labels=labels),
+            "rows_held_back": GaugeMetricFamily("q4m_queue_held_back_rows",
+                                                "Ready rows a take may not have now: behind their group's "
+                                                "GROUP_CONCURRENCY/GROUP_RATE, or the table at MAX_IN_FLIGHT/MAX_RATE.",
+                                                labels=labels),
+            "groups_at_limit": GaugeMetricFamily("q4m_queue_groups_at_limit",
+                                                 "Message groups with queued rows none of which may go now.",
+                                                 labels=labels),
         }
         counters = [(key, CounterMetricFamily(name, help_, labels=labels)) for key, name, help_ in TABLE_COUNTERS]
         wait = HistogramMetricFamily("q4m_queue_handout_wait_seconds",
@@ -78,6 +88,8 @@ class QueueCollector:
             gauges["waiters"].add_metric(values, sum(st["waiters"] for st in group))
             gauges["max_rows"].add_metric(values, sum(st["max_rows"] for st in group))
             gauges["file_bytes"].add_metric(values, sum(st["file_bytes"] for st in group))
+            for key in ("in_flight", "rows_held_back", "groups_at_limit"):
+                gauges[key].add_metric(values, sum(st.get(key, 0) for st in group))
             for key, family in counters:
                 family.add_metric(values, sum(st.get(key, 0) for st in group))
             if group:
