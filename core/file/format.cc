@@ -39,16 +39,23 @@ void ChunkBuilder::reserve_record(size_t size) {
   }
 }
 
-size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+static_assert(kRowHeaderSize == kTxnRowHeaderSize, "ROW and TXN_ROW share one layout: type, u64, time, length");
+
+size_t ChunkBuilder::add_payload_record(uint8_t type, uint64_t key, uint64_t time_ms, std::string_view payload,
+                                        uint32_t checksum) {
   reserve_record(kRowHeaderSize + payload.size() + kRowChecksumSize);
-  out_->push_back(static_cast<char>(kCheckedRow));
-  put_u64(out_, id);
+  out_->push_back(static_cast<char>(type));
+  put_u64(out_, key);
   put_u64(out_, time_ms);
   put_u32(out_, static_cast<uint32_t>(payload.size()));
   size_t pos = out_->size();
   out_->append(payload);
   put_u32(out_, checksum);
   return pos;
+}
+
+size_t ChunkBuilder::add_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
+  return add_payload_record(kCheckedRow, id, time_ms, payload, checksum);
 }
 
 static_assert(kRemoveHeaderSize == kReturnHeaderSize, "counted records share one header layout: type, u32 count");
@@ -99,15 +106,7 @@ void ChunkBuilder::add_dedup_key(uint64_t time_ms, std::string_view key) {
 }
 
 size_t ChunkBuilder::add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum) {
-  reserve_record(kTxnRowHeaderSize + payload.size() + kRowChecksumSize);
-  out_->push_back(static_cast<char>(kTxnRow));
-  put_u64(out_, txn);
-  put_u64(out_, time_ms);
-  put_u32(out_, static_cast<uint32_t>(payload.size()));
-  size_t pos = out_->size();
-  out_->append(payload);
-  put_u32(out_, checksum);
-  return pos;
+  return add_payload_record(kTxnRow, txn, time_ms, payload, checksum);
 }
 
 void ChunkBuilder::add_txn_remove(uint64_t txn, const RowId* ids, size_t count) {

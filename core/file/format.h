@@ -163,6 +163,10 @@ class ChunkBuilder {
 
  private:
   void reserve_record(size_t size);  // opens a chunk or splits a full one
+  // ROW and TXN_ROW: type, the row id or transaction, time, payload, checksum; returns the
+  // payload's offset in the chunk.
+  size_t add_payload_record(uint8_t type, uint64_t key, uint64_t time_ms, std::string_view payload,
+                            uint32_t checksum);
   // A record `type | u32 n | entry[n]` (REMOVE, RETURN), split so that one record stays well
   // inside a chunk; put(out, item) writes one entry of entry_size bytes.
   template <typename Item, typename Put>

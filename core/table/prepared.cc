@@ -24,11 +24,7 @@ Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view
     *id = req.batch.txn;
     return s;
   }
-  if (!ids.empty()) {  // nothing was written: the claims are the transaction's again
-    auto st = state_.lock();
-    auto& claims = st->claims[txn];
-    claims.insert(claims.end(), ids.begin(), ids.end());
-  }
+  restore_claims(txn, ids);  // nothing was written: the claims are the transaction's again
   return s;
 }
 

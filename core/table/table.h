@@ -262,6 +262,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status remove_claimed_rows(const Holder* claimer, size_t* removed);
   // The rows `claimer` holds claimed (verified against the index), and its claims forgotten.
   std::vector<RowId> take_claims(const Holder* claimer);
+  void restore_claims(const Holder* claimer, const std::vector<RowId>& ids);  // what take_claims took, after a commit wrote nothing
 
   // ---- rows.cc (state lock held)
   // The one way a row changes state (core/row/lifecycle.h): counts, claims, cursors, and

@@ -337,6 +337,13 @@ std::vector<RowId> Table::take_claims(const Holder* claimer) {
   return ids;
 }
 
+void Table::restore_claims(const Holder* claimer, const std::vector<RowId>& ids) {
+  if (ids.empty()) return;
+  auto st = state_.lock();
+  auto& claims = st->claims[claimer];
+  claims.insert(claims.end(), ids.begin(), ids.end());
+}
+
 Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) {
   *deduplicated = 0;
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
@@ -353,11 +360,7 @@ Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>
     return s;
   }
   // Nothing was written: the claims are the transaction's again (its rollback gives them back).
-  if (!ids.empty()) {
-    auto st = state_.lock();
-    auto& claims = st->claims[txn];
-    claims.insert(claims.end(), ids.begin(), ids.end());
-  }
+  restore_claims(txn, ids);
   return s.code() == ErrorCode::kDropped ? Status::Ok() : s;
 }
 

@@ -21,10 +21,7 @@ namespace {
 std::shared_ptr<const KeyColumn> group_column() { return key_label_column("grp"); }
 std::string row(const std::string& group, const std::string& label) { return key_label_row(group, label); }
 
-std::string label_of(const std::string& payload) {
-  std::vector<RowPayloadView::Column> cols;
-  return RowPayloadView::decode(group_column()->schema, payload, &cols) ? std::string(cols[1].bytes) : "?";
-}
+std::string label_of(const std::string& payload) { return key_label_of(payload); }
 
 // A table at `path` grouped by grp, with `configure` applied to its options, holding rows
 // given as "group:label" ("" group = NULL).

@@ -23,10 +23,7 @@ std::shared_ptr<const KeyColumn> group_column() { return key_label_column("grp")
 // The payload of a row labelled `label`, in group `group` ("" = NULL: no group).
 std::string row(const std::string& group, const std::string& label) { return key_label_row(group, label); }
 
-std::string label_of(const std::string& payload) {
-  std::vector<RowPayloadView::Column> cols;
-  return RowPayloadView::decode(group_column()->schema, payload, &cols) ? std::string(cols[1].bytes) : "?";
-}
+std::string label_of(const std::string& payload) { return key_label_of(payload); }
 
 // A grouped table at `path` holding rows given as "group:label" ("" group = NULL).
 std::shared_ptr<QueueTable> grouped_table(const std::string& path, std::initializer_list<const char*> rows,

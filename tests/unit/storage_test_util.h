@@ -54,6 +54,13 @@ inline std::string key_label_row(const std::string& key, const std::string& labe
   return out;
 }
 
+// The label of such a row ("?" if it does not decode).
+inline std::string key_label_of(const std::string& payload) {
+  std::vector<q4m::RowPayloadView::Column> cols;
+  return q4m::RowPayloadView::decode(key_label_column("key")->schema, payload, &cols) ? std::string(cols[1].bytes)
+                                                                                     : "?";
+}
+
 // Changes one of t's options (QueueTable::configure), keeping the others.
 template <typename T, typename V>
 void set_option(q4m::QueueTable& t, T q4m::TableOptions::*field, V value) {
