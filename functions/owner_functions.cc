@@ -13,6 +13,7 @@
 #include "functions/function_plugins.h"
 #include "functions/no_arg_builder.h"
 #include "functions/queue_item.h"
+#include "functions/read_only_guard.h"
 #include "functions/wait_arguments.h"
 
 namespace q4m_functions {
@@ -62,6 +63,7 @@ class Item_func_queue_end final : public Item_queue_action {
   longlong run(THD* thd) override {
     q4m_engine::ConnectionState* cs = q4m_engine::find_connection_state(thd);
     if (cs && cs->consumer().owner_mode()) {
+      if (refused_on_read_only(thd, func_name(), cs->owned_label())) return 0;
       cs->consumer().set_sync_removals(q4m_engine::session_sync_removals(thd));
       // In a transaction the removal takes effect at its commit.
       bool failed = false;

@@ -8,6 +8,8 @@
 
 #include "functions/table_resolver.h"
 
+#include "functions/read_only_guard.h"
+
 #include "engine/ha_queue.h"
 #include "engine/handlerton.h"
 #include "engine/schema.h"
@@ -235,6 +237,8 @@ void HeldMetadataLock::release() {
 bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Names n;
   if (!split(thd, a, &n)) return false;
+  // DELETE is what a function needs that takes or removes rows.
+  if ((a.privileges & DELETE_ACL) && refused_on_read_only(thd, a.function, label(n))) return false;
   out->db = cache_name(n.db);
   out->table = cache_name(n.table);
   {

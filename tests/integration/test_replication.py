@@ -103,6 +103,31 @@ def test_a_replica_keeps_every_row_consumed_on_the_primary(pair, binlog_format):
     assert rows(pair.replica, table) == [1, 2, 3, 5]  # consumed on the primary, still queued here
 
 
+def test_a_read_only_replica_applies_rows_and_refuses_consumers(pair):
+    """The applier is exempt from read_only; a consumer on the replica is refused
+    (tests/integration/test_read_only.py has the single-server cases)."""
+    pair.primary.sql("CREATE TABLE test.ro_jobs (id INT NOT NULL) ENGINE=QUEUE")
+    pair.primary.sql("CREATE USER repl_worker@localhost IDENTIFIED BY 'pw'")  # replicates
+    pair.primary.sql("GRANT SELECT, DELETE ON test.* TO repl_worker@localhost")
+    pair.replica.sql("SET GLOBAL read_only = 1")
+    try:
+        pair.primary.sql("INSERT INTO test.ro_jobs VALUES (1), (2)")
+        pair.sync()
+        assert rows(pair.replica, "ro_jobs") == [1, 2]
+        c = pymysql.connect(unix_socket=str(pair.replica.socket), user="repl_worker", password="pw",
+                            database="test", connect_timeout=10, read_timeout=60, autocommit=True)
+        try:
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                query(c, "SELECT queue_wait('ro_jobs', 0)")
+            assert e.value.args[0] == 1290 and "test.ro_jobs" in e.value.args[1], e.value.args
+        finally:
+            c.close()
+        assert rows(pair.replica, "ro_jobs") == [1, 2]
+    finally:
+        pair.replica.sql("SET GLOBAL read_only = 0")
+        pair.primary.sql("DROP USER repl_worker@localhost")
+
+
 def _delete_inside_a_running_insert(pair, table, binlog_format):
     """Row 1 of `INSERT (1), (2)` is queued and visible while the statement still runs (a
     trigger holds it at row 2); a DELETE of row 1 meanwhile is logged before the INSERT."""
