@@ -53,6 +53,11 @@ def test_a_row_owned_when_the_server_turns_read_only_is_not_removed(server, work
     server.sql("SET GLOBAL read_only = 0")
     assert value(worker, "SELECT queue_end()") == 1
     assert server.value("SELECT COUNT(*) FROM test.ro_q") == 2
+    # Giving a row back changes nothing a replica would miss: allowed.
+    assert value(worker, "SELECT queue_wait('ro_q', 0)") == 1
+    server.sql("SET GLOBAL read_only = 1")
+    assert value(worker, "SELECT queue_abort()") == 1
+    assert server.value("SELECT COUNT(*) FROM test.ro_q") == 2
 
 
 def test_an_account_with_read_only_admin_may_consume(server, worker):
