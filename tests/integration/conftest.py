@@ -128,4 +128,4 @@ def pytest_runtest_makereport(item, call):
         for name in ("server", "fresh_server"):
             s = item.funcargs.get(name) if hasattr(item, "funcargs") else None
             if isinstance(s, Server):
-                report.sections.append((f"mariadbd error log ({name}, tail)", s.err_log(tail=40)))
+                report.sections.append((f"mariadbd error log ({name})", s.diagnostics()))

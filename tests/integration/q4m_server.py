@@ -103,7 +103,7 @@ class Server:
         while True:
             if self.proc.poll() is not None:
                 raise ServerDied(f"mariadbd exited with {self.proc.returncode} during start\n"
-                                 + self.err_log(tail=60))
+                                 + self.diagnostics())
             try:
                 self._raw_connect(db=None).close()
                 break
@@ -111,7 +111,7 @@ class Server:
                 if time.monotonic() > deadline:
                     self.kill9()
                     raise ServerDied("mariadbd did not answer within "
-                                     f"{START_TIMEOUT_S}s\n" + self.err_log(tail=60))
+                                     f"{START_TIMEOUT_S}s\n" + self.diagnostics())
                 time.sleep(0.05)
         return self
 
@@ -132,11 +132,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.kill9()
                 raise ServerDied(f"clean shutdown took more than {STOP_TIMEOUT_S}s\n"
-                                 + self.err_log(tail=60))
+                                 + self.diagnostics())
         rc = self.proc.returncode
         self.proc = None
         if rc != 0:
-            raise ServerDied(f"mariadbd exited with {rc} on shutdown\n" + self.err_log(tail=60))
+            raise ServerDied(f"mariadbd exited with {rc} on shutdown\n" + self.diagnostics())
 
     def kill9(self):
         if self.proc is not None:
@@ -155,7 +155,7 @@ class Server:
 
     def destroy(self, keep_dir=False):
         self.kill9()
-        if not keep_dir:
+        if not keep_dir and not os.environ.get("Q4M_KEEP_TMP"):
             shutil.rmtree(self.root, ignore_errors=True)
 
     # ---- clients -----------------------------------------------------------
@@ -206,7 +206,7 @@ class Server:
     def check_alive(self, context=""):
         if self.proc is not None and self.proc.poll() is not None:
             rc = self.proc.returncode
-            raise ServerDied(f"mariadbd died (exit {rc}) {context}\n" + self.err_log(tail=60))
+            raise ServerDied(f"mariadbd died (exit {rc}) {context}\n" + self.diagnostics())
 
     # ---- logs ----------------------------------------------------------------
     def err_log(self, tail=None):
@@ -217,6 +217,20 @@ class Server:
         if tail is not None:
             text = "\n".join(text.splitlines()[-tail:])
         return text
+
+    def crash_report(self):
+        """The server's own report of a fatal signal or failed assertion, if the log has one
+        (the signal line and the stack: a log tail alone cuts them off), else ''."""
+        lines = self.err_log().splitlines()
+        for i, line in enumerate(lines):
+            if "got signal" in line or "Assertion" in line or "Failing assertion" in line:
+                return "\n".join(lines[max(0, i - 2):i + 40])
+        return ""
+
+    def diagnostics(self):
+        """What a ServerDied message shows: the crash report (when there is one), then the log tail."""
+        report = self.crash_report()
+        return (f"-- crash report --\n{report}\n-- log tail --\n" if report else "") + self.err_log(tail=60)
 
     def err_log_since_start(self):
         text = self.errlog_path.read_bytes()[getattr(self, "_log_mark", 0):]
