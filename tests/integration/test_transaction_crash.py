@@ -8,7 +8,13 @@ test here shows the one case that splits, so that the docs' warning stays true.
 The server kills itself at the point (queue_debug_crash_point, SIGKILL as kill -9)."""
 import pytest
 
+from q4m_server import ServerDied
 from sqlcheck import query, value
+
+# MariaDB 10.11.18's InnoDB, committing a recovered prepared transaction after kill -9, can stop
+# on this assertion and never start again; it happens with InnoDB alone
+# (tools/repro/innodb_xa_recovery_crash.py, docs/transactions.md "A defect of MariaDB's").
+INNODB_XA_RECOVERY_DEFECT = "trx0purge.cc line 277"
 
 POINTS = ["before_prepare", "after_prepare", "before_commit", "after_commit"]
 BINLOG = {"binlog": ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1"], "no-binlog": ["--skip-log-bin"]}
@@ -115,6 +121,8 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
     rng = random.Random(int(os.environ.get("Q4M_TXN_CRASH_SEED", "28")))
     s = _server(server_factory, "binlog")
     acked_orders, acked_results = set(), set()
+    totals = [0, 0]  # acknowledged on servers replaced after InnoDB's defect
+    innodb_defects = 0
     lock = threading.Lock()
     next_id = [1]
     try:
@@ -134,7 +142,7 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                         query(c, "COMMIT")
                         with lock:
                             acked_orders.add(oid)
-                except (pymysql.MySQLError, AttributeError):
+                except (pymysql.MySQLError, AttributeError, OSError):
                     pass  # the server went away (PyMySQL drops the socket object under a reader)
 
             def consume():
@@ -152,7 +160,7 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                         query(c, "COMMIT")
                         with lock:
                             acked_results.add(job)
-                except (pymysql.MySQLError, AttributeError):
+                except (pymysql.MySQLError, AttributeError, OSError):
                     pass
 
             workers = [threading.Thread(target=f) for f in (produce, produce, consume, consume)]
@@ -163,7 +171,22 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
             stop.set()
             for w in workers:
                 w.join(60)
-            s.start()
+            try:
+                s.start()
+            except ServerDied as e:
+                if INNODB_XA_RECOVERY_DEFECT not in str(e):
+                    raise
+                # MariaDB's own defect (tools/repro/innodb_xa_recovery_crash.py shows it with
+                # InnoDB alone): this datadir cannot start again. Go on with a new server.
+                print(f"cycle {cycle}: InnoDB's recovery defect; a new server takes over")
+                innodb_defects += 1
+                s.destroy()
+                s = _server(server_factory, "binlog")
+                totals[0] += len(acked_orders)
+                totals[1] += len(acked_results)
+                acked_orders.clear()
+                acked_results.clear()
+                continue
             orders = {r[0] for r in s.sql("SELECT id FROM test.orders")}
             queued = [r[0] for r in s.sql("SELECT id FROM test.q")]
             results = {r[0] for r in s.sql("SELECT id FROM test.results")}
@@ -175,7 +198,10 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
             assert acked_orders <= orders, f"cycle {cycle}: acknowledged orders lost: {sorted(acked_orders - orders)[:10]}"
             assert acked_results <= results, f"cycle {cycle}: acknowledged results lost"
             assert s.sql("XA RECOVER") == []
-        print(f"{cycles} kills: {len(acked_orders)} orders and {len(acked_results)} results acknowledged")
-        assert len(acked_orders) > 100 and len(acked_results) > 50, (len(acked_orders), len(acked_results))
+        orders_acked, results_acked = totals[0] + len(acked_orders), totals[1] + len(acked_results)
+        print(f"{cycles} kills: {orders_acked} orders and {results_acked} results acknowledged; "
+              f"InnoDB's recovery defect met {innodb_defects} times")
+        assert orders_acked > 100 and results_acked > 50, (orders_acked, results_acked)
+        assert innodb_defects < cycles // 2, "the kill loop hardly ran: InnoDB failed to restart in most cycles"
     finally:
         s.destroy()
