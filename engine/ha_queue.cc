@@ -313,7 +313,12 @@ int ha_queue::write_row(const uchar* buf) {
     return buffer_row();
   }
   bool failed = false;
-  if (q4m::Transaction* txn = joined_transaction(ha_thd(), &failed)) {  // written at its commit
+  q4m::Transaction* txn = joined_transaction(ha_thd(), &failed);
+  if (!txn && !failed && !relaying_) {
+    ConnectionState* cs = find_connection_state(ha_thd());
+    if (!cs || !cs->has_pending_relay()) txn = binlogged_insert_transaction(ha_thd());
+  }
+  if (txn) {  // written at its commit
     ConnectionState* cs = find_connection_state(ha_thd());
     if (relaying_ || (cs && cs->has_pending_relay())) {
       my_printf_error(ER_NOT_SUPPORTED_YET,

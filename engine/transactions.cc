@@ -3,6 +3,7 @@
 #include <sql_class.h>
 #include <handler.h>
 #include <mdl.h>
+#include <log.h>
 
 #include "engine/transactions.h"
 
@@ -95,6 +96,19 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
   if (new_statement) {
     trans_register_ha(thd, false, queue_hton, 0);
     trans_register_ha(thd, true, queue_hton, 0);
+    thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
+  }
+  return &txn;
+}
+
+q4m::Transaction* binlogged_insert_transaction(THD* thd) {
+  if (in_explicit_transaction(thd) || !mysql_bin_log.is_open() || !(thd->variables.option_bits & OPTION_BIN_LOG))
+    return nullptr;
+  ConnectionState& cs = connection_state(thd);
+  const bool new_statement = cs.statement_query_id() != thd->query_id;
+  q4m::Transaction& txn = cs.begin_transaction(thd->query_id);
+  if (new_statement) {
+    trans_register_ha(thd, false, queue_hton, 0);
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
   return &txn;

@@ -18,6 +18,11 @@ namespace q4m_engine {
 // the server for this statement (and the transaction) on first use. Null with an SQL error
 // raised (*failed) if the engine cannot take part in a transaction.
 q4m::Transaction* joined_transaction(THD* thd, bool* failed);
+// The transaction of an autocommit INSERT the binary log records (binlog open, sql_log_bin on),
+// else null: its rows are added at the statement's commit, after the binlog has its event, so
+// that no DELETE of such a row can reach the binlog before the INSERT does (a replica would
+// stop with error 1032). Registers the engine for the statement on first use.
+q4m::Transaction* binlogged_insert_transaction(THD* thd);
 // joined_transaction() for the end of the rows the connection owns: the transaction also takes
 // the owned table's metadata lock until its own end, as a statement that wrote the table would
 // (so DDL waits for it instead of moving rows the transaction is removing).
