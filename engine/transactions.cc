@@ -68,6 +68,20 @@ int savepoint_rollback(handlerton*, THD* thd, void* sv) {
 // What a rolled-back savepoint undid holds no lock of ours: its metadata locks may go.
 bool savepoint_rollback_can_release_mdl(handlerton*, THD*) { return true; }
 
+// The connection's transaction, registered with the server as a writer for this statement
+// (and, if `whole`, for the transaction around it) on the statement's first use.
+q4m::Transaction& join(THD* thd, bool whole) {
+  ConnectionState& cs = connection_state(thd);
+  const bool new_statement = cs.statement_query_id() != thd->query_id;
+  q4m::Transaction& txn = cs.begin_transaction(thd->query_id);
+  if (new_statement) {
+    trans_register_ha(thd, false, queue_hton, 0);
+    if (whole) trans_register_ha(thd, true, queue_hton, 0);
+    thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
+  }
+  return txn;
+}
+
 }  // namespace
 
 q4m::Transaction* open_transaction(THD* thd) {
@@ -90,28 +104,13 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
     *failed = true;
     return nullptr;
   }
-  ConnectionState& cs = connection_state(thd);
-  const bool new_statement = cs.statement_query_id() != thd->query_id;
-  q4m::Transaction& txn = cs.begin_transaction(thd->query_id);
-  if (new_statement) {
-    trans_register_ha(thd, false, queue_hton, 0);
-    trans_register_ha(thd, true, queue_hton, 0);
-    thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
-  }
-  return &txn;
+  return &join(thd, true);
 }
 
 q4m::Transaction* binlogged_insert_transaction(THD* thd) {
   if (in_explicit_transaction(thd) || !mysql_bin_log.is_open() || !(thd->variables.option_bits & OPTION_BIN_LOG))
     return nullptr;
-  ConnectionState& cs = connection_state(thd);
-  const bool new_statement = cs.statement_query_id() != thd->query_id;
-  q4m::Transaction& txn = cs.begin_transaction(thd->query_id);
-  if (new_statement) {
-    trans_register_ha(thd, false, queue_hton, 0);
-    thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
-  }
-  return &txn;
+  return &join(thd, false);
 }
 
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {

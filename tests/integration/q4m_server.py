@@ -146,6 +146,20 @@ class Server:
             self.proc = None
         self._close_conns()
 
+    def kill9_under_load(self, workers, seconds):
+        """Runs each of `workers` (callables taking a threading.Event that is set when they should
+        stop) in a thread, kills the server after `seconds`, then stops and joins them."""
+        import threading
+        stop = threading.Event()
+        threads = [threading.Thread(target=w, args=(stop,)) for w in workers]
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        self.kill9()
+        stop.set()
+        for t in threads:
+            t.join(60)
+
     def restart(self, kill=False, extra_args=None):
         self.kill9() if kill else self.stop()
         return self.start(extra_args)

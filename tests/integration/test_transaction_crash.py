@@ -110,10 +110,10 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
     """Producers commit an order and its job together; consumers take a job, write its result
     and end the job together. kill -9 in the middle, 20 times: every order has its job still
     queued or its result written, never both, never neither; nothing acknowledged is lost."""
+    import itertools
     import os
     import random
     import threading
-    import time
 
     import pymysql
 
@@ -124,18 +124,14 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
     totals = [0, 0]  # acknowledged on servers replaced after InnoDB's defect
     innodb_defects = 0
     lock = threading.Lock()
-    next_id = [1]
+    ids = itertools.count(1)  # next() on it is atomic under the GIL
     try:
         for cycle in range(cycles):
-            stop = threading.Event()
-
-            def produce():
+            def produce(stop):
                 try:
                     c = s.connect()
                     while not stop.is_set():
-                        with lock:
-                            oid = next_id[0]
-                            next_id[0] += 1
+                        oid = next(ids)
                         query(c, "BEGIN")
                         query(c, "INSERT INTO orders VALUES (%s)", (oid,))
                         query(c, "INSERT INTO q VALUES (%s)", (oid,))
@@ -145,7 +141,7 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                 except (pymysql.MySQLError, AttributeError, OSError):
                     pass  # the server went away (PyMySQL drops the socket object under a reader)
 
-            def consume():
+            def consume(stop):
                 try:
                     c = s.connect()
                     while not stop.is_set():
@@ -163,14 +159,7 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
                 except (pymysql.MySQLError, AttributeError, OSError):
                     pass
 
-            workers = [threading.Thread(target=f) for f in (produce, produce, consume, consume)]
-            for w in workers:
-                w.start()
-            time.sleep(rng.uniform(0.2, 0.8))
-            s.kill9()
-            stop.set()
-            for w in workers:
-                w.join(60)
+            s.kill9_under_load([produce, produce, consume, consume], rng.uniform(0.2, 0.8))
             try:
                 s.start()
             except ServerDied as e:

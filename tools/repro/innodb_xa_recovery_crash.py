@@ -19,7 +19,7 @@ import argparse
 import random
 import sys
 import tempfile
-import threading
+import itertools
 import time
 from pathlib import Path
 
@@ -45,15 +45,13 @@ def main():
     s.sql("CREATE TABLE test.orders (id INT PRIMARY KEY) ENGINE=InnoDB")
     s.sql("CREATE TABLE test.jobs (id INT PRIMARY KEY) ENGINE=InnoDB")
     s.sql("CREATE TABLE test.results (id INT PRIMARY KEY) ENGINE=InnoDB")
-    next_id, lock = [1], threading.Lock()
+    ids = itertools.count(1)  # next() on it is atomic under the GIL
 
     def produce(stop):
         try:
             c = s.connect()
             while not stop.is_set():
-                with lock:
-                    oid = next_id[0]
-                    next_id[0] += 1
+                oid = next(ids)
                 with c.cursor() as cur:
                     cur.execute("BEGIN")
                     cur.execute("INSERT INTO orders VALUES (%s)", (oid,))
@@ -81,15 +79,7 @@ def main():
             pass
 
     for cycle in range(opts.cycles):
-        stop = threading.Event()
-        workers = [threading.Thread(target=f, args=(stop,)) for f in (produce, produce, consume, consume)]
-        for w in workers:
-            w.start()
-        time.sleep(rng.uniform(0.2, 0.8))
-        s.kill9()
-        stop.set()
-        for w in workers:
-            w.join(60)
+        s.kill9_under_load([produce, produce, consume, consume], rng.uniform(0.2, 0.8))
         try:
             s.start()
         except ServerDied as e:
