@@ -115,8 +115,10 @@ ulonglong ha_queue::table_flags() const {
   // HA_NULL_IN_KEY and HA_CAN_INDEX_BLOBS only let index definitions reach create(),
   // which rejects every index with one clear message. No HA_CAN_BIT_FIELD: BIT values
   // then live wholly in the field's bytes, not partly in the null-flag area.
+  // Row-based logging only (as sequences): a statement such as DELETE ... LIMIT 1 picks
+  // different rows on a replica; MIXED then logs rows, STATEMENT refuses (error 1665).
   return HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
-         HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
+         HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE |
          HA_CAN_FORCE_BULK_DELETE | HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
 }
 
