@@ -40,6 +40,15 @@ int commit(handlerton*, THD* thd, bool all) {
   return HA_ERR_GENERIC;
 }
 
+// Called in the coordinator's commit order (the binary log's), one transaction at a time,
+// possibly from another connection's thread while thd's waits: QUEUE places the rows of
+// transactions in that order, so a replica applying the log places them as the primary did.
+void commit_ordered(handlerton*, THD* thd, bool all) {
+  ConnectionState* cs = peek_connection_state(thd);
+  if (!cs || !cs->transaction() || !cs->transaction()->prepared() || !ends_transaction(thd, all)) return;
+  cs->transaction()->queue_commit();
+}
+
 int rollback(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction()) return 0;
@@ -129,6 +138,7 @@ q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {
 
 void install_transaction_hooks(handlerton* hton) {
   hton->commit = commit;
+  hton->commit_ordered = commit_ordered;
   hton->rollback = rollback;
   hton->savepoint_offset = sizeof(size_t);
   hton->savepoint_set = savepoint_set;

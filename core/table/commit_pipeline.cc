@@ -18,11 +18,21 @@ void CommitPipeline::take_batch(Queue& q, std::vector<CommitRequest*>* batch) {
 }
 
 bool CommitPipeline::commit(CommitRequest* req) {
+  enqueue(req);
+  return finish(req);
+}
+
+void CommitPipeline::enqueue(CommitRequest* req) { queue_.lock()->pending.push_back(req); }
+
+bool CommitPipeline::finish(CommitRequest* req) {
   std::vector<CommitRequest*> batch;
   {
     auto q = queue_.lock();
-    q->pending.push_back(req);
-    if (!q->busy) take_batch(*q, &batch);
+    if (req->signal.load(std::memory_order_acquire) == CommitRequest::kDone) return false;  // written meanwhile
+    // Still pending with the turn free: lead. (Taken by a running leader, or told to try to
+    // lead: the loop below sorts it out as for any queued caller.)
+    if (!req->taken && !q->busy && req->signal.load(std::memory_order_relaxed) == CommitRequest::kQueued)
+      take_batch(*q, &batch);
   }
   std::optional<BlockingScope> sleeping;  // announced for syncs only: a write takes microseconds
   while (batch.empty()) {  // queued behind a leader

@@ -42,8 +42,12 @@ class CommitPipeline {
  public:
   explicit CommitPipeline(BatchWriter& writer) : writer_(writer) {}
   // Returns once a leader wrote `req` (results in req->batch). True if this caller led a
-  // batch itself.
+  // batch itself. enqueue() then finish() is the same in two steps: requests are written in
+  // the order they were queued, so a caller that must order its commits queues them in that
+  // order (at once, never waiting) and finishes them later; `req` lives until finish returns.
   bool commit(CommitRequest* req);
+  void enqueue(CommitRequest* req);
+  bool finish(CommitRequest* req);
   // Inside write_batch(): req's caller may go on now (it must not be touched after).
   static void answer(CommitRequest* req);
 

@@ -84,11 +84,24 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
   return placed_elsewhere;
 }
 
-Status Table::end_part(uint64_t id, bool committed) {
+namespace {
+
+// The end of a prepared part as a commit request, with the bytes its request points into.
+struct PartEnd final : QueueTable::QueuedEnd {
+  CommitRequest req;
+  std::vector<std::string> payloads;
+  std::vector<std::string_view> views;
+  std::vector<fmt::ReturnedRow> returns;
+};
+
+}  // namespace
+
+// Fills `e` with the end (commit or rollback) of part `id`.
+Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
+  PartEnd& e = static_cast<PartEnd&>(*end);
   // What the part holds, and (to place its rows, or to take back their dedup keys) its rows'
   // bytes, read outside the state lock.
   std::vector<RowEntry> rows;
-  std::vector<fmt::ReturnedRow> returns;
   {
     auto st = state_.lock();
     auto it = st->prepared.find(id);
@@ -96,29 +109,44 @@ Status Table::end_part(uint64_t id, bool committed) {
     rows = it->second.rows;
     if (!committed) {  // the removed rows come back: their delivery counts as after queue_abort()
       for (RowId r : it->second.removals)
-        if (const RowEntry* e = st->index.find(r); e && e->deliveries > 0) returns.push_back(fmt::ReturnedRow{r, e->deliveries, 0});
+        if (const RowEntry* re = st->index.find(r); re && re->deliveries > 0) e.returns.push_back(fmt::ReturnedRow{r, re->deliveries, 0});
     }
   }
-  std::vector<std::string> payloads(rows.size());
-  std::vector<std::string_view> views;
+  e.payloads.resize(rows.size());
   for (size_t k = 0; k < rows.size(); k++) {
-    Status s = read_prepared_row(rows[k], &payloads[k]);
+    Status s = read_prepared_row(rows[k], &e.payloads[k]);
     // Damaged bytes are committed as nothing: the part stays prepared (XA ROLLBACK ends it).
     // A rollback needs a row's bytes only to take its dedup key back: a damaged one keeps it.
     if (s.code() == ErrorCode::kDamaged && !committed) continue;
     if (!s.ok()) return s;
-    views.push_back(payloads[k]);
+    e.views.push_back(e.payloads[k]);
   }
-  CommitRequest req;
-  req.batch.phase = WriteBatch::Phase::kEnd;
-  req.batch.txn = id;
-  req.batch.commit = committed;
-  req.batch.end_rows = rows.size();
-  req.batch.rows = &views;
-  req.batch.returns = returns.data();
-  req.batch.return_count = returns.size();
-  return commit(&req);
+  e.req.batch.phase = WriteBatch::Phase::kEnd;
+  e.req.batch.txn = id;
+  e.req.batch.commit = committed;
+  e.req.batch.end_rows = rows.size();
+  e.req.batch.rows = &e.views;
+  e.req.batch.returns = e.returns.data();
+  e.req.batch.return_count = e.returns.size();
+  return Status::Ok();
 }
+
+Status Table::end_part(uint64_t id, bool committed) {
+  PartEnd e;
+  Status s = build_end(id, committed, &e);
+  return s.ok() ? commit(&e.req) : s;
+}
+
+Status Table::queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) {
+  auto e = std::make_unique<PartEnd>();
+  Status s = build_end(id, true, e.get());
+  if (!s.ok()) return s;
+  pipeline_.enqueue(&e->req);
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+Status Table::finish_end_part(QueuedEnd& end) { return finish(&static_cast<PartEnd&>(end).req); }
 
 Status Table::read_prepared_row(const RowEntry& e, std::string* out) {
   const RowLocation row{0, e.offset, e.length};  // a TXN_ROW's checksum covers id 0

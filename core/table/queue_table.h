@@ -236,6 +236,17 @@ class QueueTable {
   virtual Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
                               uint64_t* id) = 0;
   virtual Status end_part(uint64_t id, bool commit) = 0;
+  // The commit of a prepared part in two steps, for a coordinator that orders commits
+  // (MariaDB's commit_ordered): queue_end_part() places it in the table's write queue and
+  // returns at once; finish_end_part() waits until it is written. Parts queued in an order
+  // are written, and their rows placed (their ids given), in that order. A QueuedEnd lives
+  // until finish_end_part() returned on it.
+  class QueuedEnd {
+   public:
+    virtual ~QueuedEnd() = default;
+  };
+  virtual Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) = 0;
+  virtual Status finish_end_part(QueuedEnd& end) = 0;
   struct PreparedPartInfo {
     uint64_t id;
     std::string xid;

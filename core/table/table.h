@@ -103,6 +103,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
                       uint64_t* id) override;
   Status end_part(uint64_t id, bool commit) override;
+  Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) override;
+  Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
 
@@ -239,6 +241,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // ---- writer.cc
   Status commit(CommitRequest* req);  // through the pipeline; the leader may compact after
+  Status finish(CommitRequest* req);  // the second half of commit(), for a request queued before
   void write_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) override;
   // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
   // batch that syncs for others: published and answered once written, before the sync.
@@ -256,6 +259,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // kInvalid, naming `what`, while prepared parts wait for their end: DDL would lose them.
   Status refuse_with_prepared(const State& st, const char* what) const;
   Status read_prepared_row(const RowEntry& e, std::string* out);  // a TXN_ROW's bytes, checked
+  Status build_end(uint64_t id, bool committed, QueuedEnd* end);  // part id's end as a request
   // After rows went into or out of the index: the lock-free mirrors and the counters.
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;

@@ -11,7 +11,7 @@ Transaction::~Transaction() { rollback(); }
 Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
   for (Part& p : parts_)
     if (p.table == table) return p;
-  parts_.push_back(Part{table, {}, {}, 0});
+  parts_.push_back(Part{table, {}, {}, 0, 0, 0, nullptr});
   return parts_.back();
 }
 
@@ -103,11 +103,23 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
   return Status::Ok();
 }
 
+void Transaction::queue_commit() {
+  for (Part& p : parts_)
+    if (p.prepared && !p.queued) (void)p.table->queue_end_part(p.prepared, &p.queued);
+}
+
+// A queued end is the coordinator's decision: it is finished (written) whatever comes next.
+Status Transaction::finish_queued(Part& p) {
+  Status s = p.table->finish_end_part(*p.queued);
+  p.queued.reset();
+  return s;
+}
+
 Status Transaction::commit(const QueueTable** failed_table) {
   Status failed;
   for (Part& p : parts_) {
     if (p.prepared) {  // its admission ran at prepare: its end is not refused
-      Status s = p.table->end_part(p.prepared, true);
+      Status s = p.queued ? finish_queued(p) : p.table->end_part(p.prepared, true);
       if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
       if (!s.ok() && failed.ok() && s.code() != ErrorCode::kDropped) {
         failed = s;
@@ -136,7 +148,9 @@ Status Transaction::commit(const QueueTable** failed_table) {
 
 void Transaction::rollback() {
   for (Part& p : parts_) {
-    if (p.prepared)
+    if (p.queued)
+      (void)finish_queued(p);  // committed: the coordinator had decided
+    else if (p.prepared)
       (void)p.table->end_part(p.prepared, false);  // a failure leaves it prepared: ended by xid later
     else if (p.claimed)
       p.table->release_claims(&holder_);
@@ -144,7 +158,11 @@ void Transaction::rollback() {
   clear();
 }
 
-void Transaction::detach() { clear(); }
+void Transaction::detach() {
+  for (Part& p : parts_)
+    if (p.queued) (void)finish_queued(p);
+  clear();
+}
 
 void Transaction::clear() {
   parts_.clear();

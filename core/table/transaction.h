@@ -56,6 +56,12 @@ class Transaction {
   // commit. On failure the parts not written yet are rolled back; parts written stay
   // written; *failed (if given) names the table whose part failed.
   Status commit(const QueueTable** failed = nullptr);
+  // For a prepared transaction, in the coordinator's commit order (MariaDB's commit_ordered,
+  // which may call it from another connection's thread while this one's waits): each part's
+  // end is queued in its table at once, so that tables place the rows of transactions in that
+  // order; commit() then waits for them. Never blocks on a sync; a part it cannot queue is
+  // ended by commit() as without it.
+  void queue_commit();
   void rollback();
   // A prepared XA transaction whose connection goes: its parts stay prepared in their tables,
   // to be ended by xid later (QueueTable::prepared_parts()); this object forgets them.
@@ -70,6 +76,7 @@ class Transaction {
     size_t claimed = 0;             // rows claimed here
     size_t consumed = 0;            // of them, rows its consumer ended (counted at commit)
     uint64_t prepared = 0;          // its id in the table once prepared (0: not)
+    std::unique_ptr<QueueTable::QueuedEnd> queued;  // its end, queued by queue_commit()
   };
   struct Change {
     size_t part;
@@ -78,6 +85,7 @@ class Transaction {
     RowId id;     // a claim's row; an insert's index in rows
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);
+  Status finish_queued(Part& p);
   const Part* find(const QueueTable* table) const;
   void clear();
 

@@ -53,7 +53,12 @@ bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
 }  // namespace
 
 Status Table::commit(CommitRequest* req) {
-  const bool led = pipeline_.commit(req);
+  pipeline_.enqueue(req);
+  return finish(req);
+}
+
+Status Table::finish(CommitRequest* req) {
+  const bool led = pipeline_.finish(req);
   // Not after a return only: the reaper records those, and must not stop for a compaction.
   if (led && (req->batch.inserts() || removes(req))) maybe_auto_compact();
   return req->batch.status;

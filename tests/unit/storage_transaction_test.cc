@@ -157,3 +157,42 @@ TEST(an_owner_whose_lease_ran_out_cannot_end_into_a_transaction) {
   CHECK(txn.empty());
   CHECK_EQ(t->visible_count(nullptr), 1u);
 }
+
+// MariaDB's commit_ordered: the coordinator orders commits (its binary log's order) by calling
+// queue_commit() in that order; the rows then take their places in that order, whichever
+// commit() finishes first, so a replica applying the log in order holds the same queue.
+TEST(prepared_transactions_place_their_rows_in_the_order_their_commits_were_queued) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Transaction first(1), second(2);
+  first.insert(t, "first");
+  second.insert(t, "second");
+  REQUIRE(first.prepare("xid-1").ok());
+  REQUIRE(second.prepare("xid-2").ok());
+  second.queue_commit();  // the coordinator's order: second, then first
+  first.queue_commit();
+  REQUIRE(first.commit().ok());  // first finishes first, from its own thread
+  std::thread other([&] { REQUIRE(second.commit().ok()); });
+  other.join();
+  const auto rows = scan(*t);
+  REQUIRE(rows.size() == 2u);
+  CHECK_EQ(rows[0].second, std::string("second"));
+  CHECK_EQ(rows[1].second, std::string("first"));
+  CHECK(rows[0].first < rows[1].first);
+  CHECK(t->prepared_parts().empty());
+}
+
+// A queued end is the coordinator's decision: a rollback after it still commits the part.
+TEST(a_queued_commit_is_written_even_if_the_transaction_is_rolled_back_after) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Transaction txn(1);
+  txn.insert(t, "kept");
+  REQUIRE(txn.prepare("xid-1").ok());
+  txn.queue_commit();
+  txn.rollback();
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK(t->prepared_parts().empty());
+}
