@@ -124,7 +124,7 @@ TEST(blocking_wait_gets_handoff) {
   int idx = -1;
   Status s;
   std::thread waiter([&] { s = c.wait({{t, nullptr}}, std::chrono::seconds(10), &idx); });
-  while (t->info().waiters == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for_waiters(*t);
   RowId id;
   REQUIRE(insert1(*t, "x", &id).ok());
   waiter.join();

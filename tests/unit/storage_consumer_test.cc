@@ -18,10 +18,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-void wait_for_waiters(QueueTable& t, uint64_t n) {
-  while (t.info().waiters < n) std::this_thread::sleep_for(milliseconds(1));
-}
-
 std::string owned_payload(QueueTable& t, const Consumer& c) {
   std::string p;
   bool found = false;
@@ -574,7 +570,7 @@ TEST(a_wait_announces_only_real_sleeps) {
   CHECK_EQ(sleeps.of(BlockingWait::kRow), 1);
   CHECK_EQ(sleeps.ends.load(), 1);
   std::thread producer([&] {
-    while (t->info().waiters == 0) std::this_thread::sleep_for(milliseconds(1));
+    wait_for_waiters(*t);
     insert1(*t, "later");
   });
   REQUIRE(c.wait({{t, nullptr}}, milliseconds(30000), &idx).ok());  // handed a row

@@ -21,7 +21,6 @@ namespace {
 std::shared_ptr<const KeyColumn> group_column() { return key_label_column("grp"); }
 std::string row(const std::string& group, const std::string& label) { return key_label_row(group, label); }
 
-std::string label_of(const std::string& payload) { return key_label_of(payload); }
 
 // A table at `path` grouped by grp, with `configure` applied to its options, holding rows
 // given as "group:label" ("" group = NULL).
@@ -33,27 +32,8 @@ std::shared_ptr<QueueTable> limited_table(const std::string& path, const std::fu
   o->message_group = group_column();
   configure(*o);
   t->configure(o);
-  for (const char* r : rows) {
-    const std::string spec = r;
-    const size_t colon = spec.find(':');
-    if (!insert1(*t, row(spec.substr(0, colon), spec.substr(colon + 1))).ok()) return nullptr;
-  }
+  if (!insert_key_label_rows(*t, rows).ok()) return nullptr;
   return t;
-}
-
-std::string take_label(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0)) {
-  int idx = 0;
-  if (!c.wait({{t, nullptr}}, timeout, &idx).ok() || idx != 1) return "";
-  std::string payload;
-  bool found = false;
-  if (!t->read_row(c.owned_rowid(), &payload, &found).ok() || !found) return "?";
-  return label_of(payload);
-}
-
-void wait_for_waiters(QueueTable& t, uint64_t n) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (t.info().waiters < n && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(milliseconds(1));
 }
 
 }  // namespace
@@ -64,18 +44,18 @@ TEST(group_concurrency_n_lets_n_rows_of_a_group_out_in_order) {
                          {"A:a1", "A:a2", "A:a3", "B:b1", "A:a4"});
   REQUIRE(t);
   Consumer c1, c2, c3, c4;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string("a2"));
-  CHECK_EQ(take_label(c3, t), std::string("b1"));
-  CHECK_EQ(take_label(c4, t), std::string(""));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c3, t), std::string("b1"));
+  CHECK_EQ(take_key_label(c4, t), std::string(""));
   TableStats s = t->info();
   CHECK_EQ(s.groups_at_limit, 1u);
   CHECK_EQ(s.rows_held_back, 2u);
   REQUIRE(c2.end().ok());
-  CHECK_EQ(take_label(c4, t), std::string("a3"));
+  CHECK_EQ(take_key_label(c4, t), std::string("a3"));
   REQUIRE(c1.abort().ok());  // a1 back: it is first in line again
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string(""));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string(""));
 }
 
 TEST(concurrency_zero_means_no_limit_and_one_is_the_strict_fifo) {
@@ -83,16 +63,16 @@ TEST(concurrency_zero_means_no_limit_and_one_is_the_strict_fifo) {
   auto t = limited_table(dir.file("t"), [](TableOptions& o) { o.group_concurrency = 0; }, {"A:a1", "A:a2", "A:a3"});
   REQUIRE(t);
   Consumer c1, c2, c3;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string("a2"));
-  CHECK_EQ(take_label(c3, t), std::string("a3"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c3, t), std::string("a3"));
   set_option(*t, &TableOptions::group_concurrency, 1u);
   REQUIRE(c1.end().ok());
   REQUIRE(c2.end().ok());
   REQUIRE(insert1(*t, row("A", "a4")).ok());
-  CHECK_EQ(take_label(c1, t), std::string(""));  // a3 is out
+  CHECK_EQ(take_key_label(c1, t), std::string(""));  // a3 is out
   REQUIRE(c3.end().ok());
-  CHECK_EQ(take_label(c1, t), std::string("a4"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a4"));
 }
 
 TEST(a_raised_concurrency_wakes_a_waiter_and_a_lowered_one_holds_rows_back) {
@@ -100,17 +80,17 @@ TEST(a_raised_concurrency_wakes_a_waiter_and_a_lowered_one_holds_rows_back) {
   auto t = limited_table(dir.file("t"), [](TableOptions&) {}, {"A:a1", "A:a2", "A:a3"});
   REQUIRE(t);
   Consumer c1, c2, c3;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
   std::string got;
-  std::thread w([&] { got = take_label(c2, t, milliseconds(10000)); });
+  std::thread w([&] { got = take_key_label(c2, t, milliseconds(10000)); });
   wait_for_waiters(*t, 1);
   set_option(*t, &TableOptions::group_concurrency, 3u);
   w.join();
   CHECK_EQ(got, std::string("a2"));
   set_option(*t, &TableOptions::group_concurrency, 2u);
-  CHECK_EQ(take_label(c3, t), std::string(""));
+  CHECK_EQ(take_key_label(c3, t), std::string(""));
   REQUIRE(c1.end().ok());
-  CHECK_EQ(take_label(c3, t), std::string("a3"));
+  CHECK_EQ(take_key_label(c3, t), std::string("a3"));
 }
 
 TEST(many_consumers_never_have_more_than_n_rows_of_a_group_out) {
@@ -130,7 +110,7 @@ TEST(many_consumers_never_have_more_than_n_rows_of_a_group_out) {
       Consumer c;
       std::mt19937 rng(n);
       for (;;) {
-        const std::string g = take_label(c, t, milliseconds(300));
+        const std::string g = take_key_label(c, t, milliseconds(300));
         if (g.empty()) return;
         {
           std::lock_guard<std::mutex> l(m);
@@ -164,22 +144,22 @@ TEST(max_in_flight_closes_the_table_and_a_row_ending_serves_a_waiter) {
   auto t = limited_table(dir.file("t"), [](TableOptions& o) { o.max_in_flight = 2; }, {":n1", "A:a1", ":n2", "B:b1"});
   REQUIRE(t);
   Consumer c1, c2, c3;
-  CHECK_EQ(take_label(c1, t), std::string("n1"));
-  CHECK_EQ(take_label(c2, t), std::string("a1"));
-  CHECK_EQ(take_label(c3, t), std::string(""));
+  CHECK_EQ(take_key_label(c1, t), std::string("n1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c3, t), std::string(""));
   CHECK_EQ(t->info().in_flight, 2u);
   CHECK_EQ(t->info().rows_held_back, 2u);
   std::string got;
-  std::thread w([&] { got = take_label(c3, t, milliseconds(10000)); });
+  std::thread w([&] { got = take_key_label(c3, t, milliseconds(10000)); });
   wait_for_waiters(*t, 1);
   REQUIRE(c1.end().ok());
   w.join();
   CHECK_EQ(got, std::string("n2"));
   REQUIRE(c2.abort().ok());  // an abort frees a slot too
-  CHECK_EQ(take_label(c2, t), std::string("a1"));
-  CHECK_EQ(take_label(c1, t), std::string(""));
+  CHECK_EQ(take_key_label(c2, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c1, t), std::string(""));
   set_option(*t, &TableOptions::max_in_flight, uint64_t{0});  // no limit: b1 goes
-  CHECK_EQ(take_label(c1, t), std::string("b1"));
+  CHECK_EQ(take_key_label(c1, t), std::string("b1"));
 }
 
 TEST(a_batch_takes_no_more_than_the_limits_allow) {
@@ -208,13 +188,13 @@ TEST(a_group_out_of_tokens_waits_for_the_timer_and_others_go_on) {
                          {"A:a1", "A:a2", "B:b1"});
   REQUIRE(t);
   Consumer c;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(c.end().ok());
-  CHECK_EQ(take_label(c, t), std::string("b1"));  // a2 waits for A's next token
+  CHECK_EQ(take_key_label(c, t), std::string("b1"));  // a2 waits for A's next token
   REQUIRE(c.end().ok());
-  CHECK_EQ(take_label(c, t), std::string(""));
+  CHECK_EQ(take_key_label(c, t), std::string(""));
   const auto before = std::chrono::steady_clock::now();
-  CHECK_EQ(take_label(c, t, milliseconds(10000)), std::string("a2"));  // woken by the timer
+  CHECK_EQ(take_key_label(c, t, milliseconds(10000)), std::string("a2"));  // woken by the timer
   CHECK(std::chrono::steady_clock::now() - before >= milliseconds(150));
 }
 
@@ -246,8 +226,8 @@ TEST(after_a_crash_no_row_is_out_and_the_window_holds) {
   auto t = limited_table(path, [](TableOptions& o) { o.group_concurrency = 2; }, {"A:a1", "A:a2", "A:a3"});
   REQUIRE(t);
   Consumer c1, c2;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("a2"));
   auto crashed = crash_copy(dir, path, "crashed");
   REQUIRE(crashed);
   auto o = std::make_shared<TableOptions>(*crashed->options());
@@ -255,7 +235,7 @@ TEST(after_a_crash_no_row_is_out_and_the_window_holds) {
   o->group_concurrency = 2;
   crashed->configure(o);
   Consumer d1, d2, d3;  // the owned rows came back, at the head of their group
-  CHECK_EQ(take_label(d1, crashed), std::string("a1"));
-  CHECK_EQ(take_label(d2, crashed), std::string("a2"));
-  CHECK_EQ(take_label(d3, crashed), std::string(""));
+  CHECK_EQ(take_key_label(d1, crashed), std::string("a1"));
+  CHECK_EQ(take_key_label(d2, crashed), std::string("a2"));
+  CHECK_EQ(take_key_label(d3, crashed), std::string(""));
 }

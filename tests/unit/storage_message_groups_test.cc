@@ -31,33 +31,8 @@ std::shared_ptr<QueueTable> grouped_table(const std::string& path, std::initiali
   auto t = create_and_open(path);
   if (!t) return nullptr;
   set_option(*t, &TableOptions::message_group, group_column());
-  for (const char* r : rows) {
-    const std::string spec = r;
-    const size_t colon = spec.find(':');
-    RowId id = 0;
-    if (!insert1(*t, row(spec.substr(0, colon), spec.substr(colon + 1)), &id).ok()) return nullptr;
-    if (ids) (*ids)[spec.substr(colon + 1)] = id;
-  }
+  if (!insert_key_label_rows(*t, rows, ids).ok()) return nullptr;
   return t;
-}
-
-// The label of the row `c` takes now (waiting up to `timeout`), "" if none.
-std::string take_label(Consumer& c, const std::shared_ptr<QueueTable>& t, milliseconds timeout = milliseconds(0),
-                       std::shared_ptr<const RowFilter> filter = nullptr) {
-  int idx = 0;
-  if (!c.wait({{t, filter}}, timeout, &idx).ok() || idx != 1) return "";
-  std::string payload;
-  bool found = false;
-  if (!t->read_row(c.owned_rowid(), &payload, &found).ok() || !found) return "?";
-  return label_of(payload);
-}
-
-// Until a consumer sleeps in a wait on `t` (at most 10 s: a wait that took a row at once
-// must fail the test, not hang it).
-void wait_for_a_waiter(QueueTable& t) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (t.info().waiters == 0 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(milliseconds(1));
 }
 
 struct LabelFilter : RowFilter {
@@ -94,10 +69,10 @@ TEST(values_the_collation_calls_equal_are_one_group) {
   REQUIRE(insert1(*t, row("ALICE", "a2")).ok());
   CHECK_EQ(t->info().message_groups, 1u);
   Consumer c1, c2;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string(""));  // 'ALICE' is alice: it waits
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string(""));  // 'ALICE' is alice: it waits
   REQUIRE(c1.end().ok());
-  CHECK_EQ(take_label(c2, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c2, t), std::string("a2"));
 }
 
 TEST(a_group_hands_out_one_row_at_a_time_in_order_and_other_rows_go_on) {
@@ -106,19 +81,19 @@ TEST(a_group_hands_out_one_row_at_a_time_in_order_and_other_rows_go_on) {
   REQUIRE(t);
   CHECK_EQ(t->info().message_groups, 2u);
   Consumer c1, c2, c3, c4, c5;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
-  CHECK_EQ(take_label(c2, t), std::string("b1"));  // a2 waits for a1
-  CHECK_EQ(take_label(c3, t), std::string("n1"));  // no group: not held up
-  CHECK_EQ(take_label(c4, t), std::string("n2"));
-  CHECK_EQ(take_label(c5, t), std::string(""));    // a2, b2 wait
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("b1"));  // a2 waits for a1
+  CHECK_EQ(take_key_label(c3, t), std::string("n1"));  // no group: not held up
+  CHECK_EQ(take_key_label(c4, t), std::string("n2"));
+  CHECK_EQ(take_key_label(c5, t), std::string(""));    // a2, b2 wait
   REQUIRE(c1.end().ok());
-  CHECK_EQ(take_label(c5, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c5, t), std::string("a2"));
   REQUIRE(c2.abort().ok());                         // b1 failed: it goes again, before b2
-  CHECK_EQ(take_label(c2, t), std::string("b1"));
+  CHECK_EQ(take_key_label(c2, t), std::string("b1"));
   REQUIRE(c2.end().ok());
-  CHECK_EQ(take_label(c2, t), std::string("b2"));
+  CHECK_EQ(take_key_label(c2, t), std::string("b2"));
   REQUIRE(c5.end().ok());
-  CHECK_EQ(take_label(c1, t), std::string("a3"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a3"));
   REQUIRE(c1.end().ok());
   REQUIRE(c2.end().ok());
   CHECK_EQ(t->info().message_groups, 0u);  // a group with no row left is forgotten
@@ -129,16 +104,16 @@ TEST(a_waiter_gets_the_next_row_of_a_group_once_the_row_ahead_ends) {
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
   REQUIRE(t);
   Consumer c1, c2;
-  CHECK_EQ(take_label(c1, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c1, t), std::string("a1"));
   std::string got;
-  std::thread waiter([&] { got = take_label(c2, t, milliseconds(10000)); });
-  wait_for_a_waiter(*t);
+  std::thread waiter([&] { got = take_key_label(c2, t, milliseconds(10000)); });
+  wait_for_waiters(*t);
   REQUIRE(c1.end().ok());
   waiter.join();
   CHECK_EQ(got, std::string("a2"));
   // A new row of a busy group waits too; of an idle group, it goes to the waiter at once.
-  std::thread waiter2([&] { got = take_label(c1, t, milliseconds(10000)); });
-  wait_for_a_waiter(*t);
+  std::thread waiter2([&] { got = take_key_label(c1, t, milliseconds(10000)); });
+  wait_for_waiters(*t);
   REQUIRE(insert1(*t, row("A", "a3")).ok());
   REQUIRE(insert1(*t, row("C", "c1")).ok());
   waiter2.join();
@@ -151,20 +126,20 @@ TEST(a_retry_delay_holds_the_group_and_a_dead_row_lets_it_go_on) {
   REQUIRE(t);
   set_option(*t, &TableOptions::max_deliveries, 2);
   Consumer c;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(c.abort(milliseconds(150)).ok());
-  CHECK_EQ(take_label(c, t), std::string(""));  // a1 waits for its retry, and a2 for a1
-  CHECK_EQ(take_label(c, t, milliseconds(5000)), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string(""));  // a1 waits for its retry, and a2 for a1
+  CHECK_EQ(take_key_label(c, t, milliseconds(5000)), std::string("a1"));
   REQUIRE(c.abort().ok());  // its second failure: dead
   CHECK_EQ(t->info().dead_rows, 1u);
-  CHECK_EQ(take_label(c, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c, t), std::string("a2"));
   // Taking the dead row out for a look holds nobody up.
   Consumer admin, other;
   bool taken = false;
   REQUIRE(admin.take_dead(t, &taken).ok());
   REQUIRE(taken);
   REQUIRE(c.end().ok());
-  CHECK_EQ(take_label(other, t), std::string("a3"));
+  CHECK_EQ(take_key_label(other, t), std::string("a3"));
 }
 
 // A dead row that comes back (MAX_DELIVERIES raised) while a later row of its group is out
@@ -175,21 +150,21 @@ TEST(a_row_back_from_the_dead_waits_for_the_row_of_its_group_that_is_out) {
   REQUIRE(t);
   set_option(*t, &TableOptions::max_deliveries, 1);
   Consumer c, other;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(c.abort().ok());  // dead at its first failure
-  CHECK_EQ(take_label(c, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c, t), std::string("a2"));
   set_option(*t, &TableOptions::max_deliveries, 5);  // a1 is back in line, ahead of a2, which is out
   CHECK_EQ(t->info().dead_rows, 0u);
-  CHECK_EQ(take_label(other, t), std::string(""));
+  CHECK_EQ(take_key_label(other, t), std::string(""));
   std::string got;
-  std::thread waiter([&] { got = take_label(other, t, milliseconds(10000)); });
-  wait_for_a_waiter(*t);
+  std::thread waiter([&] { got = take_key_label(other, t, milliseconds(10000)); });
+  wait_for_waiters(*t);
   REQUIRE(c.end().ok());  // a2 done: a1, first in line, goes next
   waiter.join();
   CHECK_EQ(got, std::string("a1"));
-  CHECK_EQ(take_label(c, t), std::string(""));  // a3 waits for a1
+  CHECK_EQ(take_key_label(c, t), std::string(""));  // a3 waits for a1
   REQUIRE(other.end().ok());
-  CHECK_EQ(take_label(c, t), std::string("a3"));
+  CHECK_EQ(take_key_label(c, t), std::string("a3"));
 }
 
 // A row out past a limit that was lowered under it is lent out like a dead row: it holds
@@ -200,12 +175,12 @@ TEST(lowering_the_limit_under_an_owned_row_lets_its_group_go_on) {
   REQUIRE(t);
   set_option(*t, &TableOptions::max_deliveries, 3);
   Consumer c, other;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(c.abort().ok());
-  CHECK_EQ(take_label(c, t), std::string("a1"));  // its second delivery
-  CHECK_EQ(take_label(other, t), std::string(""));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));  // its second delivery
+  CHECK_EQ(take_key_label(other, t), std::string(""));
   set_option(*t, &TableOptions::max_deliveries, 1);
-  CHECK_EQ(take_label(other, t), std::string("a2"));
+  CHECK_EQ(take_key_label(other, t), std::string("a2"));
   REQUIRE(c.abort().ok());  // a1 comes back past the limit: dead
   CHECK_EQ(t->info().dead_rows, 1u);
 }
@@ -217,9 +192,9 @@ TEST(a_delete_of_the_row_ahead_lets_the_group_go_on) {
   REQUIRE(t);
   Consumer deleter, c;
   REQUIRE(t->claim_for_delete(&deleter, ids["a1"]));
-  CHECK_EQ(take_label(c, t), std::string(""));  // a1 is being deleted: the group waits
+  CHECK_EQ(take_key_label(c, t), std::string(""));  // a1 is being deleted: the group waits
   REQUIRE(t->remove_claimed(&deleter).ok());
-  CHECK_EQ(take_label(c, t), std::string("a2"));
+  CHECK_EQ(take_key_label(c, t), std::string("a2"));
 }
 
 TEST(a_filtered_wait_keeps_the_group_order) {
@@ -228,12 +203,12 @@ TEST(a_filtered_wait_keeps_the_group_order) {
   REQUIRE(t);
   auto wants_a2 = std::make_shared<LabelFilter>("a2");
   Consumer c, other;
-  CHECK_EQ(take_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is first
-  CHECK_EQ(take_label(other, t), std::string("a1"));
-  CHECK_EQ(take_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is out
+  CHECK_EQ(take_key_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is first
+  CHECK_EQ(take_key_label(other, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t, milliseconds(0), wants_a2), std::string(""));  // a1 is out
   std::string got;
-  std::thread waiter([&] { got = take_label(c, t, milliseconds(10000), wants_a2); });
-  wait_for_a_waiter(*t);
+  std::thread waiter([&] { got = take_key_label(c, t, milliseconds(10000), wants_a2); });
+  wait_for_waiters(*t);
   REQUIRE(other.end().ok());
   waiter.join();
   CHECK_EQ(got, std::string("a2"));
@@ -245,21 +220,21 @@ TEST(groups_and_their_order_hold_across_a_crash_and_a_reopen) {
   auto t = grouped_table(path, {"A:a1", "A:a2", "B:b1", "B:b2"});
   REQUIRE(t);
   Consumer c;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(c.end().ok());
-  CHECK_EQ(take_label(c, t), std::string("a2"));  // owned when the server dies: it comes back
+  CHECK_EQ(take_key_label(c, t), std::string("a2"));  // owned when the server dies: it comes back
 
   auto crashed = crash_copy(dir, path, "crashed");
   REQUIRE(crashed);
   set_option(*crashed, &TableOptions::message_group, group_column());  // what the engine does when a statement opens it
   CHECK_EQ(crashed->info().message_groups, 2u);
   Consumer c1, c2, c3;
-  CHECK_EQ(take_label(c1, crashed), std::string("a2"));
-  CHECK_EQ(take_label(c2, crashed), std::string("b1"));
-  CHECK_EQ(take_label(c3, crashed), std::string(""));
+  CHECK_EQ(take_key_label(c1, crashed), std::string("a2"));
+  CHECK_EQ(take_key_label(c2, crashed), std::string("b1"));
+  CHECK_EQ(take_key_label(c3, crashed), std::string(""));
   REQUIRE(crashed->compact().ok());  // ids, and so groups, are unchanged by a compaction
   REQUIRE(c2.end().ok());
-  CHECK_EQ(take_label(c3, crashed), std::string("b2"));
+  CHECK_EQ(take_key_label(c3, crashed), std::string("b2"));
 
   REQUIRE(c.abort().ok());
   t.reset();
@@ -267,9 +242,9 @@ TEST(groups_and_their_order_hold_across_a_crash_and_a_reopen) {
   REQUIRE(reopened);
   set_option(*reopened, &TableOptions::message_group, group_column());
   Consumer d1, d2, d3;
-  CHECK_EQ(take_label(d1, reopened), std::string("a2"));
-  CHECK_EQ(take_label(d2, reopened), std::string("b1"));
-  CHECK_EQ(take_label(d3, reopened), std::string(""));
+  CHECK_EQ(take_key_label(d1, reopened), std::string("a2"));
+  CHECK_EQ(take_key_label(d2, reopened), std::string("b1"));
+  CHECK_EQ(take_key_label(d3, reopened), std::string(""));
 }
 
 TEST(truncate_forgets_the_groups) {
@@ -277,12 +252,12 @@ TEST(truncate_forgets_the_groups) {
   auto t = grouped_table(dir.file("t"), {"A:a1", "A:a2"});
   REQUIRE(t);
   Consumer c;
-  CHECK_EQ(take_label(c, t), std::string("a1"));
+  CHECK_EQ(take_key_label(c, t), std::string("a1"));
   REQUIRE(t->truncate().ok());
   CHECK_EQ(t->info().message_groups, 0u);
   REQUIRE(insert1(*t, row("A", "a3")).ok());
   Consumer c2;
-  CHECK_EQ(take_label(c2, t), std::string("a3"));  // a1 is gone with the rest
+  CHECK_EQ(take_key_label(c2, t), std::string("a3"));  // a1 is gone with the rest
 }
 
 // Consumers ending and failing rows at random: never two rows of a group out at once, and
@@ -305,7 +280,7 @@ TEST(concurrent_consumers_never_have_two_rows_of_a_group_out) {
     std::mt19937 rng(seed);
     Consumer c;
     for (;;) {
-      const std::string label = take_label(c, t, milliseconds(200));
+      const std::string label = take_key_label(c, t, milliseconds(200));
       if (label.empty()) {
         if (ended.load() == kGroups * kPerGroup) return;
         if (std::chrono::steady_clock::now() > give_up) {

@@ -250,7 +250,7 @@ TEST(a_damaged_row_coming_back_is_not_offered_to_a_filtered_waiter) {
   Status waited;
   int idx = -1;
   std::thread th([&] { waited = y.wait({{t, std::make_shared<PrefixFilter>("job ")}}, std::chrono::seconds(60), &idx); });
-  while (t->info().waiters < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for_waiters(*t);
   REQUIRE(x.abort().ok());  // A back to the queue: offered to y
   CHECK_EQ(t->info().dead_rows, 1u);
   y.interrupt();

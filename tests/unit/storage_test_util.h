@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/table/consumer.h"
@@ -113,6 +115,41 @@ inline std::shared_ptr<q4m::QueueTable> table_with(const std::string& path, std:
     if (ids) ids->push_back(id);
   }
   return t;
+}
+
+// Inserts rows given as "key:label" (key_label_row; "" key = NULL), one statement each, their
+// ids by label in *ids.
+inline q4m::Status insert_key_label_rows(q4m::QueueTable& t, std::initializer_list<const char*> specs,
+                                         std::map<std::string, q4m::RowId>* ids = nullptr) {
+  for (const char* r : specs) {
+    const std::string spec = r;
+    const size_t colon = spec.find(':');
+    q4m::RowId id = 0;
+    q4m::Status s = insert1(t, key_label_row(spec.substr(0, colon), spec.substr(colon + 1)), &id);
+    if (!s.ok()) return s;
+    if (ids) (*ids)[spec.substr(colon + 1)] = id;
+  }
+  return q4m::Status::Ok();
+}
+
+// The label of the key_label_row `c` takes from `t` now (waiting up to `timeout`), "" if none.
+inline std::string take_key_label(q4m::Consumer& c, const std::shared_ptr<q4m::QueueTable>& t,
+                                  std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                                  std::shared_ptr<const q4m::RowFilter> filter = nullptr) {
+  int idx = 0;
+  if (!c.wait({{t, filter}}, timeout, &idx).ok() || idx != 1) return "";
+  std::string payload;
+  bool found = false;
+  if (!t->read_row(c.owned_rowid(), &payload, &found).ok() || !found) return "?";
+  return key_label_of(payload);
+}
+
+// Until `n` consumers sleep in a wait on `t` (at most 10 s: a wait that took a row at once
+// must fail the test, not hang it).
+inline void wait_for_waiters(q4m::QueueTable& t, uint64_t n = 1) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (t.info().waiters < n && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 // One relayed row (queue_set_srcid with one row id); *accepted = it was not dropped.
