@@ -18,8 +18,13 @@ void CommitPipeline::take_batch(Queue& q, std::vector<CommitRequest*>* batch) {
 }
 
 bool CommitPipeline::commit(CommitRequest* req) {
-  enqueue(req);
-  return finish(req);
+  std::vector<CommitRequest*> batch;
+  {
+    auto q = queue_.lock();  // one critical section on the hot path: queue, and lead if free
+    q->pending.push_back(req);
+    if (!q->busy) take_batch(*q, &batch);
+  }
+  return lead_or_wait(req, batch);
 }
 
 void CommitPipeline::enqueue(CommitRequest* req) { queue_.lock()->pending.push_back(req); }
@@ -30,10 +35,16 @@ bool CommitPipeline::finish(CommitRequest* req) {
     auto q = queue_.lock();
     if (req->signal.load(std::memory_order_acquire) == CommitRequest::kDone) return false;  // written meanwhile
     // Still pending with the turn free: lead. (Taken by a running leader, or told to try to
-    // lead: the loop below sorts it out as for any queued caller.)
+    // lead: lead_or_wait() sorts it out as for any queued caller.)
     if (!req->taken && !q->busy && req->signal.load(std::memory_order_relaxed) == CommitRequest::kQueued)
       take_batch(*q, &batch);
   }
+  return lead_or_wait(req, batch);
+}
+
+// `req` is queued; `batch` is non-empty if its caller took the turn. Waits for a leader to
+// write req, or for the turn, then leads.
+bool CommitPipeline::lead_or_wait(CommitRequest* req, std::vector<CommitRequest*>& batch) {
   std::optional<BlockingScope> sleeping;  // announced for syncs only: a write takes microseconds
   while (batch.empty()) {  // queued behind a leader
     uint32_t s;

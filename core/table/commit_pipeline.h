@@ -72,6 +72,7 @@ class CommitPipeline {
     int turn_waiters = 0;  // maintenance waiting in Turn (on turn_cv_)
   };
   static void take_batch(Queue& q, std::vector<CommitRequest*>* batch);
+  bool lead_or_wait(CommitRequest* req, std::vector<CommitRequest*>& batch);
   void lead(CommitRequest* req, std::vector<CommitRequest*>& batch);
   CommitRequest* pass_turn(Queue& q);  // queue lock held; returns whom to wake
 

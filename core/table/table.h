@@ -242,6 +242,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // ---- writer.cc
   Status commit(CommitRequest* req);  // through the pipeline; the leader may compact after
   Status finish(CommitRequest* req);  // the second half of commit(), for a request queued before
+  Status after_commit(CommitRequest* req, bool led);  // its status; a leader may compact
   void write_batch(const CommitRequest* leader, std::vector<CommitRequest*>& batch) override;
   // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
   // batch that syncs for others: published and answered once written, before the sync.

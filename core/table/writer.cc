@@ -52,13 +52,11 @@ bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
 
 }  // namespace
 
-Status Table::commit(CommitRequest* req) {
-  pipeline_.enqueue(req);
-  return finish(req);
-}
+Status Table::commit(CommitRequest* req) { return after_commit(req, pipeline_.commit(req)); }
 
-Status Table::finish(CommitRequest* req) {
-  const bool led = pipeline_.finish(req);
+Status Table::finish(CommitRequest* req) { return after_commit(req, pipeline_.finish(req)); }
+
+Status Table::after_commit(CommitRequest* req, bool led) {
   // Not after a return only: the reaper records those, and must not stop for a compaction.
   if (led && (req->batch.inserts() || removes(req))) maybe_auto_compact();
   return req->batch.status;
