@@ -318,7 +318,7 @@ int ha_queue::write_row(const uchar* buf) {
   q4m::Transaction* txn = joined_transaction(ha_thd(), &failed);
   if (!txn && !failed && !relaying_) {
     ConnectionState* cs = find_connection_state(ha_thd());
-    if (!cs || !cs->has_pending_relay()) txn = binlogged_insert_transaction(ha_thd());
+    if (!cs || !cs->has_pending_relay()) txn = binlogged_statement_transaction(ha_thd());
   }
   if (txn) {  // written at its commit
     ConnectionState* cs = find_connection_state(ha_thd());
@@ -500,7 +500,9 @@ int ha_queue::delete_row(const uchar*) {
   THD* thd = ha_thd();
   ConnectionState& cs = connection_state(thd);
   bool failed = false;
-  if (q4m::Transaction* txn = joined_transaction(thd, &failed)) {  // removed at its commit
+  q4m::Transaction* txn = joined_transaction(thd, &failed);
+  if (!txn && !failed) txn = binlogged_statement_transaction(thd);
+  if (txn) {  // removed at its commit
     if (is_staged(current_id_)) {
       txn->unstage(queue_.get(), staged_index(current_id_));
       return 0;

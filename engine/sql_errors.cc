@@ -61,7 +61,7 @@ int raise_table_error(const std::string& table_label, const q4m::Status& st) {
   return raise_status_error(st);
 }
 
-std::string table_label_of_path(const std::string& data_path) {
+bool split_table_path(const std::string& data_path, std::string* db, std::string* table) {
   // ./<db>/<table>.Q4M, each part in the server's file-name encoding.
   auto decoded = [](const std::string& file_name) {
     char buf[NAME_LEN + 1];
@@ -72,9 +72,15 @@ std::string table_label_of_path(const std::string& data_path) {
   const size_t dot = data_path.rfind('.');
   const size_t db_slash = slash == std::string::npos || slash == 0 ? std::string::npos : data_path.rfind('/', slash - 1);
   if (slash == std::string::npos || dot == std::string::npos || dot < slash || db_slash == std::string::npos)
-    return data_path;
-  return decoded(data_path.substr(db_slash + 1, slash - db_slash - 1)) + "." +
-         decoded(data_path.substr(slash + 1, dot - slash - 1));
+    return false;
+  *db = decoded(data_path.substr(db_slash + 1, slash - db_slash - 1));
+  *table = decoded(data_path.substr(slash + 1, dot - slash - 1));
+  return true;
+}
+
+std::string table_label_of_path(const std::string& data_path) {
+  std::string db, table;
+  return split_table_path(data_path, &db, &table) ? db + "." + table : data_path;
 }
 
 void raise_lease_expired(const char* function, const std::string& table_label, const q4m::Status& st) {

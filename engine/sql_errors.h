@@ -15,6 +15,8 @@ int raise_status_error(const q4m::Status& st);
 // storage layer cannot say itself (it knows the file, not the table).
 int raise_table_error(const std::string& table_label, const q4m::Status& st);
 
+// The database and table names of a table's data file path (./db/table.Q4M); false if it is not one.
+bool split_table_path(const std::string& data_path, std::string* db, std::string* table);
 // "db.t" of a data file path as the engine names them ("./db/t.Q4M").
 std::string table_label_of_path(const std::string& data_path);
 

@@ -8,6 +8,7 @@
 #include "engine/transactions.h"
 
 #include "core/table/transaction.h"
+#include "engine/binlog_removals.h"
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
@@ -88,6 +89,7 @@ q4m::Transaction& join(THD* thd, bool whole) {
     if (whole) trans_register_ha(thd, true, queue_hton, 0);
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
+  txn.set_removal_log(binlog_records(thd) ? &binlog_removal_log() : nullptr);
   return txn;
 }
 
@@ -116,24 +118,27 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
   return &join(thd, true);
 }
 
-q4m::Transaction* binlogged_insert_transaction(THD* thd) {
-  if (in_explicit_transaction(thd) || !mysql_bin_log.is_open() || !(thd->variables.option_bits & OPTION_BIN_LOG))
-    return nullptr;
+q4m::Transaction* binlogged_statement_transaction(THD* thd) {
+  if (in_explicit_transaction(thd) || !binlog_records(thd)) return nullptr;
   return &join(thd, false);
 }
 
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {
   q4m::Transaction* txn = joined_transaction(thd, failed);
+  if (!txn && !*failed) txn = binlogged_statement_transaction(thd);
   ConnectionState* cs = find_connection_state(thd);
   if (!txn || !cs || cs->owned_db().empty()) return txn;
-  MDL_request mdl;
-  MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, cs->owned_db().c_str(), cs->owned_table_name().c_str(), MDL_SHARED_WRITE,
-                   MDL_TRANSACTION);
-  if (thd->mdl_context.acquire_lock(&mdl, thd->variables.lock_wait_timeout)) {
+  if (!lock_until_transaction_end(thd, cs->owned_db(), cs->owned_table_name())) {
     *failed = true;
     return nullptr;
   }
   return txn;
+}
+
+bool lock_until_transaction_end(THD* thd, const std::string& db, const std::string& table) {
+  MDL_request mdl;
+  MDL_REQUEST_INIT(&mdl, MDL_key::TABLE, db.c_str(), table.c_str(), MDL_SHARED_WRITE, MDL_TRANSACTION);
+  return !thd->mdl_context.acquire_lock(&mdl, thd->variables.lock_wait_timeout);
 }
 
 void install_transaction_hooks(handlerton* hton) {

@@ -1,9 +1,11 @@
 // The engine's side of transactions: joining the server's transaction when a connection in
 // an explicit transaction (BEGIN, autocommit=0, XA) writes a queue table or consumes, and the
 // handlerton's commit, rollback and savepoint hooks that end it (core/table/transaction.h
-// holds what the transaction did). In autocommit nothing joins: each statement acts at once,
-// as it always has.
+// holds what the transaction did). In autocommit nothing joins (each statement acts at once,
+// as it always has) unless the binary log records the statement: then it acts at its own
+// commit, two-phase with the binlog (binlogged_statement_transaction).
 #pragma once
+#include <string>
 
 class THD;
 struct handlerton;
@@ -18,15 +20,20 @@ namespace q4m_engine {
 // the server for this statement (and the transaction) on first use. Null with an SQL error
 // raised (*failed) if the engine cannot take part in a transaction.
 q4m::Transaction* joined_transaction(THD* thd, bool* failed);
-// The transaction of an autocommit INSERT the binary log records (binlog open, sql_log_bin on),
-// else null: its rows are added at the statement's commit, after the binlog has its event, so
-// that no DELETE of such a row can reach the binlog before the INSERT does (a replica would
-// stop with error 1032). Registers the engine for the statement on first use.
-q4m::Transaction* binlogged_insert_transaction(THD* thd);
-// joined_transaction() for the end of the rows the connection owns: the transaction also takes
+// The transaction of an autocommit statement that the binary log records (binlog open,
+// sql_log_bin on), else null: its changes take effect at the statement's commit, after the
+// binlog has them. So no DELETE or consumption of a row can reach the binlog before its INSERT
+// does (a replica would stop with error 1032), and a row consumed on the primary is removed
+// on a replica too (engine/binlog_removals.h). Registers the engine for the statement.
+q4m::Transaction* binlogged_statement_transaction(THD* thd);
+// joined_transaction() (or, in autocommit with the binary log on,
+// binlogged_statement_transaction()) for the end of the rows the connection owns: it also takes
 // the owned table's metadata lock until its own end, as a statement that wrote the table would
 // (so DDL waits for it instead of moving rows the transaction is removing).
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed);
+// The metadata lock a transaction that changes db.table holds until its end (DDL waits for
+// it); false with an SQL error raised if lock_wait_timeout passed.
+bool lock_until_transaction_end(THD* thd, const std::string& db, const std::string& table);
 // The open transaction of thd's connection, without joining (scans see its rows); null if none.
 q4m::Transaction* open_transaction(THD* thd);
 

@@ -23,5 +23,6 @@ extern Plugin_function queue_purge_dead_plugin;
 extern Plugin_function queue_allowed_plugin;
 extern Plugin_function queue_scan_rowid_plugin;
 extern Plugin_function queue_scan_state_plugin;
+extern Plugin_function queue_apply_removal_plugin;
 
 }  // namespace q4m_functions

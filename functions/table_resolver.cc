@@ -221,6 +221,8 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
   return true;
 }
 
+bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTable* out);
+
 }  // namespace
 
 void HeldMetadataLock::hold(THD* thd, MDL_ticket* ticket) {
@@ -236,7 +238,20 @@ void HeldMetadataLock::release() {
 
 bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   Names n;
-  if (!split(thd, a, &n)) return false;
+  return split(thd, a, &n) && resolve_names(thd, a, n, out);
+}
+
+bool resolve_table_names(THD* thd, const TableArgument& a, const std::string& db, const std::string& table,
+                         ResolvedTable* out) {
+  Names n;
+  n.db = db;
+  n.table = table;
+  return resolve_names(thd, a, n, out);
+}
+
+namespace {
+
+bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTable* out) {
   // DELETE is what a function needs that takes or removes rows.
   if ((a.privileges & DELETE_ACL) && refused_on_read_only(thd, a.function, label(n))) return false;
   out->db = cache_name(n.db);
@@ -263,6 +278,8 @@ bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
   out->subscription.filter = std::move(def.filter);
   return true;
 }
+
+}  // namespace
 
 bool resolve_table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges, ResolvedTable* out,
                             bool hold_metadata_lock) {

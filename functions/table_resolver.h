@@ -56,6 +56,10 @@ struct ResolvedTable {
 // False if an SQL error was raised; the message names the function, argument and table.
 bool resolve_table(THD* thd, const TableArgument& arg, ResolvedTable* out);
 
+// The same for a table named by its database and name apart (no condition).
+bool resolve_table_names(THD* thd, const TableArgument& a, const std::string& db, const std::string& table,
+                         ResolvedTable* out);
+
 // The same for a function whose one argument is a table with no condition (queue_compact,
 // queue_stats, queue_take_dead): evaluates `arg`, refusing NULL.
 bool resolve_table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges, ResolvedTable* out,

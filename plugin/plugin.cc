@@ -66,5 +66,7 @@ maria_declare_plugin(queue){
     Q4M_FUNCTION(queue_allowed_plugin, "queue_allowed",
                  "queue_allowed(tbl, function): may this account call that function on tbl"),
     Q4M_FUNCTION(queue_scan_rowid_plugin, "queue_scan_rowid", "queue_scan_rowid(): id of the row being read"),
-    Q4M_FUNCTION(queue_scan_state_plugin, "queue_scan_state", "queue_scan_state(): state of the row being read")
+    Q4M_FUNCTION(queue_scan_state_plugin, "queue_scan_state", "queue_scan_state(): state of the row being read"),
+    Q4M_FUNCTION(queue_apply_removal_plugin, "queue_apply_removal",
+                 "queue_apply_removal(db, tbl, rows): remove rows another server's binary log names")
 maria_declare_plugin_end;

@@ -180,18 +180,84 @@ void Table::release_claims(const Holder* h, const RowId* only, size_t count) {
   record_returns(returned);
 }
 
-Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) {
+Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
+                          std::vector<NamedRow>* named) {
   if (owner->revoked_by()) return revoked_status(*owner, ids[0], count);
   auto st = state_.lock();
-  Status s = st->policies.get<Leases>().settle(owner, ids[0], count);  // the lease can no longer run out
-  if (!s.ok()) return s;
-  RowContext ctx = context(*st);
+  std::vector<RowEntry*> rows;
   for (size_t i = 0; i < count; i++) {
     RowEntry* e = st->index.find(ids[i]);
     if (!e || e->state != RowState::kOwned || e->holder != owner) continue;  // gone (TRUNCATE, DROP)
-    move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+    rows.push_back(e);
+    if (!named) continue;
+    NamedRow r;
+    Status s = name_row(*st, *e, &r);
+    if (!s.ok()) return s;
+    named->push_back(r);
   }
+  Status s = st->policies.get<Leases>().settle(owner, ids[0], count);  // the lease can no longer run out
+  if (!s.ok()) {
+    if (named) named->clear();
+    return s;
+  }
+  RowContext ctx = context(*st);
+  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
   finish(*st, ctx);
+  return Status::Ok();
+}
+
+Status Table::claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired) {
+  const bool expires = options()->message_ttl.count() > 0;
+  auto st = state_.lock();
+  if (st->successor) return Status(ErrorCode::kMoved, "the table's rows moved to the table ALTER TABLE built");
+  size_t gone = 0;
+  for (size_t i = 0; i < count; i++) {  // all or nothing: check every row first
+    const RowEntry* e = st->index.find(rows[i].id);
+    const std::string row = "row " + std::to_string(rows[i].id);
+    if (!e && expires && rows[i].id < next_rowid_.load()) {
+      gone++;
+      continue;
+    }
+    if (!e) return Status(ErrorCode::kNotFound, row + ": no such row here");
+    if (!queued(e->state)) return Status(ErrorCode::kInvalid, row + ": held by a connection here");
+    NamedRow here;
+    Status s = name_row(*st, *e, &here);
+    if (!s.ok()) return s;
+    if (here.length != rows[i].length || here.checksum != rows[i].checksum)
+      return Status(ErrorCode::kInvalid, row + ": other bytes here (" + std::to_string(here.length) + " bytes, checksum " +
+                                             std::to_string(here.checksum) + ") than where it was removed (" +
+                                             std::to_string(rows[i].length) + " bytes, checksum " +
+                                             std::to_string(rows[i].checksum) + ")");
+  }
+  RowContext ctx = context(*st);
+  for (size_t i = 0; i < count; i++)
+    if (RowEntry* e = st->index.find(rows[i].id)) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  finish(*st, ctx);
+  if (expired) *expired = gone;
+  return Status::Ok();
+}
+
+Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) {
+  auto st = state_.lock();
+  if (st->dropped) return dropped_status();
+  const std::vector<RowId> ids = st->policies.get<DeadLetters>().oldest(max, false);
+  for (RowId id : ids) {  // the dead-letter list holds live rows only
+    NamedRow r;
+    Status s = name_row(*st, *st->index.find(id), &r);
+    if (!s.ok()) return s;
+    named->push_back(r);
+  }
+  RowContext ctx = context(*st);
+  for (RowId id : ids) move(*st, *st->index.find(id), Move{RowState::kClaimed, as}, ctx);
+  finish(*st, ctx);
+  return Status::Ok();
+}
+
+Status Table::name_row(const State& st, const RowEntry& e, NamedRow* out) const {
+  std::string payload;
+  Status s = st.read_here(st.locate(e), &payload);
+  if (!s.ok()) return s;
+  *out = NamedRow{e.id, e.length, fmt::row_checksum(e.id, payload)};
   return Status::Ok();
 }
 

@@ -31,6 +31,16 @@ class Consumer;
 class QueueTable;
 
 // A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
+// A row as another server's binary log names it: its id, its payload's length and its
+// checksum (crc32c of id and payload, as the file stores it), which must all match here: ids
+// agree between servers that placed the same rows in the same order, and the checksum
+// tells when they do not.
+struct NamedRow {
+  RowId id;
+  uint32_t length;
+  uint32_t checksum;
+};
+
 struct OwnedRowInfo {
   RowId id = 0;
   uint64_t connection_id = 0;  // its holder's
@@ -223,7 +233,21 @@ class QueueTable {
   // The rows `ids` that `owner` owns are now held by `as`, claimed for removal; their lease
   // is settled (kLeaseExpired if it ran out first: then they went back). Rows `owner` no
   // longer owns (TRUNCATE, DROP) are skipped.
-  virtual Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) = 0;
+  // `named` (if given) receives the rows claimed, checksums read (the caller logs them);
+  // reading a row fails the claim (nothing claimed).
+  virtual Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
+                             std::vector<NamedRow>* named = nullptr) = 0;
+  // The rows another server removed (its binary log, applied here): each must be in the queue
+  // (held by no one) with the length and checksum named, else nothing is claimed and the
+  // error names the first row that is not (kNotFound: no such row; kInvalid: other bytes,
+  // or held). The
+  // rows are then held by `as`, claimed for removal.
+  // A row named that is not here but was (its id is below the next one) is skipped on a
+  // table with MESSAGE_TTL (expired here: each server expires rows by its own clock) and
+  // counted in *expired (if given).
+  virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired = nullptr) = 0;
+  // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named.
+  virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) = 0;
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
   // atomically. On failure nothing of it is written and the claims stay.
   virtual Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) = 0;

@@ -98,7 +98,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status settle_lease(const Holder* h, RowId first, size_t count) override;
   Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) override;
   void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) override;
-  Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as) override;
+  Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
+                     std::vector<NamedRow>* named = nullptr) override;
+  Status claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired = nullptr) override;
+  Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) override;
   Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) override;
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
                       uint64_t* id) override;
@@ -265,6 +268,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;
   Status remove_claimed_rows(const Holder* claimer, size_t* removed);
+  // Row `e` as a binary log names it (its checksum from its bytes, read here).
+  Status name_row(const State& st, const RowEntry& e, NamedRow* out) const;
   // The rows `claimer` holds claimed (verified against the index), and its claims forgotten.
   std::vector<RowId> take_claims(const Holder* claimer);
   void restore_claims(const Holder* claimer, const std::vector<RowId>& ids);  // what take_claims took, after a commit wrote nothing

@@ -28,16 +28,51 @@ void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string r
   log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, false, p.rows.size() - 1});
 }
 
-Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
-                                 size_t count) {
-  Status s = table->claim_owned(&owner, ids, count, &holder_);
-  if (!s.ok()) return s;
+void Transaction::log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
+                             bool consumed) {
   Part& p = part_of(table);
   const size_t at = static_cast<size_t>(&p - parts_.data());
-  for (size_t i = 0; i < count; i++) log_.push_back(Change{at, false, true, ids[i]});
-  p.claimed += count;
-  p.consumed += count;
+  for (const NamedRow& r : rows) log_.push_back(Change{at, false, consumed, r.id});
+  p.claimed += rows.size();
+  if (consumed) p.consumed += rows.size();
+}
+
+Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
+                                 size_t count) {
+  std::vector<NamedRow> claimed;
+  Status s = table->claim_owned(&owner, ids, count, &holder_, removal_log_ ? &claimed : nullptr);
+  if (!s.ok()) return s;
+  if (!removal_log_)
+    for (size_t i = 0; i < count; i++) claimed.push_back(NamedRow{ids[i], 0, 0});
+  return log_removal(table, claimed, true, nullptr);
+}
+
+Status Transaction::remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count) {
+  std::vector<NamedRow> rows;
+  *count = 0;
+  Status s = table->claim_dead_rows(max, &holder_, &rows);
+  if (!s.ok()) return s;
+  return log_removal(table, rows, false, count);
+}
+
+Status Transaction::log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
+                                bool consumed, size_t* count) {
+  log_claims(table, rows, consumed);
+  if (removal_log_ && !rows.empty()) {
+    Status s = removal_log_->removed(*table, rows);
+    if (!s.ok()) {
+      rollback_to(log_.size() - rows.size());
+      return s;
+    }
+  }
+  if (count) *count = rows.size();
   return Status::Ok();
+}
+
+Status Transaction::remove_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows) {
+  Status s = table->claim_named(rows.data(), rows.size(), &holder_);
+  if (!s.ok()) return s;
+  return log_removal(table, rows, false, nullptr);
 }
 
 bool Transaction::remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id) {

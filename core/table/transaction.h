@@ -18,6 +18,15 @@
 
 namespace q4m {
 
+// Told of the rows a transaction's consumers end and of the rows it removes as another
+// server named them (the engine puts both in the binary log, engine/binlog_removals.h).
+// An error fails the removal: the rows go back as on a failed statement.
+class RemovalLog {
+ public:
+  virtual ~RemovalLog() = default;
+  virtual Status removed(const QueueTable& table, const std::vector<NamedRow>& rows) = 0;
+};
+
 class Transaction {
  public:
   explicit Transaction(uint64_t connection_id);
@@ -33,6 +42,12 @@ class Transaction {
   // The rows `ids` that `owner` owns in `table` become this transaction's, to remove at commit.
   // kLeaseExpired if their lease ran out first (then they went back to the queue).
   Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count);
+  // The rows another server's binary log says were removed (QueueTable::claim_named).
+  Status remove_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
+  // queue_purge_dead(): up to `max` dead rows of `table`, oldest first; *count = how many.
+  Status remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
+  // Where remove_owned(), remove_named() and remove_dead() report their rows (null: nowhere). Not owned.
+  void set_removal_log(RemovalLog* log) { removal_log_ = log; }
   // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it.
   bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);
 
@@ -85,6 +100,10 @@ class Transaction {
     RowId id;     // a claim's row; an insert's index in rows
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);
+  void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
+  // log_claims(), then the removal log told (its failure undoes them); *count = rows.
+  Status log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed,
+                     size_t* count);
   Status finish_queued(Part& p);
   const Part* find(const QueueTable* table) const;
   void clear();
@@ -95,6 +114,7 @@ class Transaction {
   std::vector<Part> parts_;
   std::vector<Change> log_;
   bool prepared_ = false;
+  RemovalLog* removal_log_ = nullptr;
 };
 
 }  // namespace q4m

@@ -1,7 +1,11 @@
 """QUEUE tables on a server with the binary log on: their rows are logged as rows (ROW and MIXED
 format; STATEMENT is refused, as for sequences: a statement like DELETE ... LIMIT 1 could pick
-other rows on a replica), DDL as statements, without "unsafe statement" warnings; consuming a
-row (queue_wait, queue_end) is not logged at all. docs/replication.md states this contract."""
+other rows on a replica), DDL as statements, without "unsafe statement" warnings; the end of a
+consumed row (queue_end, the end inside queue_wait) as a statement queue_apply_removal() naming
+the rows, in the consuming transaction; taking a row and queue_abort() log nothing.
+docs/replication.md states this contract."""
+import re
+
 import pymysql
 import pytest
 
@@ -54,24 +58,41 @@ def test_dml_and_ddl_are_logged_without_warnings(binlog_server):
     assert not [q for q in statements if "INSERT INTO bq" in q or "DELETE FROM bq" in q], text
 
 
-def test_consuming_writes_nothing_to_the_binlog(binlog_server):
+def removals_logged(events):
+    """The (row id, length) lists of the queue_apply_removal statements among `events`."""
+    found = []
+    for t, info in events:
+        m = re.search(r"SET @queue_removed = queue_apply_removal\('test','cq','([0-9:,]*)'\)", info)
+        if t == "Query" and m:
+            found.append([tuple(int(x) for x in row.split(":")[:2]) for row in m.group(1).split(",")])
+    return found
+
+
+def test_consuming_logs_each_removal_and_nothing_else(binlog_server):
     s = binlog_server
     cur = s.connect().cursor()
     cur.execute("DROP TABLE IF EXISTS cq")
     cur.execute("CREATE TABLE cq (id INT NOT NULL) ENGINE=QUEUE")
-    cur.execute("INSERT INTO cq VALUES (1),(2),(3)")
+    cur.execute("INSERT INTO cq VALUES (1),(2),(3),(4),(5)")
     before = binlog_position(cur)
     cur.execute("SELECT id FROM cq WHERE queue_wait('cq', 1)")
     assert cur.fetchall() == ((1,),)
+    assert binlog_position(cur) == before, binlog_events(cur, before)  # taking a row logs nothing
     cur.execute("SELECT id FROM cq WHERE queue_wait('cq', 1)")  # ends row 1, takes row 2
     assert cur.fetchall() == ((2,),)
     cur.execute("SELECT queue_abort()")
     cur.execute("SELECT id FROM cq WHERE queue_wait('cq', 1)")
     assert cur.fetchall() == ((2,),)
     cur.execute("SELECT queue_end()")
-    assert binlog_position(cur) == before, binlog_events(cur, before)
+    cur.execute("SELECT queue_wait_batch('cq', 2, 1)")
+    cur.execute("SELECT queue_end()")
+    events = binlog_events(cur, before)
+    # One statement per removal, each in its own transaction (a row of one INT: 6 bytes).
+    assert removals_logged(events) == [[(1, 6)], [(2, 6)], [(3, 6), (4, 6)]], events
+    assert [t for t, _ in events].count("Xid") == 3, events
+    assert [t for t, _ in events if t not in ("Gtid", "Query", "Xid")] == [], events
     cur.execute("SELECT id FROM cq")
-    assert cur.fetchall() == ((3,),)  # consumed here, but a replica would still hold 1, 2 and 3
+    assert cur.fetchall() == ((5,),)
 
 
 def test_statement_format_is_refused_for_queue_rows_not_for_ddl_or_consuming(server_factory):
@@ -87,7 +108,7 @@ def test_statement_format_is_refused_for_queue_rows_not_for_ddl_or_consuming(ser
         cur.execute("SET SESSION binlog_format = 'MIXED'")
         cur.execute("INSERT INTO sq VALUES (1), (2)")
         cur.execute("SET SESSION binlog_format = 'STATEMENT'")
-        cur.execute("SELECT id FROM sq WHERE queue_wait('sq', 0)")  # consuming logs nothing
+        cur.execute("SELECT id FROM sq WHERE queue_wait('sq', 0)")  # consuming is allowed
         assert cur.fetchall() == ((1,),)
         cur.execute("SELECT queue_end()")
         cur.execute("TRUNCATE TABLE sq")

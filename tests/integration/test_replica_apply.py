@@ -1,8 +1,9 @@
 """A replica applying QUEUE tables (docs/replication.md): killed with kill -9 while it applies,
 restarted, it applies every event once (its GTID position commits with the engine's changes,
 two-phase with InnoDB's mysql.gtid_slave_pos, coordinated by the replica's own binary log);
-with parallel replication too. The rows are compared as the queue holds them: none twice,
-none lost, in the primary's order."""
+with parallel replication too. Producers insert and delete, consumers consume (autocommit and in
+transactions) on the primary meanwhile. The rows are compared as the queue holds them: none
+twice, none lost, in the primary's order, under the primary's ids."""
 import itertools
 import random
 import threading
@@ -40,6 +41,24 @@ def _produce(primary, producer, removed, errors):
         errors.append(e)
 
 
+def _consume(primary, in_transaction, consumed, stop, errors):
+    """Consumes rows until told to stop, each ended explicitly (in its own transaction if
+    in_transaction); notes every row whose end returned."""
+    try:
+        c = primary.connect()
+        while not stop.is_set():
+            if in_transaction:
+                query(c, "BEGIN")
+            got = query(c, "SELECT producer, seq FROM test.jobs WHERE queue_wait('test.jobs', 1)")
+            if got:
+                query(c, "SELECT queue_end()")
+            if in_transaction:
+                query(c, "COMMIT")
+            consumed.update(got)
+    except pymysql.MySQLError as e:
+        errors.append(e)
+
+
 def _rows(server):
     return [(p, q) for p, q in server.sql("SELECT producer, seq FROM test.jobs")]
 
@@ -48,6 +67,8 @@ def _check_same_queue(pair, removed):
     pair.sync()
     primary, replica = _rows(pair.primary), _rows(pair.replica)
     assert len(replica) == len(set(replica)), "a row applied twice on the replica"
+    assert pair.primary.sql("SELECT queue_scan_rowid() FROM test.jobs") == \
+        pair.replica.sql("SELECT queue_scan_rowid() FROM test.jobs"), "the replica's row ids differ"
     expected = {(p, q) for p in range(PRODUCERS) for q in range(ROWS_PER_PRODUCER)} - removed
     assert set(primary) == expected
     assert set(replica) == expected, (sorted(expected - set(replica))[:10], sorted(set(replica) - expected)[:10])
@@ -73,10 +94,12 @@ def test_a_replica_killed_while_applying_applies_every_event_once(server_factory
     try:
         pair.primary.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
         pair.sync()
-        removed, errors = set(), []
+        removed, consumed, errors, stop = set(), set(), [], threading.Event()
         producers = [threading.Thread(target=_produce, args=(pair.primary, p, removed, errors))
                      for p in range(PRODUCERS)]
-        for t in producers:
+        consumers = [threading.Thread(target=_consume, args=(pair.primary, t, consumed, stop, errors))
+                     for t in (False, True)]
+        for t in producers + consumers:
             t.start()
         rng = random.Random(29)
         for _ in itertools.repeat(None, 3):
@@ -85,7 +108,11 @@ def test_a_replica_killed_while_applying_applies_every_event_once(server_factory
             pair.replica.start()  # the replica's threads start again from its GTID position
         for t in producers:
             t.join(300)
+        stop.set()
+        for t in consumers:
+            t.join(300)
         assert not errors, errors
-        _check_same_queue(pair, removed)
+        assert len(consumed) > 100, len(consumed)
+        _check_same_queue(pair, removed | consumed)
     finally:
         pair.destroy()

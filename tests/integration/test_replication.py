@@ -1,13 +1,13 @@
 """A replica of QUEUE tables, over real MariaDB replication (a primary and a replica on
-127.0.0.1): what docs/replication.md states. Consuming a row is not in the binary log, so the
-replica keeps every consumed row; an INSERT's rows appear only after its binlog write, so no
+127.0.0.1): what docs/replication.md states. Every removal of a row is in the binary log, so
+the replica holds the primary's rows under the same ids; an INSERT's rows appear only after its binlog write, so no
 DELETE of a row reaches the log before its INSERT (tests/integration/test_binlog.py checks what
 is logged)."""
 import pymysql
 import pytest
 
 from replication_pair import Pair
-from sqlcheck import Background, query, value, wait_until
+from sqlcheck import Background, expect_error, query, value, wait_until
 
 @pytest.fixture(scope="module")
 def pair(server_factory):
@@ -20,23 +20,153 @@ def rows(server, table):
     return [r[0] for r in server.sql(f"SELECT id FROM test.{table}")]
 
 
+def rows_with_ids(server, table):
+    """(row id, id column) of every row, in queue order, as the server holds them."""
+    return server.sql(f"SELECT queue_scan_rowid(), id FROM test.{table}")
+
+
 @pytest.mark.parametrize("binlog_format", ["ROW", "MIXED"])
-def test_a_replica_keeps_every_row_consumed_on_the_primary(pair, binlog_format):
+def test_a_replica_removes_every_row_consumed_on_the_primary(pair, binlog_format):
+    """Every way a row leaves the queue on the primary reaches the replica: the end inside
+    queue_wait, queue_end, a batch's end, queue_take_dead's end, a DELETE, a transaction's
+    consumption (and not a rolled-back one's). Same rows, same ids."""
     table = f"jobs_{binlog_format.lower()}"
     producer = pair.primary.connect()
     consumer = pair.primary.connect()
     for c in (producer, consumer):
         query(c, "SET SESSION binlog_format = %s", (binlog_format,))
-    query(producer, f"CREATE TABLE {table} (id INT NOT NULL) ENGINE=QUEUE")
-    query(producer, f"INSERT INTO {table} VALUES (1), (2), (3), (4)")
+    query(producer, f"CREATE TABLE {table} (id INT NOT NULL) ENGINE=QUEUE MAX_DELIVERIES=1")
+    query(producer, f"INSERT INTO {table} VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9), (10)")
     for expected in (1, 2, 3):  # each wait ends the row before
         assert query(consumer, f"SELECT id FROM {table} WHERE queue_wait('{table}', 0)") == [(expected,)]
     assert value(consumer, "SELECT queue_end()") == 1
-    query(producer, f"DELETE FROM {table} WHERE id = 4")  # a DELETE replicates
-    query(producer, f"INSERT INTO {table} VALUES (5)")
+    query(producer, f"DELETE FROM {table} WHERE id = 4")
+    assert value(consumer, f"SELECT queue_wait_batch('{table}', 2, 0)") == 2  # rows 5, 6
+    assert value(consumer, "SELECT queue_end()") == 1
+    assert query(consumer, f"SELECT id FROM {table} WHERE queue_wait('{table}', 0)") == [(7,)]
+    assert value(consumer, "SELECT queue_abort()") == 1  # MAX_DELIVERIES=1: row 7 is dead now
+    assert query(consumer, f"SELECT id FROM {table} WHERE queue_take_dead('{table}')") == [(7,)]
+    assert value(consumer, "SELECT queue_end()") == 1
+    query(consumer, "BEGIN")
+    assert query(consumer, f"SELECT id FROM {table} WHERE queue_wait('{table}', 0)") == [(8,)]
+    assert value(consumer, "SELECT queue_end()") == 1
+    query(consumer, "COMMIT")
+    query(consumer, "BEGIN")
+    assert query(consumer, f"SELECT id FROM {table} WHERE queue_wait('{table}', 0)") == [(9,)]
+    assert value(consumer, "SELECT queue_end()") == 1
+    query(consumer, "ROLLBACK")  # row 9 stays
+    query(producer, f"INSERT INTO {table} VALUES (11)")
     pair.sync()
-    assert rows(pair.primary, table) == [5]
-    assert rows(pair.replica, table) == [1, 2, 3, 5]  # consumed on the primary, still queued here
+    assert [r[1] for r in rows_with_ids(pair.primary, table)] == [9, 10, 11]
+    assert rows_with_ids(pair.replica, table) == rows_with_ids(pair.primary, table)
+
+
+def test_a_replica_holds_the_primarys_queue_under_load(pair):
+    """Producers and consumers (autocommit and transactions) at once: the replica holds the
+    primary's rows, ids and all."""
+    pair.primary.sql("CREATE TABLE test.load_jobs (id INT NOT NULL, p VARCHAR(40) NOT NULL) ENGINE=QUEUE")
+
+    def produce(k):
+        c = pair.primary.connect()
+        for i in range(300):
+            query(c, "INSERT INTO load_jobs VALUES (%s, REPEAT('x', %s))", (k * 1000 + i, i % 37))
+
+    def consume(in_transaction):
+        c = pair.primary.connect()
+        taken = 0
+        while taken < 250:
+            if in_transaction:
+                query(c, "BEGIN")
+            if query(c, "SELECT id FROM load_jobs WHERE queue_wait('load_jobs', 1)"):
+                taken += 1
+                query(c, "SELECT queue_end()")
+            if in_transaction:
+                query(c, "COMMIT")
+        query(c, "SELECT queue_end()") if value(c, "SELECT queue_rowid()") else None
+
+    workers = [Background(produce, k) for k in range(3)] + [Background(consume, t) for t in (False, True)]
+    for w in workers:
+        w.join(300)
+    pair.sync()
+    primary = rows_with_ids(pair.primary, "load_jobs")
+    assert len(primary) == 900 - 500
+    assert rows_with_ids(pair.replica, "load_jobs") == primary
+    assert pair.primary.sql("SELECT id, p FROM test.load_jobs") == pair.replica.sql("SELECT id, p FROM test.load_jobs")
+
+
+def test_purged_dead_rows_leave_the_replica_too_and_redrive_is_refused(pair):
+    pair.primary.sql("CREATE TABLE test.dead_jobs (id INT NOT NULL) ENGINE=QUEUE MAX_DELIVERIES=1")
+    c = pair.primary.connect()
+    query(c, "INSERT INTO dead_jobs VALUES (1), (2), (3)")
+    for _ in range(2):
+        query(c, "SELECT queue_wait('dead_jobs', 0)")
+        query(c, "SELECT queue_abort()")  # dead at once
+    expect_error(c, "SELECT queue_redrive_dead('dead_jobs')", "queue_redrive_dead(): table 'test.dead_jobs'",
+                 "not with the binary log on")
+    assert value(c, "SELECT queue_purge_dead('dead_jobs', 1)") == 1
+    query(c, "BEGIN")
+    assert value(c, "SELECT queue_purge_dead('dead_jobs')") == 1
+    query(c, "ROLLBACK")  # the purge with it
+    pair.sync()
+    assert [r[1] for r in rows_with_ids(pair.primary, "dead_jobs")] == [2, 3]
+    assert rows_with_ids(pair.replica, "dead_jobs") == rows_with_ids(pair.primary, "dead_jobs")
+
+
+def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
+    """MESSAGE_TTL expires rows by each server's own clock (a replica's copy is younger, so it
+    expires no sooner). A replica that lagged past a row's TTL has expired it when the
+    primary's consumption of it arrives: it carries on."""
+    pair.primary.sql("CREATE TABLE test.ttl_jobs (id INT NOT NULL) ENGINE=QUEUE MESSAGE_TTL=2")
+    pair.primary.sql("INSERT INTO test.ttl_jobs VALUES (1)")
+    pair.sync()
+    pair.replica.sql("STOP SLAVE SQL_THREAD")
+    try:
+        c = pair.primary.connect()
+        assert query(c, "SELECT id FROM ttl_jobs WHERE queue_wait('ttl_jobs', 0)") == [(1,)]
+        assert value(c, "SELECT queue_end()") == 1
+        wait_until(lambda: rows(pair.replica, "ttl_jobs") == [], timeout=30, what="the replica's expiry")
+    finally:
+        pair.replica.sql("START SLAVE SQL_THREAD")
+    pair.primary.sql("INSERT INTO test.ttl_jobs VALUES (2)")
+    pair.sync()
+    assert rows_with_ids(pair.replica, "ttl_jobs") == rows_with_ids(pair.primary, "ttl_jobs")
+
+
+def test_a_replica_whose_queue_differs_stops_naming_the_row(server_factory):
+    """A row the replica does not hold (removed there by hand) cannot be removed by the
+    primary's log: the applier stops with an error naming the table and row, instead of
+    removing another row."""
+    p = Pair(server_factory)
+    try:
+        p.primary.sql("CREATE TABLE test.diverged (id INT NOT NULL) ENGINE=QUEUE")
+        p.primary.sql("INSERT INTO test.diverged VALUES (1), (2)")
+        p.sync()
+        c = p.replica.connect()
+        query(c, "SET SESSION sql_log_bin = 0")
+        query(c, "DELETE FROM diverged WHERE id = 1")
+        consumer = p.primary.connect()
+        assert query(consumer, "SELECT id FROM diverged WHERE queue_wait('diverged', 0)") == [(1,)]
+        assert value(consumer, "SELECT queue_end()") == 1
+        st = p.wait_stopped()
+        assert "queue_apply_removal(): table 'test.diverged': row 1: no such row here" in st["Last_SQL_Error"], st
+        assert rows(p.replica, "diverged") == [2]
+    finally:
+        p.destroy()
+
+
+def test_the_removal_statement_refuses_what_is_not_a_list_of_rows(pair):
+    pair.primary.sql("CREATE TABLE test.apply_args (id INT NOT NULL) ENGINE=QUEUE")
+    c = pair.primary.connect()
+    for bad in ("1:4:5,", "1:4", "1:4:x", "0:4:5", "1:4:5;2:4:5", "", "1:99999999999:5"):
+        expect_error(c, f"SELECT queue_apply_removal('test', 'apply_args', '{bad}')",
+                     "queue_apply_removal(): argument 3", "expected a list")
+    expect_error(c, "SELECT queue_apply_removal('test', 'apply_args', '2:4:5,1:4:5')", "row ids must increase")
+    expect_error(c, "SELECT queue_apply_removal('test', 'apply_args')", "takes 3 arguments")
+    expect_error(c, "SELECT queue_apply_removal('test', 'nope', '1:4:5')", "nope")
+    expect_error(c, "SELECT queue_apply_removal('test', 'apply_args', '1:4:5')", "row 1: no such row here")
+    query(c, "INSERT INTO apply_args VALUES (7)")
+    expect_error(c, "SELECT queue_apply_removal('test', 'apply_args', '1:4:5')", "row 1: other bytes here")
+    assert value(c, "SELECT COUNT(*) FROM apply_args") == 1
 
 
 def test_a_read_only_replica_applies_rows_and_refuses_consumers(pair):

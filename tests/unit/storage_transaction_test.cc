@@ -3,6 +3,7 @@
 #include "check.h"
 #include <thread>
 
+#include "core/file/format.h"
 #include "core/table/transaction.h"
 #include "storage_test_util.h"
 
@@ -195,4 +196,67 @@ TEST(a_queued_commit_is_written_even_if_the_transaction_is_rolled_back_after) {
   txn.rollback();
   CHECK_EQ(t->info().rows, 1u);
   CHECK(t->prepared_parts().empty());
+}
+
+// The engine's binary log side (engine/binlog_removals.h), as a recorder.
+struct RecordedRemovals : RemovalLog {
+  std::vector<NamedRow> rows;
+  Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
+    rows.insert(rows.end(), r.begin(), r.end());
+    return Status::Ok();
+  }
+};
+
+TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_match) {
+  TempDir dir;
+  std::vector<RowId> ids, copy_ids;
+  auto primary = table_with(dir.file("p"), {"alpha", "beta", "gamma"}, &ids);
+  auto replica = table_with(dir.file("r"), {"alpha", "beta", "gamma"}, &copy_ids);
+  REQUIRE(primary && replica);
+  CHECK(ids == copy_ids);
+  RecordedRemovals log;
+  Consumer worker(1);
+  {
+    Transaction txn(1);
+    txn.set_removal_log(&log);
+    worker.set_transaction(&txn);
+    REQUIRE(take(worker, primary));
+    REQUIRE(worker.end().ok());
+    REQUIRE(txn.commit().ok());
+    worker.set_transaction(nullptr);
+  }
+  REQUIRE(log.rows.size() == 1u);
+  CHECK_EQ(log.rows[0].id, ids[0]);
+  CHECK_EQ(log.rows[0].length, 5u);
+  CHECK_EQ(log.rows[0].checksum, fmt::row_checksum(ids[0], "alpha"));
+  {
+    Transaction apply(2);
+    RecordedRemovals relogged;  // a replica's own binary log (log_slave_updates) names them again
+    apply.set_removal_log(&relogged);
+    REQUIRE(apply.remove_named(replica, log.rows).ok());
+    CHECK_EQ(replica->visible_count(nullptr), 2u);  // held until the commit
+    REQUIRE(apply.commit().ok());
+    CHECK(relogged.rows.size() == 1u && relogged.rows[0].checksum == log.rows[0].checksum);
+  }
+  CHECK_EQ(replica->info().rows, 2u);
+  Transaction wrong(3);
+  Status s = wrong.remove_named(replica, log.rows);  // gone already
+  CHECK(s.code() == ErrorCode::kNotFound);
+  std::vector<NamedRow> other = {NamedRow{ids[1], 4, fmt::row_checksum(ids[1], "BETA")}};
+  s = wrong.remove_named(replica, other);  // same id and length, other bytes
+  CHECK(s.code() == ErrorCode::kInvalid);
+  CHECK(s.message().find("other bytes here") != std::string::npos);
+  std::vector<NamedRow> both = {NamedRow{ids[1], 4, fmt::row_checksum(ids[1], "beta")}, other[0]};
+  both[1].id = ids[2];
+  s = wrong.remove_named(replica, both);  // all or nothing: the first matches, the second not
+  CHECK(s.code() == ErrorCode::kInvalid);
+  CHECK_EQ(replica->visible_count(nullptr), 2u);
+  wrong.rollback();
+  Consumer local(4);  // a row held here cannot be removed by name
+  REQUIRE(take(local, replica));
+  std::vector<NamedRow> held = {NamedRow{ids[1], 4, fmt::row_checksum(ids[1], "beta")}};
+  Transaction busy(5);
+  s = busy.remove_named(replica, held);
+  CHECK(s.code() == ErrorCode::kInvalid);
+  CHECK(s.message().find("held by a connection") != std::string::npos);
 }

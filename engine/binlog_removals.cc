@@ -1,0 +1,101 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <log.h>
+#include <log_event.h>
+
+#include "engine/binlog_removals.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "engine/sql_errors.h"
+
+namespace q4m_engine {
+
+namespace {
+
+// A string literal for the statement: quotes and backslashes escaped, as any sql_mode reads it.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'' || c == '\\') out += c == '\'' ? '\'' : '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+class BinlogRemovalLog final : public q4m::RemovalLog {
+ public:
+  q4m::Status removed(const q4m::QueueTable& table, const std::vector<q4m::NamedRow>& rows) override {
+    THD* thd = current_thd;
+    if (!thd || !binlog_records(thd)) return q4m::Status::Ok();
+    std::string db, name;
+    if (!split_table_path(table.path(), &db, &name))
+      return q4m::Status(q4m::ErrorCode::kInvalid, "cannot name table file " + table.path() + " in the binary log");
+    const std::string query = removal_statement(db, name, rows);
+    // As THD::binlog_query does for a statement: a pending rows event ends first.
+    if (thd->binlog_flush_pending_rows_event(true, true))
+      return q4m::Status(q4m::ErrorCode::kIo, "writing the binary log failed");
+    Query_log_event event(thd, query.data(), query.size(), /*using_trans=*/true, /*direct=*/false,
+                          /*suppress_use=*/false, /*errcode=*/0);
+    event.db = db.c_str();  // the replica filters and applies it under the table's database
+    event.db_len = static_cast<uint32>(db.size());
+    const bool failed = mysql_bin_log.write(&event);
+    thd->reset_binlog_for_next_statement();
+    if (failed) return q4m::Status(q4m::ErrorCode::kIo, "writing the removal of rows of " + db + "." + name + " to the binary log failed");
+    return q4m::Status::Ok();
+  }
+};
+
+}  // namespace
+
+bool binlog_records(THD* thd) { return mysql_bin_log.is_open() && (thd->variables.option_bits & OPTION_BIN_LOG); }
+
+q4m::RemovalLog& binlog_removal_log() {
+  static BinlogRemovalLog log;
+  return log;
+}
+
+std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows) {
+  std::vector<q4m::NamedRow> sorted = rows;
+  std::sort(sorted.begin(), sorted.end(), [](const q4m::NamedRow& a, const q4m::NamedRow& b) { return a.id < b.id; });
+  std::string list;
+  for (const q4m::NamedRow& r : sorted) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(r.id) + ':' + std::to_string(r.length) + ':' + std::to_string(r.checksum);
+  }
+  return "SET @queue_removed = queue_apply_removal(" + quoted(db) + "," + quoted(table) + "," + quoted(list) + ")";
+}
+
+bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error) {
+  rows->clear();
+  const char* p = text.c_str();
+  // One unsigned number ending at a `sep` (or, for the last one, at ',' or the end).
+  auto number = [&p](uint64_t max, char sep, uint64_t* out) {
+    char* end = nullptr;
+    if (!isdigit(static_cast<unsigned char>(*p))) return false;
+    *out = strtoull(p, &end, 10);
+    if (*out > max || (sep ? *end != sep : (*end && *end != ','))) return false;
+    p = end + (sep ? 1 : 0);
+    return true;
+  };
+  while (*p) {
+    uint64_t id = 0, length = 0, checksum = 0;
+    if (!number(UINT64_MAX >> 1, ':', &id) || id == 0 || !number(UINT32_MAX, ':', &length) ||
+        !number(UINT32_MAX, 0, &checksum))
+      break;
+    if (!rows->empty() && id <= rows->back().id) {
+      *error = "row ids must increase (" + std::to_string(id) + " after " + std::to_string(rows->back().id) + ")";
+      return false;
+    }
+    rows->push_back(q4m::NamedRow{id, static_cast<uint32_t>(length), static_cast<uint32_t>(checksum)});
+    if (!*p) return true;
+    if (!*++p) break;  // a trailing ','
+  }
+  *error = "expected a list '<row id>:<length>:<checksum>[,...]', got '" + text.substr(0, 64) + "'";
+  return false;
+}
+
+}  // namespace q4m_engine

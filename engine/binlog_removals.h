@@ -1,0 +1,37 @@
+// Removals in the binary log. A replica must remove the rows the primary's consumers take
+// out of a queue, and the server logs none of them: queue_wait() and queue_end() are
+// SELECTs, and the rows they end are no DELETE's. So the engine writes one statement per
+// removal into the consuming transaction's binary log cache:
+//
+//   SET @queue_removed = queue_apply_removal('<db>', '<table>', '<id>:<length>:<checksum>[,...]')
+//
+// (not DO: DO drops its expressions' errors, and a replica must stop on one)
+// (a Query event whose default database is the table's, as a row event's would be). It
+// commits with the transaction, two-phase, as the removal does; a replica applying it
+// removes exactly those rows (functions/replication_functions.cc), and logs it again for its
+// own replicas (log_slave_updates).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/table/queue_table.h"
+#include "core/table/transaction.h"
+
+class THD;
+
+namespace q4m_engine {
+
+// True if thd's changes go to the binary log (open, sql_log_bin on): then its removals
+// must be logged, and so must take effect in a (statement) transaction.
+bool binlog_records(THD* thd);
+
+// The RemovalLog that writes to the binary log cache of the current connection.
+q4m::RemovalLog& binlog_removal_log();
+
+// The statement that removes `rows` of db.table on another server.
+std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
+// Parses the third argument of that statement; false (with *error) if it is not one.
+bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error);
+
+}  // namespace q4m_engine
