@@ -7,6 +7,7 @@
 
 #include "engine/transactions.h"
 
+#include "core/table/registry.h"
 #include "core/table/transaction.h"
 #include "engine/binlog_removals.h"
 #include "engine/connection_state.h"
@@ -44,10 +45,28 @@ int commit(handlerton*, THD* thd, bool all) {
 // Called in the coordinator's commit order (the binary log's), one transaction at a time,
 // possibly from another connection's thread while thd's waits: QUEUE places the rows of
 // transactions in that order, so a replica applying the log places them as the primary did.
+//
+// With the binary log coordinating, the commit record waits for no sync: the binlog has the
+// transaction and its recovery commits it again after a crash, until QUEUE says in
+// commit_checkpoint_request() that every commit ordered so far is durable. (The rows it
+// commits get the same ids then: recovery commits in the binlog's order, engine/xa.h.)
 void commit_ordered(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction() || !cs->transaction()->prepared() || !ends_transaction(thd, all)) return;
-  cs->transaction()->queue_commit();
+  cs->transaction()->queue_commit(/*durable=*/!mysql_bin_log.is_open());
+}
+
+// The binary log asks (once per binlog file, at rotation) that the commits ordered so far be
+// durable before it stops keeping their transactions for recovery: one sync per table that
+// wrote since its last, behind every commit already queued there.
+void commit_checkpoint_request(void* cookie) {
+  for (const auto& table : q4m::TableRegistry::instance().open_tables()) {
+    q4m::Status s = table->sync_commits();
+    if (!s.ok())  // the file is broken: every later write to it fails, so nothing more is lost
+      sql_print_error("QUEUE: syncing %s for a binary log checkpoint failed: %s", table->path().c_str(),
+                      s.message().c_str());
+  }
+  commit_checkpoint_notify_ha(cookie);
 }
 
 int rollback(handlerton*, THD* thd, bool all) {
@@ -144,6 +163,7 @@ bool lock_until_transaction_end(THD* thd, const std::string& db, const std::stri
 void install_transaction_hooks(handlerton* hton) {
   hton->commit = commit;
   hton->commit_ordered = commit_ordered;
+  hton->commit_checkpoint_request = commit_checkpoint_request;
   hton->rollback = rollback;
   hton->savepoint_offset = sizeof(size_t);
   hton->savepoint_set = savepoint_set;

@@ -5,7 +5,9 @@
 
 #include "engine/xa.h"
 
+#include <algorithm>
 #include <atomic>
+#include <unordered_map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "core/file/data_file.h"
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
+#include "engine/binlog_order.h"
 #include "engine/connection_state.h"
 #include "engine/data_files.h"
 #include "engine/handlerton.h"
@@ -99,6 +102,76 @@ std::vector<std::string> prepared_xids() {
   return keys;
 }
 
+// `keys` with those the binary log committed first in its order (binlog_order.h); the rest
+// (not in the log: to be rolled back, or XA transactions) after them, as they were.
+std::vector<std::string> in_binlog_order(std::vector<std::string> keys) {
+  const std::unordered_map<uint64_t, uint64_t> order = binlog_commit_order();
+  if (order.empty()) return keys;
+  auto rank = [&order](const std::string& key) {
+    XID xid;
+    if (!xid_of(key, &xid)) return UINT64_MAX;
+    auto it = order.find(xid.get_my_xid());
+    return it == order.end() ? UINT64_MAX : it->second;
+  };
+  std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  return keys;
+}
+
+// The server decides the transactions a crash left prepared one by one, in an order of its own
+// (10.11 walks a hash of xids): QUEUE notes its commits and ends them once all are decided,
+// in binlog order (so the ids of their rows are the replica's). Rollbacks give no ids: at once.
+struct DeferredCommits {
+  bool active = false;
+  std::vector<std::string> order;      // the prepared xids, in binlog order
+  std::vector<std::string> undecided;  // the server's own (internal) xids not decided yet
+  std::vector<std::string> decided;    // to commit
+};
+std::mutex deferred_mutex;
+DeferredCommits deferred;
+std::atomic<bool> deferring{false};
+
+void defer_commits(const std::vector<std::string>& keys) {
+  static bool once = false;  // the startup's recovery only
+  std::lock_guard<std::mutex> one(deferred_mutex);
+  if (once) return;
+  once = true;
+  for (const std::string& k : keys) {
+    XID xid;
+    if (xid_of(k, &xid) && xid.get_my_xid() != 0) deferred.undecided.push_back(k);
+  }
+  deferred.order = keys;
+  deferred.active = !deferred.undecided.empty();
+  deferring.store(deferred.active);
+}
+
+int end_by_xid(XID* xid, bool commit);
+
+// Commits what was decided, in binlog order; called with deferred_mutex held.
+void end_deferred() {
+  for (const std::string& k : deferred.order) {
+    if (std::find(deferred.decided.begin(), deferred.decided.end(), k) == deferred.decided.end()) continue;
+    XID xid;
+    if (xid_of(k, &xid)) end_by_xid(&xid, true);
+  }
+  deferred = DeferredCommits();
+  deferring.store(false);
+}
+
+// True if the decision on `xid` was taken over by the deferral.
+bool deferred_decision(XID* xid, bool commit) {
+  if (!deferring.load()) return false;
+  std::lock_guard<std::mutex> one(deferred_mutex);
+  if (!deferred.active) return false;
+  const std::string key = key_of(*xid);
+  auto it = std::find(deferred.undecided.begin(), deferred.undecided.end(), key);
+  if (it == deferred.undecided.end()) return false;
+  deferred.undecided.erase(it);
+  if (commit) deferred.decided.push_back(key);
+  else end_by_xid(xid, false);
+  if (deferred.undecided.empty()) end_deferred();
+  return true;
+}
+
 // recover() is called again and again until it returns fewer than asked: a cursor over the
 // xids found when it was first called.
 struct Recovery {
@@ -124,8 +197,9 @@ int recover(handlerton*, XID* list, uint len) {
         return true;
       });
     }
-    recovery.keys = prepared_xids();
+    recovery.keys = in_binlog_order(prepared_xids());
     recovery.next = 0;
+    defer_commits(recovery.keys);
   }
   uint n = 0;
   while (n < len && recovery.next < recovery.keys.size())
@@ -154,10 +228,16 @@ int end_by_xid(XID* xid, bool commit) {
   return found ? 0 : 1;
 }
 
-int commit_by_xid(handlerton*, XID* xid) { return end_by_xid(xid, true); }
-int rollback_by_xid(handlerton*, XID* xid) { return end_by_xid(xid, false); }
+int commit_by_xid(handlerton*, XID* xid) { return deferred_decision(xid, true) ? 0 : end_by_xid(xid, true); }
+int rollback_by_xid(handlerton*, XID* xid) { return deferred_decision(xid, false) ? 0 : end_by_xid(xid, false); }
 
 }  // namespace
+
+void end_recovered_commits() {
+  if (!deferring.load()) return;
+  std::lock_guard<std::mutex> one(deferred_mutex);
+  if (deferred.active) end_deferred();
+}
 
 void install_xa_hooks(handlerton* hton) {
   hton->prepare = prepare;

@@ -11,6 +11,10 @@ struct handlerton;
 namespace q4m_engine {
 
 void install_xa_hooks(handlerton* hton);
+// Recovery commits the parts a crash left prepared once the server has decided all of them, in
+// the binary log's order (binlog_order.h); if it left some undecided, the first use of a table
+// commits the decided ones (cheap when there is nothing to do).
+void end_recovered_commits();
 // Clean shutdown: the marker goes if no open table holds a prepared part.
 void forget_prepared_marker_if_unused();
 

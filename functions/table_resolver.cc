@@ -8,6 +8,8 @@
 
 #include "functions/table_resolver.h"
 
+#include "engine/xa.h"
+
 #include "functions/read_only_guard.h"
 
 #include "engine/ha_queue.h"
@@ -252,6 +254,7 @@ bool resolve_table_names(THD* thd, const TableArgument& a, const std::string& db
 namespace {
 
 bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTable* out) {
+  q4m_engine::end_recovered_commits();
   // DELETE is what a function needs that takes or removes rows.
   if ((a.privileges & DELETE_ACL) && refused_on_read_only(thd, a.function, label(n))) return false;
   out->db = cache_name(n.db);

@@ -137,16 +137,22 @@ Status Table::end_part(uint64_t id, bool committed) {
   return s.ok() ? commit(&e.req) : s;
 }
 
-Status Table::queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) {
+Status Table::queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable) {
   auto e = std::make_unique<PartEnd>();
   Status s = build_end(id, true, e.get());
   if (!s.ok()) return s;
+  e->req.batch.sync = durable;
   pipeline_.enqueue(&e->req);
   *out = std::move(e);
   return Status::Ok();
 }
 
 Status Table::finish_end_part(QueuedEnd& end) { return finish(&static_cast<PartEnd&>(end).req); }
+
+Status Table::sync_commits() {
+  CommitRequest barrier;  // writes nothing; behind every commit queued before it, then a sync
+  return commit(&barrier);
+}
 
 Status Table::read_prepared_row(const RowEntry& e, std::string* out) {
   const RowLocation row{0, e.offset, e.length};  // a TXN_ROW's checksum covers id 0

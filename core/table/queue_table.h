@@ -269,7 +269,12 @@ class QueueTable {
    public:
     virtual ~QueuedEnd() = default;
   };
-  virtual Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) = 0;
+  // `durable` false: its commit record is written but waits for no sync (a coordinator that
+  // can recover the transaction until sync_commits() says so: MariaDB's binary log, through
+  // commit_checkpoint_request). Its rows are handed out once written.
+  virtual Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable = true) = 0;
+  // Makes durable every commit written or queued so far (one sync, if anything is unsynced).
+  virtual Status sync_commits() = 0;
   virtual Status finish_end_part(QueuedEnd& end) = 0;
   struct PreparedPartInfo {
     uint64_t id;

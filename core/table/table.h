@@ -106,7 +106,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
                       uint64_t* id) override;
   Status end_part(uint64_t id, bool commit) override;
-  Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out) override;
+  Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable = true) override;
+  Status sync_commits() override;
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;

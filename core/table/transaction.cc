@@ -138,9 +138,9 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
   return Status::Ok();
 }
 
-void Transaction::queue_commit() {
+void Transaction::queue_commit(bool durable) {
   for (Part& p : parts_)
-    if (p.prepared && !p.queued) (void)p.table->queue_end_part(p.prepared, &p.queued);
+    if (p.prepared && !p.queued) (void)p.table->queue_end_part(p.prepared, &p.queued, durable);
 }
 
 // A queued end is the coordinator's decision: it is finished (written) whatever comes next.

@@ -76,7 +76,8 @@ class Transaction {
   // end is queued in its table at once, so that tables place the rows of transactions in that
   // order; commit() then waits for them. Never blocks on a sync; a part it cannot queue is
   // ended by commit() as without it.
-  void queue_commit();
+  // durable false: the commit records wait for no sync (QueueTable::queue_end_part).
+  void queue_commit(bool durable = true);
   void rollback();
   // A prepared XA transaction whose connection goes: its parts stay prepared in their tables,
   // to be ended by xid later (QueueTable::prepared_parts()); this object forgets them.

@@ -139,6 +139,15 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   chunk.finish();
   if (chunk.empty()) {  // nothing to write (an empty insert, a replayed relay, only duplicates)
     w->policies.each([&](auto& p) { p.written(ctx); });
+    // A sync_commits() barrier: what was written unsynced before becomes durable.
+    if (sync && w->file->has_unsynced_appends()) {
+      BlockingScope syncing(BlockingWait::kSync);
+      Status s = w->file->sync(mode);
+      if (!s.ok()) {
+        w->broken = s;
+        for (CommitRequest* r : batch) r->batch.status = s;
+      }
+    }
     return;
   }
 
@@ -171,7 +180,9 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
 }
 
 void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
-  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync; };
+  // An unsynced end (a part's commit record) is answered with its chunk: its rows are
+  // published with the rest, after the sync.
+  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync && r->batch.phase != WriteBatch::Phase::kEnd; };
   auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync && r->batch.status.ok(); };
   if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
   if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {

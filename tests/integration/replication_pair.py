@@ -31,7 +31,7 @@ class Pair:
             self.primary.sql("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl'")
             self.primary.sql("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")
             self.replica.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.port}, "
-                             "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos")
+                             "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
             self.replica.sql("START SLAVE")
             self.sync()
         except BaseException:

@@ -9,6 +9,8 @@ import re
 import pymysql
 import pytest
 
+from sqlcheck import wait_until
+
 ER_BINLOG_STMT_MODE_AND_ROW_ENGINE = 1665
 
 
@@ -115,3 +117,25 @@ def test_statement_format_is_refused_for_queue_rows_not_for_ddl_or_consuming(ser
         cur.execute("ALTER TABLE sq ADD COLUMN v INT")
     finally:
         s.destroy()
+
+
+def test_a_binary_log_checkpoint_is_given_once_queue_commits_are_durable(binlog_server):
+    """QUEUE leaves a two-phase commit's record unsynced while the binary log can recover the
+    transaction (commit_checkpoint_request): at a rotation the log asks, QUEUE syncs and
+    answers, and the log moves its checkpoint to the new file."""
+    s = binlog_server
+    cur = s.connect().cursor()
+    cur.execute("DROP TABLE IF EXISTS kq")
+    cur.execute("CREATE TABLE kq (id INT NOT NULL) ENGINE=QUEUE")
+    cur.execute("INSERT INTO kq VALUES (1), (2)")
+    cur.execute("SELECT id FROM kq WHERE queue_wait('kq', 1)")
+    cur.execute("SELECT queue_end()")
+    cur.execute("FLUSH BINARY LOGS")
+    newest = binlog_position(cur)[0]
+
+    def checkpointed():
+        cur.execute(f"SHOW BINLOG EVENTS IN '{newest}'")
+        return any(r[2] == "Binlog_checkpoint" and r[5] == newest for r in cur.fetchall())
+    wait_until(checkpointed, timeout=30, what="a binlog checkpoint naming the new file")
+    cur.execute("SELECT id FROM kq")
+    assert cur.fetchall() == ((2,),)

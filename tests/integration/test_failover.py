@@ -32,8 +32,8 @@ def _produce(server, producer, acked, stop):
                 query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
             acked.add((producer, seq))
             seq += 1
-    except pymysql.MySQLError:
-        pass  # the primary died
+    except (pymysql.MySQLError, OSError, AttributeError):
+        pass  # the primary died (pymysql may also fail on the closed socket)
 
 
 def _consume(server, in_transaction, taken, acked, stop):
@@ -54,7 +54,7 @@ def _consume(server, in_transaction, taken, acked, stop):
             if in_transaction:
                 query(c, "COMMIT")
             acked.update(got)
-    except pymysql.MySQLError:
+    except (pymysql.MySQLError, OSError, AttributeError):  # the primary died
         pass
 
 

@@ -116,3 +116,51 @@ def test_a_replica_killed_while_applying_applies_every_event_once(server_factory
         _check_same_queue(pair, removed | consumed)
     finally:
         pair.destroy()
+
+
+def _produce_until_killed(primary, producer, acked):
+    """Inserts rows until the server goes away; notes those whose INSERT returned."""
+    try:
+        c = primary.connect()
+        seq = 0
+        while True:
+            query(c, "INSERT INTO test.jobs (producer, seq) VALUES (%s, %s)", (producer, seq))
+            acked.add((producer, seq))
+            seq += 1
+    except (pymysql.MySQLError, OSError, AttributeError):  # the primary died
+        pass
+
+
+def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory):
+    """Transactions prepared when the primary dies are committed by its restart's recovery in
+    the binary log's order, so the ids it gives their rows are those the replica gave them: the
+    replica applies the consumption of every row after the restart (it stops if an id names
+    other bytes there)."""
+    pair = Pair(server_factory, replica_args=REPLICA_BINLOG)
+    try:
+        pair.primary.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
+        acked = set()
+        rng = random.Random(31)
+        for cycle in range(4):
+            producers = [threading.Thread(target=_produce_until_killed, args=(pair.primary, cycle * 10 + p, acked))
+                         for p in range(6)]
+            for t in producers:
+                t.start()
+            threading.Event().wait(rng.uniform(0.4, 0.9))
+            pair.primary.kill9()
+            for t in producers:
+                t.join(60)
+            pair.primary.start()
+        pair.sync()
+        ids = "SELECT queue_scan_rowid(), producer, seq FROM test.jobs"
+        assert pair.replica.sql(ids) == pair.primary.sql(ids), "the replica's rows or ids differ from the primary's"
+        held = {(p, s) for _, p, s in pair.primary.sql(ids)}
+        assert acked <= held, sorted(acked - held)[:10]
+        c = pair.primary.connect()
+        while query(c, "SELECT 1 FROM test.jobs WHERE queue_wait('test.jobs', 0)"):
+            pass
+        query(c, "SELECT queue_end()")
+        pair.sync()
+        assert pair.replica.sql(ids) == [] and pair.status()["Last_SQL_Errno"] == 0, pair.status()
+    finally:
+        pair.destroy()

@@ -198,6 +198,61 @@ TEST(a_queued_commit_is_written_even_if_the_transaction_is_rolled_back_after) {
   CHECK(t->prepared_parts().empty());
 }
 
+// With the binary log coordinating, a commit record waits for no sync (the log recovers the
+// transaction) until the checkpoint asks for one: MariaDB's commit_checkpoint_request.
+TEST(an_end_the_coordinator_keeps_recoverable_waits_for_no_sync_until_a_checkpoint) {
+  SyncModeScope durable(SyncMode::kFdatasync);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  Transaction txn(1);
+  txn.insert(t, "a");
+  REQUIRE(txn.prepare("xid-1").ok());
+  const uint64_t syncs = global_stats().sys_sync.get();
+  txn.queue_commit(/*durable=*/false);
+  REQUIRE(txn.commit().ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs);  // written, not synced
+  CHECK_EQ(t->info().rows, 1u);                     // and handed out already
+  REQUIRE(t->sync_commits().ok());
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
+  REQUIRE(t->sync_commits().ok());  // nothing unsynced: no sync
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
+  auto after = reopen(dir.file("t"));
+  REQUIRE(after);
+  CHECK_EQ(after->info().rows, 1u);
+  CHECK(after->prepared_parts().empty());
+}
+
+// A power cut that loses an unsynced commit record leaves the part prepared, rows and all: the
+// binary log's recovery commits it again (then its rows get the ids the record would have given).
+TEST(a_lost_unsynced_end_leaves_its_part_prepared_not_lost) {
+  SyncModeScope durable(SyncMode::kFdatasync);
+  TempDir dir, other;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  Transaction txn(1);
+  txn.insert(t, "a");
+  txn.insert(t, "b");
+  REQUIRE(txn.prepare("xid-1").ok());
+  const std::string synced = read_file_bytes(path).substr(0, t->info().file_bytes);
+  txn.queue_commit(/*durable=*/false);
+  REQUIRE(txn.commit().ok());
+  write_file_bytes(other.file("cut"), synced);  // the end's chunk never reached the disk
+  std::shared_ptr<QueueTable> cut;
+  REQUIRE(TableRegistry::instance().acquire(other.file("cut"), &cut).ok());
+  CHECK_EQ(cut->info().rows, 0u);
+  const auto parts = cut->prepared_parts();
+  REQUIRE(parts.size() == 1u);
+  CHECK_EQ(parts[0].xid, std::string("xid-1"));
+  REQUIRE(cut->end_part(parts[0].id, true).ok());  // what recovery does for the binary log
+  const auto rows = scan(*cut);
+  REQUIRE(rows.size() == 2u);
+  CHECK(rows[0].first == scan(*t)[0].first && rows[1].second == "b");  // the same ids
+  cut.reset();
+  TableRegistry::instance().close_all();
+}
+
 // The engine's binary log side (engine/binlog_removals.h), as a recorder.
 struct RecordedRemovals : RemovalLog {
   std::vector<NamedRow> rows;
