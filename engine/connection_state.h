@@ -118,6 +118,10 @@ class ConnectionState {
   }
   void forget_copy_source() { copy_source_ = CopySource(); }
 
+  // In a transaction started WITH CONSISTENT SNAPSHOT (engine/transactions.h).
+  void set_snapshot(bool on) { snapshot_ = on; }
+  bool snapshot() const { return snapshot_; }
+
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
   // Returns and clears the pending relay declaration.
@@ -134,6 +138,7 @@ class ConnectionState {
   int64_t statement_query_id_ = -1;
   size_t statement_mark_ = 0;
   std::optional<PendingRelay> pending_relay_;
+  bool snapshot_ = false;
   std::string owned_label_, owned_db_, owned_table_;
   int64_t read_query_id_ = -1;
   int64_t copied_query_id_ = -1;

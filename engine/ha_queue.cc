@@ -559,6 +559,8 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
+  // A backup's scan sees the rows in flight too (core/table/consumer.h, set_sees_held).
+  connection_state(thd).consumer().set_sees_held(!copy_scan_ && backup_read(thd));
   const HA_CREATE_INFO& to = thd->lex->create_info;
   const bool stays_queue = !(to.used_fields & HA_CREATE_USED_ENGINE) || to.db_type == ht;
   if (copy_scan_ && !copy_history_ && stays_queue && reorder_noted_in_ != thd->query_id) {
@@ -577,7 +579,15 @@ int ha_queue::rnd_init(bool) {
 int ha_queue::rnd_end() {
   ConnectionState* cs = find_connection_state(ha_thd());
   if (cs && cs->read_rows_in(ha_thd()->query_id)) cs->note_row_read(ha_thd()->query_id, 0);
+  if (cs) cs->consumer().set_sees_held(false);
   return 0;
+}
+
+// mariadb-dump reads a table under LOCK TABLES ... READ (its default) or in a transaction
+// started WITH CONSISTENT SNAPSHOT (--single-transaction).
+bool ha_queue::backup_read(THD* thd) const {
+  if (thd->locked_tables_mode == LTM_LOCK_TABLES && table->reginfo.lock_type <= TL_READ_NO_INSERT) return true;
+  return in_consistent_snapshot(thd);
 }
 
 int ha_queue::rnd_next(uchar* buf) {

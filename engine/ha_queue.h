@@ -54,6 +54,7 @@ class ha_queue final : public handler {
 
   int rnd_init(bool scan) override;
   int rnd_end() override;
+  bool backup_read(THD* thd) const;  // a dump's scan (rows in flight are seen)
   int rnd_next(uchar* buf) override;
   int rnd_pos(uchar* buf, uchar* pos) override;
   void position(const uchar* record) override;

@@ -27,6 +27,7 @@ bool ends_transaction(THD* thd, bool all) { return all || !in_explicit_transacti
 
 int commit(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
+  if (cs && ends_transaction(thd, all)) cs->set_snapshot(false);
   if (!cs || !cs->transaction() || !ends_transaction(thd, all)) return 0;
   const q4m::QueueTable* failed = nullptr;
   const bool two_phase = cs->transaction()->prepared();
@@ -71,6 +72,7 @@ void commit_checkpoint_request(void* cookie) {
 
 int rollback(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
+  if (cs && ends_transaction(thd, all)) cs->set_snapshot(false);
   if (!cs || !cs->transaction()) return 0;
   if (ends_transaction(thd, all)) {
     cs->transaction()->rollback();
@@ -112,7 +114,20 @@ q4m::Transaction& join(THD* thd, bool whole) {
   return txn;
 }
 
+// START TRANSACTION WITH CONSISTENT SNAPSHOT: the engine joins the transaction (read-only) to
+// learn its end.
+int start_consistent_snapshot(handlerton*, THD* thd) {
+  connection_state(thd).set_snapshot(true);
+  trans_register_ha(thd, true, queue_hton, 0);
+  return 0;
+}
+
 }  // namespace
+
+bool in_consistent_snapshot(THD* thd) {
+  ConnectionState* cs = peek_connection_state(thd);
+  return cs && cs->snapshot() && in_explicit_transaction(thd);
+}
 
 q4m::Transaction* open_transaction(THD* thd) {
   ConnectionState* cs = find_connection_state(thd);
@@ -164,6 +179,7 @@ void install_transaction_hooks(handlerton* hton) {
   hton->commit = commit;
   hton->commit_ordered = commit_ordered;
   hton->commit_checkpoint_request = commit_checkpoint_request;
+  hton->start_consistent_snapshot = start_consistent_snapshot;
   hton->rollback = rollback;
   hton->savepoint_offset = sizeof(size_t);
   hton->savepoint_set = savepoint_set;

@@ -37,6 +37,10 @@ bool lock_until_transaction_end(THD* thd, const std::string& db, const std::stri
 // The open transaction of thd's connection, without joining (scans see its rows); null if none.
 q4m::Transaction* open_transaction(THD* thd);
 
+// Whether thd is in a transaction it started WITH CONSISTENT SNAPSHOT (mariadb-dump
+// --single-transaction): its scans see the rows in flight too.
+bool in_consistent_snapshot(THD* thd);
+
 void install_transaction_hooks(handlerton* hton);
 
 }  // namespace q4m_engine

@@ -53,12 +53,15 @@ View Consumer::view() const {
   v.owned_in = c.owned_table.load(std::memory_order_acquire);
   if (!v.owned_in) {
     v.owns_nothing = c.owns_nothing.load(std::memory_order_relaxed);
+    v.sees_held = c.sees_held;
     return v;
   }
   v.owned = c.owned_rowid.load(std::memory_order_acquire);
   if (!c.batch_ids.empty()) v.batch = &c.batch_ids;
   return v;
 }
+
+void Consumer::set_sees_held(bool sees) { impl_->sees_held = sees; }
 
 void Consumer::claimed_in(std::weak_ptr<QueueTable> table) {
   auto tables = impl_->claim_tables.lock();

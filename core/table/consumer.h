@@ -127,6 +127,10 @@ class Consumer {
   // What its rows are held as (RowEntry::holder), and what its scans may see (queue_table.h).
   const Holder& holder() const;
   View view() const;
+  // Whether its scans (not in owner mode) also see the rows other connections hold (own or
+  // claimed): a dump must keep the messages in flight. The engine sets it for a scan under
+  // START TRANSACTION WITH CONSISTENT SNAPSHOT or LOCK TABLES ... READ (mariadb-dump's).
+  void set_sees_held(bool sees);
   // A DELETE of this connection claimed rows in `table` (release() gives them back).
   void claimed_in(std::weak_ptr<QueueTable> table);
 

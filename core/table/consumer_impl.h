@@ -64,6 +64,7 @@ struct Consumer::Impl final : public Receiver {
   // Owner mode owning no row: the wait that entered it returned 0 (as Q4M's queue_wait()).
   // Every table looks empty to it (View::owns_nothing); end() and abort() just leave it.
   std::atomic<bool> owns_nothing{false};
+  bool sees_held = false;  // its own thread only
   uint32_t owned_deliveries = 0;  // own thread only; a batch keeps its own (batch_deliveries)
   // A batch (queue_wait_batch) of two or more rows: their ids ascending and their delivery
   // counts; both empty otherwise. Own thread only.

@@ -7,7 +7,8 @@
 //  - a row a connection holds (owns, or claimed for a DELETE) is visible only to it;
 //  - a connection in owner mode sees only its owned row(s), and nothing in other tables; one
 //    in owner mode owning no row (its wait returned 0, as in Q4M) sees nothing;
-//  - other rows are visible to everybody.
+//  - other rows are visible to everybody;
+//  - a backup's scan (View::sees_held) also sees the rows others hold: they are in flight.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -61,6 +62,9 @@ struct View {
   RowId owned = 0;                             // its row there (the lowest of a batch)
   const std::vector<RowId>* batch = nullptr;   // a batch's rows, ascending; null for one row
   bool owns_nothing = false;                   // owner mode owning no row: sees nothing anywhere
+  // A backup's read (Consumer::set_sees_held): rows other connections hold are in flight, not
+  // consumed, so they are seen as queued ones.
+  bool sees_held = false;
   // Whether every row of `t` is invisible to it (it is in owner mode for another table, or
   // for none). Defined below QueueTable.
   bool sees_nothing_in(const QueueTable* t) const;

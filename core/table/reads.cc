@@ -18,8 +18,9 @@ RowId next_owned(const View& v, RowId after) {
   return it == v.batch->end() ? 0 : *it;
 }
 
-bool visible_in_scan(const RowEntry& e, const Holder* viewer) {
-  return queued(e.state) || (e.state == RowState::kClaimed && viewer && e.holder == viewer);
+bool visible_in_scan(const RowEntry& e, const View& v) {
+  return queued(e.state) || (v.sees_held && held(e.state)) ||
+         (e.state == RowState::kClaimed && v.holder && e.holder == v.holder);
 }
 
 }  // namespace
@@ -45,7 +46,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
       if (!owned) return Status::Ok();
     } else {
       size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
-      while (pos < end && !visible_in_scan(st->index.at(pos), v.holder)) pos++;
+      while (pos < end && !visible_in_scan(st->index.at(pos), v)) pos++;
       if (pos == end) return Status::Ok();
       e = &st->index.at(pos);
     }
@@ -153,6 +154,7 @@ uint64_t Table::visible_count(const Consumer* viewer) {
     return n;
   }
   uint64_t rows = rows_.load(std::memory_order_relaxed), held = held_.load(std::memory_order_relaxed);
+  if (v.sees_held) return rows;
   return rows > held ? rows - held : 0;
 }
 

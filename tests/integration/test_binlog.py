@@ -9,7 +9,7 @@ import re
 import pymysql
 import pytest
 
-from sqlcheck import wait_until
+from sqlcheck import WAITING_FOR_ROW, Background, query, wait_until
 
 ER_BINLOG_STMT_MODE_AND_ROW_ENGINE = 1665
 
@@ -60,11 +60,11 @@ def test_dml_and_ddl_are_logged_without_warnings(binlog_server):
     assert not [q for q in statements if "INSERT INTO bq" in q or "DELETE FROM bq" in q], text
 
 
-def removals_logged(events):
-    """The (row id, length) lists of the queue_apply_removal statements among `events`."""
+def removals_logged(events, table="cq"):
+    """The (row id, length) lists of the queue_apply_removal statements of `table` among `events`."""
     found = []
     for t, info in events:
-        m = re.search(r"SET @queue_removed = queue_apply_removal\('test','cq','([0-9:,]*)'\)", info)
+        m = re.search(r"SET @queue_removed = queue_apply_removal\('test','" + table + r"','([0-9:,]*)'\)", info)
         if t == "Query" and m:
             found.append([tuple(int(x) for x in row.split(":")[:2]) for row in m.group(1).split(",")])
     return found
@@ -139,3 +139,26 @@ def test_a_binary_log_checkpoint_is_given_once_queue_commits_are_durable(binlog_
     wait_until(checkpointed, timeout=30, what="a binlog checkpoint naming the new file")
     cur.execute("SELECT id FROM kq")
     assert cur.fetchall() == ((2,),)
+
+
+def test_a_killed_wait_gives_the_row_it_would_have_ended_back(binlog_server):
+    """With the binary log on the end inside queue_wait() commits with its statement: a wait
+    killed while it sleeps gives the previous row back (delivered again) and logs nothing."""
+    s = binlog_server
+    cur = s.connect().cursor()
+    cur.execute("DROP TABLE IF EXISTS wq")
+    cur.execute("CREATE TABLE wq (id INT NOT NULL) ENGINE=QUEUE")
+    cur.execute("INSERT INTO wq VALUES (1)")
+    c = s.connect()
+    assert query(c, "SELECT id FROM wq WHERE queue_wait('wq', 0)") == [(1,)]
+    before = binlog_position(cur)
+    bg = Background(lambda: query(c, "SELECT id FROM wq WHERE queue_wait('wq', 60)"))  # ends 1, sleeps
+    wait_until(lambda: s.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s",
+                               (c.thread_id(),)) == WAITING_FOR_ROW, what="the wait to sleep")
+    cur.execute(f"KILL QUERY {c.thread_id()}")
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        bg.join(60)
+    assert e.value.args[0] == 1317, e.value.args  # interrupted
+    assert removals_logged(binlog_events(cur, before), "wq") == []
+    other = s.connect()
+    assert query(other, "SELECT id FROM wq WHERE queue_wait('wq', 0)") == [(1,)]

@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "core/table/transaction.h"
 #include "core/util/blocking.h"
 #include "core/row/filter.h"
 #include "core/util/stats.h"
@@ -952,4 +953,29 @@ TEST(a_timed_out_wait_leaves_the_consumer_in_owner_mode_owning_nothing) {
   c.release();
   CHECK(!c.owner_mode());
   CHECK_EQ(other->visible_count(&c), 1u);
+}
+
+// A backup's scan (mariadb-dump) sees the rows in flight: owned by a consumer, claimed by a
+// transaction's end. Other scans do not; the rows stay where they are.
+TEST(a_backup_scan_sees_the_rows_others_hold) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b", "c"});
+  REQUIRE(t);
+  Consumer worker(1), ender(2), dump(3), other(4);
+  REQUIRE(take(worker, t));  // owns a
+  Transaction txn(2);
+  ender.set_transaction(&txn);
+  REQUIRE(take(ender, t));  // b, then held by the transaction
+  REQUIRE(ender.end().ok());
+  CHECK_EQ(scan(*t, &other).size(), 1u);
+  dump.set_sees_held(true);
+  const auto seen = scan(*t, &dump);
+  REQUIRE(seen.size() == 3u);
+  CHECK(seen[0].second == "a" && seen[1].second == "b" && seen[2].second == "c");
+  CHECK_EQ(t->visible_count(&dump), 3u);
+  dump.set_sees_held(false);
+  CHECK_EQ(scan(*t, &dump).size(), 1u);
+  txn.rollback();
+  ender.set_transaction(nullptr);
+  CHECK(worker.owner_mode());
 }
