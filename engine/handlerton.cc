@@ -19,6 +19,7 @@
 #include "engine/sysvars.h"
 #include "engine/table_options.h"
 #include "engine/transactions.h"
+#include "engine/backup.h"
 #include "engine/xa.h"
 
 namespace q4m_engine {
@@ -113,6 +114,7 @@ int engine_init(void* p) {
   hton->table_options = queue_table_options;
   install_transaction_hooks(hton);
   install_xa_hooks(hton);
+  install_backup_hooks(hton);
   q4m::BlockingHooks hooks;
   hooks.begin = blocking_begin;
   hooks.end = blocking_end;

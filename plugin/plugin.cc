@@ -68,5 +68,7 @@ maria_declare_plugin(queue){
     Q4M_FUNCTION(queue_scan_rowid_plugin, "queue_scan_rowid", "queue_scan_rowid(): id of the row being read"),
     Q4M_FUNCTION(queue_scan_state_plugin, "queue_scan_state", "queue_scan_state(): state of the row being read"),
     Q4M_FUNCTION(queue_apply_removal_plugin, "queue_apply_removal",
-                 "queue_apply_removal(db, tbl, rows): remove rows another server's binary log names")
+                 "queue_apply_removal(db, tbl, rows): remove rows another server's binary log names"),
+    Q4M_FUNCTION(queue_backup_stage_plugin, "queue_backup_stage",
+                 "queue_backup_stage(dir): the next BACKUP STAGE END copies the QUEUE data files into dir")
 maria_declare_plugin_end;

@@ -18,7 +18,7 @@ apt_update_once() { [ $APT_UPDATED = 1 ] || { log "apt-get update"; $SUDO apt-ge
 have_pkg_version() { [ "$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true)" = "$2" ]; }
 
 # 1. server + client + toolchain, pinned and held
-PKGS="mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3"
+PKGS="mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 mariadb-backup"
 need_install=0
 for p in $PKGS; do have_pkg_version "$p" "$DEB_VERSION" || need_install=1; done
 for p in g++ make libmariadb-dev python3-pytest python3-pymysql; do dpkg -s "$p" >/dev/null 2>&1 || need_install=1; done

@@ -165,6 +165,9 @@ class QueueTable {
   // ---- maintenance -------------------------------------------------------
   virtual Status truncate() = 0;  // removes every row, owned ones too; waiters keep waiting
   virtual Status compact() = 0;   // rewrites live rows into a new file (ids kept)
+  // A backup's copy: the data file's bytes as of now (no commit or file replacement runs
+  // meanwhile) into `dest`, synced. Opened there it recovers like a file after a crash.
+  virtual Status copy_data(const std::string& dest) = 0;
   // What the table's definition asks (policy/options.h): each policy takes its part. Called
   // whenever a statement opens the table; cheap when `options` is the value it already has.
   virtual void configure(std::shared_ptr<const TableOptions> options) = 0;

@@ -77,6 +77,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status remove_claimed(Consumer* viewer) override;
   Status truncate() override;
   Status compact() override;
+  Status copy_data(const std::string& dest) override;
   void configure(std::shared_ptr<const TableOptions> options) override;
   std::shared_ptr<const TableOptions> options() const override;
   Status release_owned(RowId id, uint64_t by_connection, size_t* released) override;

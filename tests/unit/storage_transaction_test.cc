@@ -315,3 +315,29 @@ TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_mat
   CHECK(s.code() == ErrorCode::kInvalid);
   CHECK(s.message().find("held by a connection") != std::string::npos);
 }
+
+// A backup's copy (mariadb-backup through tools/backup/q4m-backup): the file as of the copy,
+// a prepared part included; opened, it holds the same rows under the same ids.
+TEST(a_backup_copy_opens_with_the_same_rows_and_prepared_parts) {
+  TempDir dir, other;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b", "c"}, &ids);
+  REQUIRE(t);
+  Consumer c(1);
+  REQUIRE(take(c, t));
+  REQUIRE(c.end().ok());  // a is gone
+  Transaction txn(2);
+  txn.insert(t, "d");
+  REQUIRE(txn.prepare("xid-9").ok());
+  REQUIRE(t->copy_data(other.file("copy")).ok());
+  std::shared_ptr<QueueTable> copy;
+  REQUIRE(TableRegistry::instance().acquire(other.file("copy"), &copy).ok());
+  const auto rows = scan(*copy);
+  REQUIRE(rows.size() == 2u);
+  CHECK(rows[0].first == ids[1] && rows[1].first == ids[2] && rows[1].second == "c");
+  REQUIRE(copy->prepared_parts().size() == 1u);
+  CHECK_EQ(copy->prepared_parts()[0].xid, std::string("xid-9"));
+  txn.rollback();
+  copy.reset();
+  TableRegistry::instance().close_all();
+}

@@ -1,0 +1,64 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <sql_class.h>
+#include <handler.h>
+#include <log.h>
+
+#include "engine/backup.h"
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <mutex>
+
+#include "core/file/data_file.h"
+#include "core/table/registry.h"
+#include "engine/data_files.h"
+
+namespace q4m_engine {
+
+namespace {
+
+std::mutex stage_mutex;
+std::string stage_dir;  // guarded by stage_mutex; empty: no copy asked
+
+// MariaDB calls it at BACKUP STAGE END, before it lets DDL and commits go on.
+void end_backup() {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> one(stage_mutex);
+    dir.swap(stage_dir);
+  }
+  if (dir.empty()) return;
+  std::string manifest, failed;
+  for_each_data_file([&](const std::string& db, const std::string& name, const std::string& path) {
+    // path is ./<db>/<table>.Q4M in the server's file-name encoding: the same below `dir`.
+    const std::string dest = dir + path.substr(1);
+    ::mkdir(dest.substr(0, dest.rfind('/')).c_str(), 0750);
+    std::shared_ptr<q4m::QueueTable> table;
+    q4m::Status s = q4m::TableRegistry::instance().acquire(path, &table);
+    if (s.ok()) s = table->copy_data(dest);
+    if (s.ok()) {
+      manifest += path.substr(2) + "\n";
+    } else {
+      failed += db + "." + name + ": " + s.message() + "\n";
+      sql_print_error("QUEUE: backup copy of %s.%s failed: %s", db.c_str(), name.c_str(), s.message().c_str());
+    }
+    return true;
+  });
+  // The tool trusts the copies only if this says all went well.
+  q4m::Status s = q4m::write_file_atomically(dir + (failed.empty() ? "/q4m-backup.done" : "/q4m-backup.failed"),
+                                             failed.empty() ? manifest : failed, false);
+  if (!s.ok()) sql_print_error("QUEUE: backup manifest in %s: %s", dir.c_str(), s.message().c_str());
+}
+
+}  // namespace
+
+void stage_next_backup(const std::string& dir) {
+  std::lock_guard<std::mutex> one(stage_mutex);
+  stage_dir = dir;
+}
+
+void install_backup_hooks(handlerton* hton) { hton->end_backup = end_backup; }
+
+}  // namespace q4m_engine

@@ -1,0 +1,115 @@
+"""Backup and restore with mariadb-backup (tools/backup/q4m-backup; docs/replication.md,
+"Backup"): taken while producers and consumers run on a primary with the binary log on, the
+restored server holds exactly the queue of the backup point: seeded as a replica from the
+backup's GTID position, it catches up to a queue identical to the primary's, rows and ids
+(a row too many or too few at the backup point would show there, or stop its applier)."""
+import shutil
+import subprocess
+import sys
+import threading
+
+import pymysql
+
+from q4m_server import REPO, Server, _tool
+from replication_pair import SYNC_TIMEOUT_S, _free_port
+from sqlcheck import expect_error, query
+
+TOOL = REPO / "tools" / "backup" / "q4m-backup"
+
+
+def _load(server, producer, stop):
+    """Inserts (every third in a transaction with an InnoDB row) and consumes, until stopped."""
+    c = server.connect()
+    seq = 0
+    while not stop.is_set():
+        if seq % 3 == 0:
+            query(c, "BEGIN")
+            query(c, "INSERT INTO test.orders VALUES (%s, %s)", (producer, seq))
+            query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+            query(c, "COMMIT")
+        else:
+            query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+        if seq % 2 and query(c, "SELECT 1 FROM test.jobs WHERE queue_wait('test.jobs', 0)"):
+            query(c, "SELECT queue_end()")
+        seq += 1
+
+
+def _queue(server):
+    return server.sql("SELECT queue_scan_rowid(), producer, seq FROM test.jobs")
+
+
+def test_a_backup_taken_under_load_restores_the_queue_of_its_point(server_factory, tmp_path):
+    if shutil.which("mariadb-backup") is None:
+        raise AssertionError("mariadb-backup is missing: run scripts/setup-deps.sh")
+    port = _free_port()
+    primary = server_factory.new(extra_args=["--skip-networking=0", "--bind-address=127.0.0.1", f"--port={port}",
+                                             "--server-id=1", "--log-bin=bin", "--binlog-format=ROW"],
+                                 at_startup=True)
+    restored = None
+    try:
+        primary.sql("CREATE USER repl@'127.0.0.1' IDENTIFIED BY 'repl'")
+        primary.sql("GRANT REPLICATION SLAVE ON *.* TO repl@'127.0.0.1'")
+        primary.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
+        primary.sql("CREATE TABLE test.orders (producer INT, seq INT, PRIMARY KEY (producer, seq)) ENGINE=InnoDB")
+        stop = threading.Event()
+        workers = [threading.Thread(target=_load, args=(primary, p, stop)) for p in range(3)]
+        for w in workers:
+            w.start()
+        threading.Event().wait(0.5)
+        target = tmp_path / "backup"
+        backup = subprocess.run([sys.executable, str(TOOL), f"--target-dir={target}", "--user=root",
+                                 f"--socket={primary.socket}", f"--datadir={primary.datadir}"],
+                                capture_output=True, text=True, timeout=300)
+        threading.Event().wait(0.3)
+        stop.set()
+        for w in workers:
+            w.join(60)
+        assert backup.returncode == 0, backup.stderr[-3000:]
+        assert "1 QUEUE table(s) copied" in backup.stderr, backup.stderr[-2000:]
+        assert (target / "test" / "jobs.Q4M").exists()
+        for step in (["--prepare", f"--target-dir={target}"],
+                     ["--copy-back", f"--target-dir={target}", f"--datadir={tmp_path / 'restored'}"]):
+            r = subprocess.run([_tool("mariadb-backup"), *step], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-3000:]
+        gtid = (target / "xtrabackup_binlog_info").read_text().split()[2]
+
+        restored = Server(tmp_path / "r", tmp_path / "restored",
+                          ["--plugin-load-add=ha_queue.so", "--server-id=2", "--log-bin=bin", "--log-slave-updates",
+                           "--relay-log=relay"], server_factory.plugin_dir)
+        restored.start()
+        assert restored.value("SELECT COUNT(*) FROM test.jobs") >= 0  # the restored table opens
+        restored.sql("SET GLOBAL gtid_slave_pos = %s", (gtid,))
+        restored.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='repl', "
+                     "MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+        restored.sql("START SLAVE")
+        pos = primary.value("SELECT @@gtid_binlog_pos")
+        # The load ran on after the backup point: the restored server has changes to apply.
+        assert int(pos.split("-")[-1]) > int(gtid.split("-")[-1]) + 10, (gtid, pos)
+        got = restored.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, SYNC_TIMEOUT_S))
+        with restored.admin().cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SHOW SLAVE STATUS")
+            status = cur.fetchone()
+        assert got == 0 and status["Last_SQL_Errno"] == 0, status
+        assert _queue(restored) == _queue(primary) and len(_queue(primary)) > 50
+        assert restored.sql("SELECT * FROM test.orders") == primary.sql("SELECT * FROM test.orders")
+    finally:
+        if restored is not None:
+            restored.destroy()
+        primary.destroy()
+
+
+def test_queue_backup_stage_refuses_a_bad_directory_and_accounts_without_reload(server, tmp_path):
+    c = server.connect()
+    expect_error(c, "SELECT queue_backup_stage('relative/dir')", "queue_backup_stage(): argument 1",
+                 "absolute directory path")
+    expect_error(c, f"SELECT queue_backup_stage('{tmp_path}/missing')", "is not a directory")
+    expect_error(c, "SELECT queue_backup_stage()", "takes 1 argument")
+    server.sql("CREATE USER nobackup@localhost IDENTIFIED BY 'pw'")
+    try:
+        u = pymysql.connect(unix_socket=str(server.socket), user="nobackup", password="pw", autocommit=True)
+        try:
+            expect_error(u, f"SELECT queue_backup_stage('{tmp_path}')", "RELOAD", code=1227)
+        finally:
+            u.close()
+    finally:
+        server.sql("DROP USER nobackup@localhost")
