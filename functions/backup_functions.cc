@@ -14,6 +14,7 @@
 #include <string>
 
 #include "engine/backup.h"
+#include "functions/function_builders.h"
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 
@@ -56,20 +57,8 @@ class Item_func_queue_backup_stage final : public Item_queue_action {
   }
 };
 
-class Create_queue_backup_stage : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (!args || args->elements != 1) {
-      raise_argument_count_error("queue_backup_stage() takes 1 argument (a directory)");
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    return new (thd->mem_root) Item_func_queue_backup_stage(thd, *args);
-  }
-  static Create_queue_backup_stage s_singleton;
-};
-
-Create_queue_backup_stage Create_queue_backup_stage::s_singleton;
+constexpr char kBackupStageArgs[] = "queue_backup_stage() takes 1 argument (a directory)";
+using Create_queue_backup_stage = Create_func_args<Item_func_queue_backup_stage, kBackupStageArgs, 1, 1>;
 
 }  // namespace
 

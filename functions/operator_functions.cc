@@ -17,6 +17,7 @@
 #include "engine/binlog_removals.h"
 #include "engine/transactions.h"
 #include "core/table/transaction.h"
+#include "functions/function_builders.h"
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 #include "functions/table_resolver.h"
@@ -176,24 +177,6 @@ class Item_func_queue_allowed final : public Item_queue_int_func {
     return check_table_access(thd, need, &tl, false, 1, true) ? 0 : 1;
   }
 };
-
-template <typename ItemT, const char* Message, unsigned kMin, unsigned kMax>
-class Create_func_args : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    const unsigned n = args ? args->elements : 0;
-    if (n < kMin || n > kMax) {
-      raise_argument_count_error(Message);
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    return new (thd->mem_root) ItemT(thd, *args);
-  }
-  static Create_func_args s_singleton;
-};
-
-template <typename ItemT, const char* Message, unsigned kMin, unsigned kMax>
-Create_func_args<ItemT, Message, kMin, kMax> Create_func_args<ItemT, Message, kMin, kMax>::s_singleton;
 
 constexpr char kReleaseArgs[] = "queue_release_owned() takes 2 arguments (the table, the row id)";
 constexpr char kRedriveArgs[] = "queue_redrive_dead() takes 1 or 2 arguments (the table [, max_rows])";

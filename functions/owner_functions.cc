@@ -11,7 +11,7 @@
 #include "engine/sysvars.h"
 #include "engine/transactions.h"
 #include "functions/function_plugins.h"
-#include "functions/no_arg_builder.h"
+#include "functions/function_builders.h"
 #include "functions/queue_item.h"
 #include "functions/read_only_guard.h"
 #include "functions/wait_arguments.h"

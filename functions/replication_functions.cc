@@ -17,6 +17,7 @@
 #include "engine/connection_state.h"
 #include "engine/sql_errors.h"
 #include "engine/transactions.h"
+#include "functions/function_builders.h"
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 #include "functions/table_resolver.h"
@@ -89,20 +90,8 @@ class Item_func_queue_apply_removal final : public Item_queue_action {
   }
 };
 
-class Create_queue_apply_removal : public Create_native_func {
- public:
-  Item* create_native(THD* thd, const LEX_CSTRING*, List<Item>* args) override {
-    if (!args || args->elements != 3) {
-      raise_argument_count_error("queue_apply_removal() takes 3 arguments (the database, the table, the rows)");
-      return nullptr;
-    }
-    mark_statement_side_effects(thd);
-    return new (thd->mem_root) Item_func_queue_apply_removal(thd, *args);
-  }
-  static Create_queue_apply_removal s_singleton;
-};
-
-Create_queue_apply_removal Create_queue_apply_removal::s_singleton;
+constexpr char kApplyRemovalArgs[] = "queue_apply_removal() takes 3 arguments (the database, the table, the rows)";
+using Create_queue_apply_removal = Create_func_args<Item_func_queue_apply_removal, kApplyRemovalArgs, 3, 3>;
 
 }  // namespace
 

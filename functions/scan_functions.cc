@@ -12,7 +12,7 @@
 
 #include "engine/connection_state.h"
 #include "functions/function_plugins.h"
-#include "functions/no_arg_builder.h"
+#include "functions/function_builders.h"
 #include "functions/queue_item.h"
 
 namespace q4m_functions {

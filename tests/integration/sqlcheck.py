@@ -112,3 +112,15 @@ def start_waiter(server, sql):
 def owned_row_id(c, table="q", column="v"):
     """(column value, queue_rowid()) of the row connection c owns."""
     return value(c, f"SELECT {column} FROM {table}"), value(c, "SELECT queue_rowid()")
+
+
+def insert_job(c, producer, seq, with_order):
+    """Row (producer, seq) into test.jobs (a QUEUE table); with_order: in one transaction with
+    its row in test.orders (InnoDB), as an outbox does."""
+    if not with_order:
+        query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+        return
+    query(c, "BEGIN")
+    query(c, "INSERT INTO test.orders VALUES (%s, %s)", (producer, seq))
+    query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+    query(c, "COMMIT")

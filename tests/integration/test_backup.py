@@ -12,7 +12,7 @@ import pymysql
 
 from q4m_server import REPO, Server, _tool
 from replication_pair import SYNC_TIMEOUT_S, _free_port
-from sqlcheck import expect_error, query
+from sqlcheck import expect_error, insert_job, query
 
 TOOL = REPO / "tools" / "backup" / "q4m-backup"
 
@@ -22,13 +22,7 @@ def _load(server, producer, stop):
     c = server.connect()
     seq = 0
     while not stop.is_set():
-        if seq % 3 == 0:
-            query(c, "BEGIN")
-            query(c, "INSERT INTO test.orders VALUES (%s, %s)", (producer, seq))
-            query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
-            query(c, "COMMIT")
-        else:
-            query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+        insert_job(c, producer, seq, with_order=seq % 3 == 0)
         if seq % 2 and query(c, "SELECT 1 FROM test.jobs WHERE queue_wait('test.jobs', 0)"):
             query(c, "SELECT queue_end()")
         seq += 1

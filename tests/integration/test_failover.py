@@ -10,7 +10,7 @@ import threading
 import pymysql
 
 from semisync_cluster import Cluster, wait_applied
-from sqlcheck import query
+from sqlcheck import insert_job, query
 
 PRODUCERS = 3
 LOAD_SECONDS = 2.5
@@ -23,13 +23,7 @@ def _produce(server, producer, acked, stop):
         c = server.connect()
         seq = 0
         while not stop.is_set():
-            if seq % 5 == 0:
-                query(c, "BEGIN")
-                query(c, "INSERT INTO test.orders VALUES (%s, %s)", (producer, seq))
-                query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
-                query(c, "COMMIT")
-            else:
-                query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
+            insert_job(c, producer, seq, with_order=seq % 5 == 0)
             acked.add((producer, seq))
             seq += 1
     except (pymysql.MySQLError, OSError, AttributeError):
