@@ -1,15 +1,17 @@
 // Removals in the binary log. A replica must remove the rows the primary's consumers take
 // out of a queue, and the server logs none of them: queue_wait() and queue_end() are
-// SELECTs, and the rows they end are no DELETE's. So the engine writes one statement per
-// removal into the consuming transaction's binary log cache:
+// SELECTs, and the rows they end are no DELETE's. A DELETE's row event would not do either: a
+// replica applies it to the first row with the same bytes, not to the row the primary removed.
+// So the engine writes one statement per removal (DELETE too: ha_queue::delete_row turns the
+// row event off) into the transaction's binary log cache:
 //
 //   SET @queue_removed = queue_apply_removal('<db>', '<table>', '<id>:<length>:<checksum>[,...]')
 //
 // (not DO: DO drops its expressions' errors, and a replica must stop on one)
 // (a Query event whose default database is the table's, as a row event's would be). It
 // commits with the transaction, two-phase, as the removal does; a replica applying it
-// removes exactly those rows (functions/replication_functions.cc), and logs it again for its
-// own replicas (log_slave_updates).
+// removes exactly the rows named (functions/replication_functions.cc), and logs it again for
+// its own replicas (log_slave_updates).
 #pragma once
 
 #include <string>

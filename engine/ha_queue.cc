@@ -7,6 +7,7 @@
 #include "engine/ha_queue.h"
 
 #include "core/table/registry.h"
+#include "engine/binlog_removals.h"
 #include "engine/connection_state.h"
 #include "engine/row_codec.h"
 #include "engine/sql_errors.h"
@@ -505,11 +506,17 @@ int ha_queue::delete_row(const uchar*) {
   q4m::Transaction* txn = joined_transaction(thd, &failed);
   if (!txn && !failed) txn = binlogged_statement_transaction(thd);
   if (txn) {  // removed at its commit
-    if (is_staged(current_id_)) {
+    if (is_staged(current_id_)) {  // its INSERT was logged as a row: so is this DELETE
+      row_logging = row_logging_init;
       txn->unstage(queue_.get(), staged_index(current_id_));
       return 0;
     }
-    if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) return 0;
+    if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) {
+      // The transaction logged it by id (engine/binlog_removals.h): no row event, which a
+      // replica would apply to the first row with the same bytes.
+      if (binlog_records(thd)) row_logging = false;
+      return 0;
+    }
     return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
   }
   if (failed) {

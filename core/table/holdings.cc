@@ -124,7 +124,7 @@ Status Table::renew_lease(const Holder* h, const RowId* ids, size_t count, std::
   return next->renew_lease(h, ids, count, lease);  // its rows moved there
 }
 
-bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as) {
+bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as, NamedRow* named) {
   const View v = viewer ? viewer->view() : View();
   const Holder* claimer = as ? as : v.holder;
   if (v.sees_nothing_in(this)) return false;  // everything here is invisible to it
@@ -136,6 +136,7 @@ bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as) {
     const bool owned_by_viewer = v.holder && e->state == RowState::kOwned && e->holder == v.holder;
     if (v.owned_in && !owned_by_viewer) return false;  // in owner mode only the owned row is visible
     if (!queued(e->state) && !owned_by_viewer) return false;
+    if (named && !name_row(*st, *e, named).ok()) return false;
     RowContext ctx = context(*st);
     move(*st, *e, Move{RowState::kClaimed, claimer}, ctx);
     finish(*st, ctx);

@@ -159,7 +159,9 @@ class QueueTable {
   // connection), then remove all claimed rows durably in one commit. Claimed rows are
   // invisible to others; if the consumer goes away before remove_claimed they return.
   // `as`: the claim is held by this holder instead of the viewer's (its transaction's).
-  virtual bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr) = 0;
+  // `named` (if given) receives the row as a binary log names it (its bytes read: if that
+  // fails, nothing is claimed).
+  virtual bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) = 0;
   virtual Status remove_claimed(Consumer* viewer) = 0;
 
   // ---- maintenance -------------------------------------------------------

@@ -73,7 +73,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
-  bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr) override;
+  bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) override;
   Status remove_claimed(Consumer* viewer) override;
   Status truncate() override;
   Status compact() override;

@@ -76,11 +76,9 @@ Status Transaction::remove_named(const std::shared_ptr<QueueTable>& table, const
 }
 
 bool Transaction::remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id) {
-  if (!table->claim_for_delete(viewer, id, &holder_)) return false;
-  Part& p = part_of(table);
-  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), false, false, id});
-  p.claimed++;
-  return true;
+  NamedRow named{id, 0, 0};
+  if (!table->claim_for_delete(viewer, id, &holder_, removal_log_ ? &named : nullptr)) return false;
+  return log_removal(table, {named}, false, nullptr).ok();
 }
 
 size_t Transaction::staged(const QueueTable* table) const {

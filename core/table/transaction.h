@@ -46,9 +46,11 @@ class Transaction {
   Status remove_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
   // queue_purge_dead(): up to `max` dead rows of `table`, oldest first; *count = how many.
   Status remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
-  // Where remove_owned(), remove_named() and remove_dead() report their rows (null: nowhere). Not owned.
+  // Where remove_owned(), remove_visible(), remove_named() and remove_dead() report their rows
+  // (null: nowhere). Not owned.
   void set_removal_log(RemovalLog* log) { removal_log_ = log; }
-  // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it.
+  // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it;
+  // reported to the removal log like the others (false if that fails: nothing claimed).
   bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);
 
   // The rows it inserted into `table` so far, as its own connection's scans see them (a row

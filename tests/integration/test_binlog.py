@@ -1,8 +1,8 @@
-"""QUEUE tables on a server with the binary log on: their rows are logged as rows (ROW and MIXED
-format; STATEMENT is refused, as for sequences: a statement like DELETE ... LIMIT 1 could pick
-other rows on a replica), DDL as statements, without "unsafe statement" warnings; the end of a
-consumed row (queue_end, the end inside queue_wait) as a statement queue_apply_removal() naming
-the rows, in the consuming transaction; taking a row and queue_abort() log nothing.
+"""QUEUE tables on a server with the binary log on: inserted rows are logged as rows (ROW and
+MIXED format; STATEMENT is refused, as for sequences: a statement like DELETE ... LIMIT 1 could
+pick other rows on a replica), DDL as statements, without "unsafe statement" warnings; a removal
+(queue_end, the end inside queue_wait, DELETE) as a statement queue_apply_removal() naming the
+rows by id, in its transaction; taking a row and queue_abort() log nothing.
 docs/replication.md states this contract."""
 import re
 
@@ -55,7 +55,9 @@ def test_dml_and_ddl_are_logged_without_warnings(binlog_server):
     assert "CREATE TABLE bq" in text and "ALTER TABLE bq" in text and "TRUNCATE TABLE bq" in text, text
     # Rows in both formats (MIXED too: the engine logs rows only).
     assert [t for t, _ in events].count("Write_rows_v1") == 3, text
-    assert [t for t, _ in events].count("Delete_rows_v1") == 1, text
+    # A DELETE is logged as the removal of rows by id (a replica finds them by id, not by bytes).
+    assert [t for t, _ in events].count("Delete_rows_v1") == 0, text
+    assert removals_logged(events, "bq") == [[(5, 8)]], text  # id 12 is the fifth row
     statements = [info for t, info in events if t == "Query"]
     assert not [q for q in statements if "INSERT INTO bq" in q or "DELETE FROM bq" in q], text
 

@@ -132,6 +132,31 @@ def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
     assert rows_with_ids(pair.replica, "ttl_jobs") == rows_with_ids(pair.primary, "ttl_jobs")
 
 
+def test_a_delete_reaches_the_replica_by_id_not_by_bytes(pair):
+    """Two rows with the same bytes, the first owned by a consumer: a DELETE on the primary
+    removes the second (it sees only that one). A row event would have the replica remove the
+    first row with those bytes; the removal is logged by id instead, so the consumer's end of
+    the first row applies there too. (Before: the replica removed the owned row and stopped at
+    its end with "no such row".)"""
+    pair.primary.sql("CREATE TABLE test.twins (id INT NOT NULL) ENGINE=QUEUE")
+    pair.primary.sql("INSERT INTO test.twins VALUES (7), (7), (8)")
+    consumer, deleter = pair.primary.connect(), pair.primary.connect()
+    assert query(consumer, "SELECT id FROM twins WHERE queue_wait('twins', 0)") == [(7,)]
+    query(deleter, "DELETE FROM twins WHERE id = 7 LIMIT 1")
+    assert value(consumer, "SELECT queue_end()") == 1
+    pair.sync()
+    assert pair.status()["Last_SQL_Errno"] == 0, pair.status()
+    assert rows_with_ids(pair.replica, "twins") == rows_with_ids(pair.primary, "twins") == [(3, 8)]
+    # In a transaction: a row it inserted and deletes again (logged as rows, as its INSERT
+    # was) and a committed one (logged by id), in one DELETE.
+    query(deleter, "BEGIN")
+    query(deleter, "INSERT INTO twins VALUES (8), (9)")
+    query(deleter, "DELETE FROM twins WHERE id = 8")
+    query(deleter, "COMMIT")
+    pair.sync()
+    assert rows_with_ids(pair.replica, "twins") == rows_with_ids(pair.primary, "twins") == [(4, 9)]  # the deleted new row took no id
+
+
 def test_a_replica_whose_queue_differs_stops_naming_the_row(server_factory):
     """A row the replica does not hold (removed there by hand) cannot be removed by the
     primary's log: the applier stops with an error naming the table and row, instead of
