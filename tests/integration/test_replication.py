@@ -110,6 +110,10 @@ def test_purged_dead_rows_leave_the_replica_too_and_redrive_is_refused(pair):
     pair.sync()
     assert [r[1] for r in rows_with_ids(pair.primary, "dead_jobs")] == [2, 3]
     assert rows_with_ids(pair.replica, "dead_jobs") == rows_with_ids(pair.primary, "dead_jobs")
+    # Dead marks stay local: the replica never saw row 2 die, a promoted one would queue it.
+    states = "SELECT id, queue_scan_state() FROM test.dead_jobs"
+    assert pair.primary.sql(states) == [(2, "dead"), (3, "queued")]
+    assert pair.replica.sql(states) == [(2, "queued"), (3, "queued")]
 
 
 def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
