@@ -566,8 +566,9 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
-  // A backup's scan sees the rows in flight too (core/table/consumer.h, set_sees_held).
-  connection_state(thd).consumer().set_sees_held(!copy_scan_ && backup_read(thd));
+  // A backup's scan sees the rows in flight too (core/table/consumer.h, set_sees_held; rnd_end
+  // clears it). Other scans need no connection state.
+  if (!copy_scan_ && backup_read(thd)) connection_state(thd).consumer().set_sees_held(true);
   const HA_CREATE_INFO& to = thd->lex->create_info;
   const bool stays_queue = !(to.used_fields & HA_CREATE_USED_ENGINE) || to.db_type == ht;
   if (copy_scan_ && !copy_history_ && stays_queue && reorder_noted_in_ != thd->query_id) {

@@ -105,6 +105,7 @@ std::vector<std::string> prepared_xids() {
 // `keys` with those the binary log committed first in its order (binlog_order.h); the rest
 // (not in the log: to be rolled back, or XA transactions) after them, as they were.
 std::vector<std::string> in_binlog_order(std::vector<std::string> keys) {
+  if (keys.size() < 2) return keys;  // no order to find: do not read the binary log at every start
   const std::unordered_map<uint64_t, uint64_t> order = binlog_commit_order();
   if (order.empty()) return keys;
   auto rank = [&order](const std::string& key) {
@@ -121,14 +122,13 @@ std::vector<std::string> in_binlog_order(std::vector<std::string> keys) {
 // (10.11 walks a hash of xids): QUEUE notes its commits and ends them once all are decided,
 // in binlog order (so the ids of their rows are the replica's). Rollbacks give no ids: at once.
 struct DeferredCommits {
-  bool active = false;
   std::vector<std::string> order;      // the prepared xids, in binlog order
   std::vector<std::string> undecided;  // the server's own (internal) xids not decided yet
   std::vector<std::string> decided;    // to commit
 };
 std::mutex deferred_mutex;
-DeferredCommits deferred;
-std::atomic<bool> deferring{false};
+DeferredCommits deferred;            // guarded by deferred_mutex
+std::atomic<bool> deferring{false};  // deferred holds undecided xids (set and cleared under the mutex)
 
 void defer_commits(const std::vector<std::string>& keys) {
   static bool once = false;  // the startup's recovery only
@@ -140,8 +140,7 @@ void defer_commits(const std::vector<std::string>& keys) {
     if (xid_of(k, &xid) && xid.get_my_xid() != 0) deferred.undecided.push_back(k);
   }
   deferred.order = keys;
-  deferred.active = !deferred.undecided.empty();
-  deferring.store(deferred.active);
+  deferring.store(!deferred.undecided.empty());
 }
 
 int end_by_xid(XID* xid, bool commit);
@@ -161,7 +160,7 @@ void end_deferred() {
 bool deferred_decision(XID* xid, bool commit) {
   if (!deferring.load()) return false;
   std::lock_guard<std::mutex> one(deferred_mutex);
-  if (!deferred.active) return false;
+  if (!deferring.load()) return false;
   const std::string key = key_of(*xid);
   auto it = std::find(deferred.undecided.begin(), deferred.undecided.end(), key);
   if (it == deferred.undecided.end()) return false;
@@ -236,7 +235,7 @@ int rollback_by_xid(handlerton*, XID* xid) { return deferred_decision(xid, false
 void end_recovered_commits() {
   if (!deferring.load()) return;
   std::lock_guard<std::mutex> one(deferred_mutex);
-  if (deferred.active) end_deferred();
+  if (deferring.load()) end_deferred();
 }
 
 void install_xa_hooks(handlerton* hton) {

@@ -21,23 +21,13 @@
 #include "functions/function_plugins.h"
 #include "functions/queue_item.h"
 #include "functions/table_resolver.h"
+#include "functions/wait_arguments.h"
 
 namespace q4m_functions {
 
 namespace {
 
 constexpr const char* kName = "queue_apply_removal";
-
-bool string_argument(Item* arg, unsigned position, const char* what, std::string* out) {
-  StringBuffer<256> buf;
-  String* s = arg->val_str(&buf);
-  if (!s || arg->null_value) {
-    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument %u: %s is NULL", MYF(0), kName, position, what);
-    return false;
-  }
-  out->assign(s->ptr(), s->length());
-  return true;
-}
 
 class Item_func_queue_apply_removal final : public Item_queue_action {
  public:
@@ -55,8 +45,8 @@ class Item_func_queue_apply_removal final : public Item_queue_action {
  protected:
   longlong run(THD* thd) override {
     std::string db, name, list, error;
-    if (!string_argument(args[0], 1, "the database", &db) || !string_argument(args[1], 2, "the table", &name) ||
-        !string_argument(args[2], 3, "the rows", &list))
+    if (!parse_string(args[0], kName, 1, "the database", &db) || !parse_string(args[1], kName, 2, "the table", &name) ||
+        !parse_string(args[2], kName, 3, "the rows", &list))
       return 0;
     std::vector<q4m::NamedRow> rows;
     if (!q4m_engine::parse_named_rows(list, &rows, &error)) {

@@ -8,17 +8,16 @@
 
 #include "functions/table_resolver.h"
 
-#include "engine/xa.h"
-
-#include "functions/read_only_guard.h"
-
+#include "core/table/registry.h"
 #include "engine/ha_queue.h"
 #include "engine/handlerton.h"
 #include "engine/schema.h"
 #include "engine/sql_errors.h"
 #include "engine/table_definition.h"
-#include "core/table/registry.h"
+#include "engine/xa.h"
 #include "functions/condition_cache.h"
+#include "functions/read_only_guard.h"
+#include "functions/wait_arguments.h"
 
 namespace q4m_functions {
 
@@ -223,36 +222,6 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
   return true;
 }
 
-bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTable* out);
-
-}  // namespace
-
-void HeldMetadataLock::hold(THD* thd, MDL_ticket* ticket) {
-  release();
-  thd_ = thd;
-  ticket_ = ticket;
-}
-
-void HeldMetadataLock::release() {
-  if (ticket_) thd_->mdl_context.release_lock(ticket_);
-  ticket_ = nullptr;
-}
-
-bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
-  Names n;
-  return split(thd, a, &n) && resolve_names(thd, a, n, out);
-}
-
-bool resolve_table_names(THD* thd, const TableArgument& a, const std::string& db, const std::string& table,
-                         ResolvedTable* out) {
-  Names n;
-  n.db = db;
-  n.table = table;
-  return resolve_names(thd, a, n, out);
-}
-
-namespace {
-
 bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTable* out) {
   q4m_engine::end_recovered_commits();
   // DELETE is what a function needs that takes or removes rows.
@@ -284,15 +253,34 @@ bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTab
 
 }  // namespace
 
+void HeldMetadataLock::hold(THD* thd, MDL_ticket* ticket) {
+  release();
+  thd_ = thd;
+  ticket_ = ticket;
+}
+
+void HeldMetadataLock::release() {
+  if (ticket_) thd_->mdl_context.release_lock(ticket_);
+  ticket_ = nullptr;
+}
+
+bool resolve_table(THD* thd, const TableArgument& a, ResolvedTable* out) {
+  Names n;
+  return split(thd, a, &n) && resolve_names(thd, a, n, out);
+}
+
+bool resolve_table_names(THD* thd, const TableArgument& a, const std::string& db, const std::string& table,
+                         ResolvedTable* out) {
+  Names n;
+  n.db = db;
+  n.table = table;
+  return resolve_names(thd, a, n, out);
+}
+
 bool resolve_table_argument(THD* thd, Item* arg, const char* function, privilege_t privileges, ResolvedTable* out,
                             bool hold_metadata_lock) {
-  StringBuffer<256> buf;
-  String* s = arg->val_str(&buf);
-  if (!s || arg->null_value) {
-    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument 1: table name is NULL", MYF(0), function);
-    return false;
-  }
-  const std::string text(s->ptr(), s->length());
+  std::string text;
+  if (!parse_string(arg, function, 1, "table name", &text)) return false;
   TableArgument a{function, 1, text, false, privileges, hold_metadata_lock};
   return resolve_table(thd, a, out);
 }

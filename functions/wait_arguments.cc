@@ -38,6 +38,17 @@ std::string shown(Item* item) {
 
 }  // namespace
 
+bool parse_string(Item* item, const char* function, unsigned position, const char* noun, std::string* out) {
+  StringBuffer<256> buf;
+  String* s = item->val_str(&buf);
+  if (!s || item->null_value) {
+    my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument %u: %s is NULL", MYF(0), function, position, noun);
+    return false;
+  }
+  out->assign(s->ptr(), s->length());
+  return true;
+}
+
 bool looks_numeric(const std::string& s) {
   size_t i = 0, n = s.size();
   auto blank = [&](size_t k) { return s[k] == ' ' || s[k] == '\t'; };

@@ -49,6 +49,10 @@ struct SecondsRule {
 // number, negative, or 0 when the rule does not allow it.
 bool parse_seconds(Item* item, const SecondsRule& rule, std::chrono::milliseconds* out);
 
+// A string argument: false (the SQL error "<function>(): argument <position>: <noun> is NULL"
+// raised) if it is NULL.
+bool parse_string(Item* item, const char* function, unsigned position, const char* noun, std::string* out);
+
 // A count argument: a whole number from rule.min to rule.max (a string that reads as one too).
 struct WholeNumberRule {
   const char* function;  // "queue_purge_dead"

@@ -207,49 +207,47 @@ Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, c
   return Status::Ok();
 }
 
-Status Table::claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired) {
+Status Table::claim_named(const NamedRow* rows, size_t count, const Holder* as) {
   const bool expires = options()->message_ttl.count() > 0;
   auto st = state_.lock();
   if (st->successor) return Status(ErrorCode::kMoved, "the table's rows moved to the table ALTER TABLE built");
-  size_t gone = 0;
-  for (size_t i = 0; i < count; i++) {  // all or nothing: check every row first
-    const RowEntry* e = st->index.find(rows[i].id);
+  std::vector<RowEntry*> here;  // all or nothing: check every row first
+  for (size_t i = 0; i < count; i++) {
+    RowEntry* e = st->index.find(rows[i].id);
     const std::string row = "row " + std::to_string(rows[i].id);
-    if (!e && expires && rows[i].id < next_rowid_.load()) {
-      gone++;
-      continue;
-    }
+    if (!e && expires && rows[i].id < next_rowid_.load()) continue;
     if (!e) return Status(ErrorCode::kNotFound, row + ": no such row here");
     if (!queued(e->state)) return Status(ErrorCode::kInvalid, row + ": held by a connection here");
-    NamedRow here;
-    Status s = name_row(*st, *e, &here);
+    NamedRow named;
+    Status s = name_row(*st, *e, &named);
     if (!s.ok()) return s;
-    if (here.length != rows[i].length || here.checksum != rows[i].checksum)
-      return Status(ErrorCode::kInvalid, row + ": other bytes here (" + std::to_string(here.length) + " bytes, checksum " +
-                                             std::to_string(here.checksum) + ") than where it was removed (" +
+    if (named.length != rows[i].length || named.checksum != rows[i].checksum)
+      return Status(ErrorCode::kInvalid, row + ": other bytes here (" + std::to_string(named.length) + " bytes, checksum " +
+                                             std::to_string(named.checksum) + ") than where it was removed (" +
                                              std::to_string(rows[i].length) + " bytes, checksum " +
                                              std::to_string(rows[i].checksum) + ")");
+    here.push_back(e);
   }
   RowContext ctx = context(*st);
-  for (size_t i = 0; i < count; i++)
-    if (RowEntry* e = st->index.find(rows[i].id)) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  for (RowEntry* e : here) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
   finish(*st, ctx);
-  if (expired) *expired = gone;
   return Status::Ok();
 }
 
 Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) {
   auto st = state_.lock();
   if (st->dropped) return dropped_status();
-  const std::vector<RowId> ids = st->policies.get<DeadLetters>().oldest(max, false);
-  for (RowId id : ids) {  // the dead-letter list holds live rows only
+  std::vector<RowEntry*> rows;
+  for (RowId id : st->policies.get<DeadLetters>().oldest(max, false)) {
+    RowEntry* e = st->index.find(id);  // the dead-letter list holds live rows only
     NamedRow r;
-    Status s = name_row(*st, *st->index.find(id), &r);
+    Status s = name_row(*st, *e, &r);
     if (!s.ok()) return s;
     named->push_back(r);
+    rows.push_back(e);
   }
   RowContext ctx = context(*st);
-  for (RowId id : ids) move(*st, *st->index.find(id), Move{RowState::kClaimed, as}, ctx);
+  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
   finish(*st, ctx);
   return Status::Ok();
 }

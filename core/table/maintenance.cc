@@ -1,11 +1,6 @@
 // Maintenance of one table's file: truncate, drop, rename, close (compaction.cc: compaction).
 // Each takes the writer turn, so no commit is in flight while the file is replaced.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "core/file/index_snapshot.h"
 #include "core/file/replacement_file.h"
@@ -17,24 +12,16 @@ Status Table::copy_data(const std::string& dest) {
   CommitPipeline::Turn turn(pipeline_);  // no commit in flight, no file replaced
   auto w = writer_.lock();
   if (dropped_.load()) return dropped_status();
-  const int fd = ::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return Status(ErrorCode::kIo, "backup copy " + dest + ": " + strerror(errno));
+  std::shared_ptr<DataFile> out;
+  Status s = DataFile::create(dest, &out);
   constexpr size_t kPiece = 1 << 20;
-  Status s;
   std::string piece;
   for (uint64_t at = 0, end = w->file->size(); s.ok() && at < end; at += piece.size()) {
     s = w->file->read(at, static_cast<size_t>(std::min<uint64_t>(kPiece, end - at)), &piece);
     if (s.ok() && piece.empty()) break;
-    for (size_t done = 0; s.ok() && done < piece.size();) {
-      const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) s = Status(ErrorCode::kIo, "backup copy " + dest + ": " + strerror(errno));
-      else done += static_cast<size_t>(n);
-    }
+    if (s.ok()) s = out->append(piece);
   }
-  if (s.ok() && ::fsync(fd) != 0) s = Status(ErrorCode::kIo, "backup copy " + dest + ": " + strerror(errno));
-  ::close(fd);
-  return s;
+  return s.ok() ? out->sync(SyncMode::kFdatasync) : s;
 }
 
 Status Table::truncate() {

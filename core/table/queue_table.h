@@ -31,7 +31,6 @@ namespace q4m {
 class Consumer;
 class QueueTable;
 
-// A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
 // A row as another server's binary log names it: its id, its payload's length and its
 // checksum (crc32c of id and payload, as the file stores it), which must all match here: ids
 // agree between servers that placed the same rows in the same order, and the checksum
@@ -42,6 +41,7 @@ struct NamedRow {
   uint32_t checksum;
 };
 
+// A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
 struct OwnedRowInfo {
   RowId id = 0;
   uint64_t connection_id = 0;  // its holder's
@@ -252,9 +252,8 @@ class QueueTable {
   // or held). The
   // rows are then held by `as`, claimed for removal.
   // A row named that is not here but was (its id is below the next one) is skipped on a
-  // table with MESSAGE_TTL (expired here: each server expires rows by its own clock) and
-  // counted in *expired (if given).
-  virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired = nullptr) = 0;
+  // table with MESSAGE_TTL (expired here: each server expires rows by its own clock).
+  virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as) = 0;
   // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named.
   virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) = 0;
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,

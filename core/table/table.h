@@ -101,7 +101,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) override;
   Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
                      std::vector<NamedRow>* named = nullptr) override;
-  Status claim_named(const NamedRow* rows, size_t count, const Holder* as, size_t* expired = nullptr) override;
+  Status claim_named(const NamedRow* rows, size_t count, const Holder* as) override;
   Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) override;
   Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) override;
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,

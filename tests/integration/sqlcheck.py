@@ -124,3 +124,22 @@ def insert_job(c, producer, seq, with_order):
     query(c, "INSERT INTO test.orders VALUES (%s, %s)", (producer, seq))
     query(c, "INSERT INTO test.jobs VALUES (%s, %s)", (producer, seq))
     query(c, "COMMIT")
+
+
+def consume_job(c, in_transaction, taken=None, with_result=False):
+    """Takes a row of test.jobs (waiting up to 1 s) and ends it, in one transaction if
+    in_transaction (with its row in test.results if with_result: exactly-once processing).
+    Returns the (producer, seq) rows ended, none on a timeout; `taken` (a set) gets the row as
+    soon as it is handed out."""
+    if in_transaction:
+        query(c, "BEGIN")
+    got = query(c, "SELECT producer, seq FROM test.jobs WHERE queue_wait('test.jobs', 1)")
+    if taken is not None:
+        taken.update(got)
+    if got:
+        query(c, "SELECT queue_end()")
+        if with_result:
+            query(c, "INSERT INTO test.results VALUES (%s, %s)", got[0])
+    if in_transaction:
+        query(c, "COMMIT")
+    return got

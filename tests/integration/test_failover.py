@@ -10,7 +10,7 @@ import threading
 import pymysql
 
 from semisync_cluster import Cluster, wait_applied
-from sqlcheck import insert_job, query
+from sqlcheck import consume_job, insert_job, query
 
 PRODUCERS = 3
 LOAD_SECONDS = 2.5
@@ -37,17 +37,7 @@ def _consume(server, in_transaction, taken, acked, stop):
     try:
         c = server.connect()
         while not stop.is_set():
-            if in_transaction:
-                query(c, "BEGIN")
-            got = query(c, "SELECT producer, seq FROM test.jobs WHERE queue_wait('test.jobs', 1)")
-            taken.update(got)
-            if got:
-                query(c, "SELECT queue_end()")
-                if in_transaction:
-                    query(c, "INSERT INTO test.results VALUES (%s, %s)", got[0])
-            if in_transaction:
-                query(c, "COMMIT")
-            acked.update(got)
+            acked.update(consume_job(c, in_transaction, taken, with_result=in_transaction))
     except (pymysql.MySQLError, OSError, AttributeError):  # the primary died
         pass
 

@@ -12,7 +12,7 @@ import pymysql
 import pytest
 
 from replication_pair import Pair
-from sqlcheck import query
+from sqlcheck import consume_job, query
 
 PRODUCERS = 4
 ROWS_PER_PRODUCER = 600
@@ -47,14 +47,7 @@ def _consume(primary, in_transaction, consumed, stop, errors):
     try:
         c = primary.connect()
         while not stop.is_set():
-            if in_transaction:
-                query(c, "BEGIN")
-            got = query(c, "SELECT producer, seq FROM test.jobs WHERE queue_wait('test.jobs', 1)")
-            if got:
-                query(c, "SELECT queue_end()")
-            if in_transaction:
-                query(c, "COMMIT")
-            consumed.update(got)
+            consumed.update(consume_job(c, in_transaction))
     except pymysql.MySQLError as e:
         errors.append(e)
 
