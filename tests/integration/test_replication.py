@@ -3,6 +3,8 @@
 the replica holds the primary's rows under the same ids; an INSERT's rows appear only after its binlog write, so no
 DELETE of a row reaches the log before its INSERT (tests/integration/test_binlog.py checks what
 is logged)."""
+import time
+
 import pymysql
 import pytest
 
@@ -134,6 +136,38 @@ def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
     pair.primary.sql("INSERT INTO test.ttl_jobs VALUES (2)")
     pair.sync()
     assert rows_with_ids(pair.replica, "ttl_jobs") == rows_with_ids(pair.primary, "ttl_jobs")
+
+
+def test_a_replica_keeps_and_drops_the_duplicates_the_primary_did(pair):
+    """DEDUP_COLUMN decides on the primary: a replica keeps each row the primary kept and drops
+    each row it dropped (logged with the INSERT's transaction), whatever its own window says.
+    Here the replica applies late: rows the primary took one window apart reach it at once."""
+    p = pair.primary
+    p.sql("CREATE TABLE test.unique_jobs (id INT NOT NULL, k VARCHAR(8)) ENGINE=QUEUE "
+          "DEDUP_COLUMN='k' DEDUP_WINDOW=1")
+    pair.sync()
+    pair.replica.sql("STOP SLAVE SQL_THREAD")
+    try:
+        c = p.connect()
+        query(c, "INSERT INTO unique_jobs VALUES (1, 'a')")
+        query(c, "INSERT INTO unique_jobs VALUES (2, 'a')")  # dropped: within the window
+        query(c, "INSERT INTO unique_jobs VALUES (3, 'b'), (4, 'b'), (5, 'c')")  # 4 dropped
+        query(c, "BEGIN")
+        query(c, "INSERT INTO unique_jobs VALUES (6, 'c'), (7, 'd')")  # 6 dropped at the commit
+        query(c, "COMMIT")
+        time.sleep(1.5)  # the window has passed on the primary
+        query(c, "INSERT INTO unique_jobs VALUES (8, 'a'), (9, 'a')")  # 8 kept, 9 dropped
+    finally:
+        pair.replica.sql("START SLAVE SQL_THREAD")
+    pair.sync()
+    assert [r[1] for r in rows_with_ids(p, "unique_jobs")] == [1, 3, 5, 7, 8]
+    assert rows_with_ids(pair.replica, "unique_jobs") == rows_with_ids(p, "unique_jobs")
+    c = p.connect()
+    for expected in (1, 3, 5, 7, 8):  # and consuming them removes the same rows there
+        assert query(c, "SELECT id FROM unique_jobs WHERE queue_wait('unique_jobs', 0)") == [(expected,)]
+    assert value(c, "SELECT queue_end()") == 1
+    pair.sync()
+    assert rows(pair.replica, "unique_jobs") == []
 
 
 def test_a_delete_reaches_the_replica_by_id_not_by_bytes(pair):
