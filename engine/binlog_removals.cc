@@ -26,26 +26,48 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// Writes the statement `make(db, table)` names for `table` into thd's transaction cache.
+template <typename Make>
+q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make make) {
+  THD* thd = current_thd;
+  if (!thd || !binlog_records(thd)) return q4m::Status::Ok();
+  std::string db, name;
+  if (!split_table_path(table.path(), &db, &name))
+    return q4m::Status(q4m::ErrorCode::kInvalid, "cannot name table file " + table.path() + " in the binary log");
+  const std::string query = make(db, name);
+  // As THD::binlog_query does for a statement: a pending rows event ends first.
+  if (thd->binlog_flush_pending_rows_event(true, true))
+    return q4m::Status(q4m::ErrorCode::kIo, "writing the binary log failed");
+  Query_log_event event(thd, query.data(), query.size(), /*using_trans=*/true, /*direct=*/false,
+                        /*suppress_use=*/false, /*errcode=*/0);
+  event.db = db.c_str();  // the replica filters and applies it under the table's database
+  event.db_len = static_cast<uint32>(db.size());
+  // In the transaction's cache whatever the statement (the constructor would write a COMMIT's
+  // event at once, before the transaction's rows).
+  event.cache_type = Log_event::EVENT_TRANSACTIONAL_CACHE;
+  const bool failed = mysql_bin_log.write(&event);
+  thd->reset_binlog_for_next_statement();
+  if (failed)
+    return q4m::Status(q4m::ErrorCode::kIo, std::string("writing ") + what + " of " + db + "." + name + " to the binary log failed");
+  return q4m::Status::Ok();
+}
+
 class BinlogRemovalLog final : public q4m::RemovalLog {
  public:
   q4m::Status removed(const q4m::QueueTable& table, const std::vector<q4m::NamedRow>& rows) override {
+    return log_statement(table, "the removal of rows",
+                         [&](const std::string& db, const std::string& name) { return removal_statement(db, name, rows); });
+  }
+  q4m::Status deduplicated(const q4m::QueueTable& table, const std::vector<size_t>& positions) override {
     THD* thd = current_thd;
-    if (!thd || !binlog_records(thd)) return q4m::Status::Ok();
-    std::string db, name;
-    if (!split_table_path(table.path(), &db, &name))
-      return q4m::Status(q4m::ErrorCode::kInvalid, "cannot name table file " + table.path() + " in the binary log");
-    const std::string query = removal_statement(db, name, rows);
-    // As THD::binlog_query does for a statement: a pending rows event ends first.
-    if (thd->binlog_flush_pending_rows_event(true, true))
-      return q4m::Status(q4m::ErrorCode::kIo, "writing the binary log failed");
-    Query_log_event event(thd, query.data(), query.size(), /*using_trans=*/true, /*direct=*/false,
-                          /*suppress_use=*/false, /*errcode=*/0);
-    event.db = db.c_str();  // the replica filters and applies it under the table's database
-    event.db_len = static_cast<uint32>(db.size());
-    const bool failed = mysql_bin_log.write(&event);
-    thd->reset_binlog_for_next_statement();
-    if (failed) return q4m::Status(q4m::ErrorCode::kIo, "writing the removal of rows of " + db + "." + name + " to the binary log failed");
-    return q4m::Status::Ok();
+    // An XA PREPARE has written the transaction's events by now: the drop could not follow them.
+    if (thd && binlog_records(thd) && thd->transaction->xid_state.is_explicit_XA())
+      return q4m::Status(q4m::ErrorCode::kInvalid,
+                         "QUEUE table '" + table_label_of_path(table.path()) +
+                             "': an XA transaction inserted a duplicate of a recent row (DEDUP_COLUMN) with the binary "
+                             "log on; a replica could not learn that it was dropped. Insert it outside the XA transaction");
+    return log_statement(table, "the duplicates dropped",
+                         [&](const std::string& db, const std::string& name) { return dedup_statement(db, name, positions); });
   }
 };
 
@@ -67,6 +89,28 @@ std::string removal_statement(const std::string& db, const std::string& table, c
     list += std::to_string(r.id) + ':' + std::to_string(r.length) + ':' + std::to_string(r.checksum);
   }
   return "SET @queue_removed = queue_apply_removal(" + quoted(db) + "," + quoted(table) + "," + quoted(list) + ")";
+}
+
+std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions) {
+  std::string list;
+  for (size_t p : positions) list += (list.empty() ? "" : ",") + std::to_string(p);
+  return "SET @queue_deduplicated = queue_apply_dedup(" + quoted(db) + "," + quoted(table) + "," + quoted(list) + ")";
+}
+
+bool parse_positions(const std::string& text, std::vector<size_t>* positions, std::string* error) {
+  positions->clear();
+  const char* p = text.c_str();
+  while (isdigit(static_cast<unsigned char>(*p))) {
+    char* end = nullptr;
+    const unsigned long long n = strtoull(p, &end, 10);
+    if (n > (1ULL << 32) || (!positions->empty() && n <= positions->back())) break;
+    positions->push_back(static_cast<size_t>(n));
+    if (!*end) return true;
+    if (*end != ',' || !end[1]) break;
+    p = end + 1;
+  }
+  *error = "expected increasing row positions '<n>[,<n>...]', got '" + text.substr(0, 64) + "'";
+  return false;
 }
 
 bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error) {

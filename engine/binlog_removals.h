@@ -8,6 +8,10 @@
 //   SET @queue_removed = queue_apply_removal('<db>', '<table>', '<id>:<length>:<checksum>[,...]')
 //
 // (not DO: DO drops its expressions' errors, and a replica must stop on one)
+// The duplicates a DEDUP_COLUMN table drops at a transaction's prepare are logged there too,
+// after the transaction's row events, which carry them (the server logged each row at its
+// INSERT): SET @queue_deduplicated = queue_apply_dedup('<db>', '<table>', '<position>[,...]').
+// A replica applies the primary's decision: its own dedup drops nothing (Transaction::set_decided).
 // (a Query event whose default database is the table's, as a row event's would be). It
 // commits with the transaction, two-phase, as the removal does; a replica applying it
 // removes exactly the rows named (functions/replication_functions.cc), and logs it again for
@@ -35,5 +39,11 @@ q4m::RemovalLog& binlog_removal_log();
 std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
 // Parses the third argument of that statement; false (with *error) if it is not one.
 bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error);
+
+// The statement that drops, as duplicates, the new rows at `positions` (among those staged)
+// of the transaction's inserts into db.table on another server (Transaction::drop_staged).
+std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions);
+// Parses its third argument.
+bool parse_positions(const std::string& text, std::vector<size_t>* positions, std::string* error);
 
 }  // namespace q4m_engine

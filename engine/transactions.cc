@@ -111,6 +111,9 @@ q4m::Transaction& join(THD* thd, bool whole) {
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
   txn.set_removal_log(binlog_records(thd) ? &binlog_removal_log() : nullptr);
+  // The applier, or a binary log replayed (mariadb-binlog sets pseudo_slave_mode): the log
+  // says which new rows its server dropped as duplicates (queue_apply_dedup).
+  txn.set_decided(thd->slave_thread || thd->variables.pseudo_slave_mode);
   return txn;
 }
 

@@ -1,9 +1,14 @@
-// queue_apply_removal(db, table, rows): what a replica runs for the removals the primary's
-// binary log recorded (engine/binlog_removals.h writes the statement). It removes exactly
-// the rows named, by id, checking each one's length; a row that is not there (or differs)
-// fails the statement, which stops the replica's applier: a replica whose queue is not the
-// primary's says so instead of removing other rows. In the applier's transaction (or the
-// statement's, or at once) and logged again with the same text for this server's replicas.
+// queue_apply_removal(db, table, rows) and queue_apply_dedup(db, table, positions): what a
+// replica runs for what the primary's binary log recorded (engine/binlog_removals.h writes
+// the statements).
+//  - queue_apply_removal removes exactly the rows named, by id, checking each one's length
+//    and checksum; a row that is not there (or differs) fails the statement, which stops the
+//    replica's applier: a replica whose queue is not the primary's says so instead of
+//    removing other rows.
+//  - queue_apply_dedup drops the transaction's new rows the primary dropped as duplicates
+//    (DEDUP_COLUMN), by their position among the rows it inserted into the table.
+// In the applier's transaction (or the statement's, or at once) and logged again with the
+// same text for this server's replicas.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -27,34 +32,35 @@ namespace q4m_functions {
 
 namespace {
 
-constexpr const char* kName = "queue_apply_removal";
-
-class Item_func_queue_apply_removal final : public Item_queue_action {
+// The part both share: the arguments, the table, the transaction to apply in.
+class Item_queue_apply : public Item_queue_action {
  public:
-  Item_func_queue_apply_removal(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
-  LEX_CSTRING func_name_cstring() const override {
-    static LEX_CSTRING name = {STRING_WITH_LEN("queue_apply_removal")};
-    return name;
-  }
+  Item_queue_apply(THD* thd, List<Item>& args, const char* name, const char* what)
+      : Item_queue_action(thd, args), name_(name), what_(what) {}
+  LEX_CSTRING func_name_cstring() const override { return {name_, strlen(name_)}; }
   bool fix_length_and_dec(THD*) override {
     max_length = 10;
     return false;
   }
-  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_removal>(thd, this); }
 
  protected:
+  // Parses `list` (argument 3); false with *error if it is not what the function takes.
+  virtual bool parse(const std::string& list, std::string* error) = 0;
+  // Applies it in `txn`; the number of rows it names.
+  virtual q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) = 0;
+  virtual longlong count() const = 0;
+
   longlong run(THD* thd) override {
     std::string db, name, list, error;
-    if (!parse_string(args[0], kName, 1, "the database", &db) || !parse_string(args[1], kName, 2, "the table", &name) ||
-        !parse_string(args[2], kName, 3, "the rows", &list))
+    if (!parse_string(args[0], name_, 1, "the database", &db) || !parse_string(args[1], name_, 2, "the table", &name) ||
+        !parse_string(args[2], name_, 3, what_, &list))
       return 0;
-    std::vector<q4m::NamedRow> rows;
-    if (!q4m_engine::parse_named_rows(list, &rows, &error)) {
-      my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument 3: %s", MYF(0), kName, error.c_str());
+    if (!parse(list, &error)) {
+      my_printf_error(ER_WRONG_ARGUMENTS, "%s(): argument 3: %s", MYF(0), name_, error.c_str());
       return 0;
     }
     ResolvedTable t;
-    TableArgument a{kName, 2, name, false, DELETE_ACL};
+    TableArgument a{name_, 2, name, false, DELETE_ACL};
     if (!resolve_table_names(thd, a, db, name, &t)) return 0;
     if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
     bool failed = false;
@@ -63,28 +69,76 @@ class Item_func_queue_apply_removal final : public Item_queue_action {
     if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
     q4m::Status st;
     if (txn) {
-      st = txn->remove_named(t.subscription.table, rows);
+      st = apply(*txn, t.subscription.table);
     } else {  // no transaction, no binary log: at once
       q4m::Transaction now(thd->thread_id);
-      st = now.remove_named(t.subscription.table, rows);
+      st = apply(now, t.subscription.table);
       if (st.ok()) st = now.commit();
     }
     if (!st.ok()) {
       my_printf_error(q4m_engine::sql_errno_for(st.code()),
                       "%s(): table '%s': %s (this server's queue is not the one whose binary log named the "
                       "row: it was not a copy from the start, or diverged)",
-                      MYF(0), kName, t.label.c_str(), st.message().c_str());
+                      MYF(0), name_, t.label.c_str(), st.message().c_str());
       return 0;
     }
-    return static_cast<longlong>(rows.size());
+    return count();
   }
+
+ private:
+  const char* name_;
+  const char* what_;
+};
+
+constexpr const char* kRemoval = "queue_apply_removal";
+
+class Item_func_queue_apply_removal final : public Item_queue_apply {
+ public:
+  Item_func_queue_apply_removal(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kRemoval, "the rows") {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_removal>(thd, this); }
+
+ protected:
+  bool parse(const std::string& list, std::string* error) override {
+    return q4m_engine::parse_named_rows(list, &rows_, error);
+  }
+  q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
+    return txn.remove_named(table, rows_);
+  }
+  longlong count() const override { return static_cast<longlong>(rows_.size()); }
+
+ private:
+  std::vector<q4m::NamedRow> rows_;
+};
+
+constexpr const char* kDedup = "queue_apply_dedup";
+
+class Item_func_queue_apply_dedup final : public Item_queue_apply {
+ public:
+  Item_func_queue_apply_dedup(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kDedup, "the row positions") {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_dedup>(thd, this); }
+
+ protected:
+  bool parse(const std::string& list, std::string* error) override {
+    return q4m_engine::parse_positions(list, &positions_, error);
+  }
+  q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
+    return txn.drop_staged(table, positions_);
+  }
+  longlong count() const override { return static_cast<longlong>(positions_.size()); }
+
+ private:
+  std::vector<size_t> positions_;
 };
 
 constexpr char kApplyRemovalArgs[] = "queue_apply_removal() takes 3 arguments (the database, the table, the rows)";
 using Create_queue_apply_removal = Create_func_args<Item_func_queue_apply_removal, kApplyRemovalArgs, 3, 3>;
+constexpr char kApplyDedupArgs[] =
+    "queue_apply_dedup() takes 3 arguments (the database, the table, the positions of the rows dropped)";
+using Create_queue_apply_dedup = Create_func_args<Item_func_queue_apply_dedup, kApplyDedupArgs, 3, 3>;
 
 }  // namespace
 
 Plugin_function queue_apply_removal_plugin(&Create_queue_apply_removal::s_singleton);
+Plugin_function queue_apply_dedup_plugin(&Create_queue_apply_dedup::s_singleton);
 
 }  // namespace q4m_functions

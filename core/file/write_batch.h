@@ -33,6 +33,9 @@ struct WriteBatch {
   const RowId* relay_rowids = nullptr;
   uint32_t relay_source = 0;
   bool relay_reset = false;  // mode 'w': forget what the source sent before
+  // Rows another server admitted (a replica applying its primary's binary log, which names
+  // the duplicates the primary dropped): DEDUP_COLUMN remembers their keys and drops none.
+  bool decided = false;
   // REMOVE record: rows `remover` holds, removed for good.
   const RowId* removals = nullptr;
   size_t removal_count = 0;
@@ -72,6 +75,19 @@ struct WriteBatch {
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }
+  // The rows admission dropped (indices into *rows, increasing).
+  std::vector<size_t> dropped_rows() const {
+    std::vector<size_t> out;
+    if (!inserts()) return out;
+    size_t k = 0;
+    for (size_t i = 0; i < rows->size(); i++) {
+      if (k < admitted.size() && admitted[k] == i)
+        k++;
+      else
+        out.push_back(i);
+    }
+    return out;
+  }
   bool relayed() const { return relay_rowids != nullptr; }
 };
 

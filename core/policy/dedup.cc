@@ -46,8 +46,8 @@ bool Dedup::admit(WriteBatch& b, WriterContext& ctx) {
       b.admitted[kept++] = i;
       continue;
     }
-    if (b.history) {
-      const uint64_t at = b.history[i].insert_time_ms ? b.history[i].insert_time_ms : ctx.now_ms;
+    if (b.history || b.decided) {
+      const uint64_t at = b.history && b.history[i].insert_time_ms ? b.history[i].insert_time_ms : ctx.now_ms;
       window_.remember(key, at, &undo_);
       b.admitted[kept++] = i;
       continue;

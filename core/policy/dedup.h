@@ -22,7 +22,7 @@ class Dedup : public PolicyBase {
   void configure(const TableOptions& options, WriterContext& ctx);
   void begin_batch(WriterContext&);
   // Drops the rows whose key is in the window (b.deduplicated); a copy's rows all go in,
-  // their keys counting from their own insert times.
+  // their keys counting from their own insert times, and so do rows decided elsewhere.
   bool admit(WriteBatch& b, WriterContext& ctx);
   void reject(WriteBatch& b);
   void written(WriterContext& ctx);

@@ -8,7 +8,7 @@
 namespace q4m {
 
 Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
-                           uint64_t* id) {
+                           uint64_t* id, Admission* admission) {
   *id = 0;
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   std::vector<RowId> ids = take_claims(txn);
@@ -19,9 +19,11 @@ Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view
   req.batch.removals = ids.data();
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
+  req.batch.decided = admission && admission->decided;
   Status s = commit(&req);
   if (s.ok()) {
     *id = req.batch.txn;
+    if (admission) admission->dropped = req.batch.dropped_rows();
     return s;
   }
   restore_claims(txn, ids);  // nothing was written: the claims are the transaction's again

@@ -256,9 +256,16 @@ class QueueTable {
   virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as) = 0;
   // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named.
   virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) = 0;
+  // How a part's new rows are admitted (DEDUP_COLUMN).
+  struct Admission {
+    // in: another server admitted them (WriteBatch::decided): none is dropped here.
+    bool decided = false;
+    // out: the rows (indices into the part's rows) dropped as duplicates.
+    std::vector<size_t> dropped;
+  };
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
   // atomically. On failure nothing of it is written and the claims stay.
-  virtual Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) = 0;
+  virtual Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, Admission* admission) = 0;
   // Two-phase commit of a part: prepare_part() writes `rows` and the removal of every row
   // `txn` claimed, durably and with `xid`, but applies nothing (the rows are not in the
   // table; the claimed rows stay held, by the part from now on); *id names the part. Its
@@ -266,7 +273,7 @@ class QueueTable {
   // then applies it (commit) or drops it (its claimed rows go back to the queue). A part
   // survives a restart until it is ended (prepared_parts()).
   virtual Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
-                              uint64_t* id) = 0;
+                              uint64_t* id, Admission* admission = nullptr) = 0;
   virtual Status end_part(uint64_t id, bool commit) = 0;
   // The commit of a prepared part in two steps, for a coordinator that orders commits
   // (MariaDB's commit_ordered): queue_end_part() places it in the table's write queue and

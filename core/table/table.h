@@ -103,9 +103,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
                      std::vector<NamedRow>* named = nullptr) override;
   Status claim_named(const NamedRow* rows, size_t count, const Holder* as) override;
   Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) override;
-  Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) override;
+  Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, Admission* admission) override;
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
-                      uint64_t* id) override;
+                      uint64_t* id, Admission* admission = nullptr) override;
   Status end_part(uint64_t id, bool commit) override;
   Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable = true) override;
   Status sync_commits() override;

@@ -96,6 +96,31 @@ void Transaction::unstage(const QueueTable* table, size_t i) {
     if (p.table.get() == table && i < p.unstaged.size()) p.unstaged[i] = true;
 }
 
+Status Transaction::drop_staged(const std::shared_ptr<QueueTable>& table, const std::vector<size_t>& positions) {
+  Part& p = part_of(table);
+  std::vector<size_t> at;  // indices into p.rows
+  size_t k = 0, staged = 0;
+  for (size_t i = 0; i < p.rows.size() && k < positions.size(); i++) {
+    if (p.unstaged[i]) continue;
+    if (positions[k] == staged) {
+      at.push_back(i);
+      k++;
+    }
+    staged++;
+  }
+  if (k < positions.size())
+    return Status(ErrorCode::kInvalid, "the transaction has no new row at position " + std::to_string(positions[k]) +
+                                           " of table " + table->path() + " (it has " + std::to_string(staged) +
+                                           " staged after the earlier positions)");
+  if (removal_log_) {
+    Status s = removal_log_->deduplicated(*table, positions);
+    if (!s.ok()) return s;
+  }
+  for (size_t i : at) p.unstaged[i] = true;
+  table->counters().rows_deduplicated.add(at.size());
+  return Status::Ok();
+}
+
 void Transaction::rollback_to(size_t mark) {
   // Claims taken since the mark go back, per table, in one call each.
   std::vector<std::vector<RowId>> given_back(parts_.size());
@@ -126,7 +151,10 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0) continue;
-    Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared);
+    QueueTable::Admission admission;
+    admission.decided = decided_;
+    Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
+    if (s.ok() && removal_log_ && !admission.dropped.empty()) s = removal_log_->deduplicated(*p.table, admission.dropped);
     if (s.ok()) continue;
     if (failed_table) *failed_table = p.table.get();
     rollback();  // the parts prepared before, and the claims of the rest
@@ -166,8 +194,9 @@ Status Transaction::commit(const QueueTable** failed_table) {
     }
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0) continue;
-    size_t deduplicated = 0;
-    Status s = p.table->commit_part(&holder_, rows, &deduplicated);
+    QueueTable::Admission admission;  // one phase: no binary log coordinates it, none is told
+    admission.decided = decided_;
+    Status s = p.table->commit_part(&holder_, rows, &admission);
     if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);

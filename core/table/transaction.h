@@ -25,6 +25,10 @@ class RemovalLog {
  public:
   virtual ~RemovalLog() = default;
   virtual Status removed(const QueueTable& table, const std::vector<NamedRow>& rows) = 0;
+  // Of the rows the transaction inserts into `table` (in order, those still staged), those
+  // at `positions` were dropped as duplicates (DEDUP_COLUMN): at its prepare or commit, or
+  // as another server's log said (drop_staged). An error fails that prepare or drop.
+  virtual Status deduplicated(const QueueTable& table, const std::vector<size_t>& positions) = 0;
 };
 
 class Transaction {
@@ -58,6 +62,14 @@ class Transaction {
   size_t staged(const QueueTable* table) const;
   const std::string* staged_row(const QueueTable* table, size_t i) const;  // null if deleted
   void unstage(const QueueTable* table, size_t i);  // the connection DELETEs its own new row
+
+  // ---- another server's decisions
+  // Its rows come from another server's binary log (a replica's applier): DEDUP_COLUMN drops
+  // none of them at the end; that server's log names the ones it dropped (drop_staged).
+  void set_decided(bool decided) { decided_ = decided; }
+  // Drops the staged rows of `table` at `positions` (increasing) among the rows staged now,
+  // as duplicates another server dropped; kInvalid (nothing dropped) if one is not staged.
+  Status drop_staged(const std::shared_ptr<QueueTable>& table, const std::vector<size_t>& positions);
 
   // ---- savepoints and statements
   size_t mark() const { return log_.size(); }
@@ -117,6 +129,7 @@ class Transaction {
   std::vector<Part> parts_;
   std::vector<Change> log_;
   bool prepared_ = false;
+  bool decided_ = false;
   RemovalLog* removal_log_ = nullptr;
 };
 

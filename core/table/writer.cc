@@ -358,8 +358,8 @@ void Table::restore_claims(const Holder* claimer, const std::vector<RowId>& ids)
   claims.insert(claims.end(), ids.begin(), ids.end());
 }
 
-Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>& rows, size_t* deduplicated) {
-  *deduplicated = 0;
+Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>& rows, Admission* admission) {
+  admission->dropped.clear();
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   std::vector<RowId> ids = take_claims(txn);
   if (rows.empty() && ids.empty()) return Status::Ok();
@@ -368,9 +368,10 @@ Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>
   req.batch.removals = ids.data();
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
+  req.batch.decided = admission->decided;
   Status s = commit(&req);
   if (s.ok()) {
-    *deduplicated = req.batch.deduplicated;
+    admission->dropped = req.batch.dropped_rows();
     return s;
   }
   // Nothing was written: the claims are the transaction's again (its rollback gives them back).

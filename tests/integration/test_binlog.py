@@ -164,3 +164,61 @@ def test_a_killed_wait_gives_the_row_it_would_have_ended_back(binlog_server):
     assert removals_logged(binlog_events(cur, before), "wq") == []
     other = s.connect()
     assert query(other, "SELECT id FROM wq WHERE queue_wait('wq', 0)") == [(1,)]
+
+
+def test_a_removal_by_any_statement_stays_in_its_transaction(binlog_server):
+    """`DO queue_end()` or `CALL` a procedure that ends the row: the removal statement goes into
+    the transaction's cache whatever the statement ending the row is (the engine sets the cache;
+    MariaDB would write a COMMIT's event at once, test_replication's duplicates test needs that),
+    so a rolled-back removal never reaches a replica."""
+    s = binlog_server
+    cur = s.connect().cursor()
+    cur.execute("DROP TABLE IF EXISTS dq")
+    cur.execute("DROP PROCEDURE IF EXISTS end_job")
+    cur.execute("CREATE TABLE dq (id INT NOT NULL) ENGINE=QUEUE")
+    cur.execute("CREATE PROCEDURE end_job() SELECT queue_end()")
+    cur.execute("INSERT INTO dq VALUES (1),(2)")
+    before = binlog_position(cur)
+    for end in ("DO queue_end()", "CALL end_job()"):
+        cur.execute("BEGIN")
+        cur.execute("SELECT id FROM dq WHERE queue_wait('dq', 1)")
+        assert cur.fetchall() == ((1,),)
+        cur.execute(end)
+        cur.execute("ROLLBACK")  # row 1 stays, and its removal must not be logged
+    assert binlog_events(cur, before) == [] or removals_logged(binlog_events(cur, before), "dq") == []
+    cur.execute("BEGIN")
+    cur.execute("SELECT id FROM dq WHERE queue_wait('dq', 1)")
+    cur.execute("DO queue_end()")
+    cur.execute("COMMIT")
+    events = binlog_events(cur, before)
+    assert removals_logged(events, "dq") == [[(1, 6)]], events
+    kinds = [t for t, _ in events]
+    assert kinds == ["Gtid", "Query", "Xid"], events  # one transaction holding the removal
+    cur.execute("SELECT id FROM dq")
+    assert cur.fetchall() == ((2,),)
+
+
+def test_an_xa_transaction_that_inserts_a_duplicate_fails_its_prepare(binlog_server):
+    """With the binary log on, the duplicates a DEDUP_COLUMN table drops are logged at the
+    prepare, after the transaction's rows; an XA PREPARE has written those by then, so an XA
+    transaction inserting a duplicate is refused there, with the table named, not logged wrong."""
+    s = binlog_server
+    cur = s.connect().cursor()
+    cur.execute("DROP TABLE IF EXISTS xq")
+    cur.execute("CREATE TABLE xq (id INT NOT NULL, k VARCHAR(8)) ENGINE=QUEUE DEDUP_COLUMN='k'")
+    cur.execute("INSERT INTO xq VALUES (1, 'a')")
+    cur.execute("XA START 'fresh'")
+    cur.execute("INSERT INTO xq VALUES (2, 'b')")
+    cur.execute("XA END 'fresh'")
+    cur.execute("XA PREPARE 'fresh'")
+    cur.execute("XA COMMIT 'fresh'")
+    cur.execute("XA START 'dup'")
+    cur.execute("INSERT INTO xq VALUES (3, 'a')")
+    cur.execute("XA END 'dup'")
+    with pytest.raises(pymysql.err.MySQLError) as e:
+        cur.execute("XA PREPARE 'dup'")
+    assert "xq" in str(e.value) and "DEDUP_COLUMN" in str(e.value) and "XA" in str(e.value), e.value.args
+    cur.execute("XA RECOVER")
+    assert cur.fetchall() == ()
+    cur.execute("SELECT id FROM xq")
+    assert cur.fetchall() == ((1,), (2,))

@@ -3,6 +3,7 @@
 the replica holds the primary's rows under the same ids; an INSERT's rows appear only after its binlog write, so no
 DELETE of a row reaches the log before its INSERT (tests/integration/test_binlog.py checks what
 is logged)."""
+import subprocess
 import time
 
 import pymysql
@@ -305,3 +306,33 @@ def test_a_replica_that_installed_queue_at_run_time_stops_with_the_fix_named(ser
         assert rows(p.replica, "rt") == []
     finally:
         p.destroy()
+
+
+def test_a_binary_log_replayed_with_mariadb_binlog_rebuilds_the_queue(server_factory):
+    """`mariadb-binlog | mariadb` into an empty server: the same rows under the same ids, the
+    consumed ones removed and the primary's duplicates dropped (the replay sets
+    pseudo_slave_mode, so the primary's decisions apply, not the replaying server's window)."""
+    primary = server_factory.new(extra_args=["--log-bin=replay-bin", "--server-id=1", "--binlog-format=ROW"])
+    target = server_factory.new(at_startup=True)
+    try:
+        c = primary.connect()
+        query(c, "CREATE TABLE replayed (id INT NOT NULL, k VARCHAR(8)) ENGINE=QUEUE DEDUP_COLUMN='k' DEDUP_WINDOW=1")
+        query(c, "INSERT INTO replayed VALUES (1, 'a'), (2, 'a'), (3, 'b')")  # 2 dropped
+        time.sleep(1.5)
+        query(c, "INSERT INTO replayed VALUES (4, 'a'), (5, 'c'), (6, 'd')")  # 4 kept: a window later
+        assert query(c, "SELECT id FROM replayed WHERE queue_wait('replayed', 0)") == [(1,)]
+        assert value(c, "SELECT queue_end()") == 1
+        query(c, "BEGIN")
+        assert query(c, "SELECT id FROM replayed WHERE queue_wait('replayed', 0)") == [(3,)]
+        query(c, "INSERT INTO replayed VALUES (7, 'c')")  # dropped at the commit
+        assert value(c, "SELECT queue_end()") == 1
+        query(c, "COMMIT")
+        files = sorted(str(f) for f in primary.datadir.glob("replay-bin.0*"))
+        dump = subprocess.run(["mariadb-binlog", *files], capture_output=True, check=True).stdout
+        p = subprocess.run(["mariadb", f"--socket={target.socket}", "-uroot", "test"], input=dump, capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
+        assert [r[1] for r in rows_with_ids(primary, "replayed")] == [4, 5, 6]
+        assert rows_with_ids(target, "replayed") == rows_with_ids(primary, "replayed")
+    finally:
+        primary.destroy()
+        target.destroy()

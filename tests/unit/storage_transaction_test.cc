@@ -256,11 +256,61 @@ TEST(a_lost_unsynced_end_leaves_its_part_prepared_not_lost) {
 // The engine's binary log side (engine/binlog_removals.h), as a recorder.
 struct RecordedRemovals : RemovalLog {
   std::vector<NamedRow> rows;
+  std::vector<size_t> deduplicated_positions;
   Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
     rows.insert(rows.end(), r.begin(), r.end());
     return Status::Ok();
   }
+  Status deduplicated(const QueueTable&, const std::vector<size_t>& positions) override {
+    deduplicated_positions.insert(deduplicated_positions.end(), positions.begin(), positions.end());
+    return Status::Ok();
+  }
 };
+
+// DEDUP_COLUMN under a binary log: the primary's prepare reports the positions it dropped;
+// a replica (decided) drops none itself, only the positions the primary's log names.
+TEST(a_replica_drops_the_duplicates_the_primary_dropped_and_no_others) {
+  TempDir dir;
+  auto primary = create_and_open(dir.file("p"));
+  auto replica = create_and_open(dir.file("r"));
+  REQUIRE(primary && replica);
+  for (auto* t : {&primary, &replica}) set_dedup(**t, key_label_column("k"), std::chrono::seconds(300));
+  const std::vector<std::string> rows = {key_label_row("a", "1"), key_label_row("b", "2"), key_label_row("a", "3"),
+                                         key_label_row("c", "4"), key_label_row("b", "5")};
+  RecordedRemovals primary_log;
+  {
+    Transaction txn(1);
+    txn.set_removal_log(&primary_log);
+    txn.insert(primary, key_label_row("x", "gone"));
+    for (const std::string& r : rows) txn.insert(primary, r);
+    txn.unstage(primary.get(), 0);  // deleted again: not among the positions
+    REQUIRE(txn.prepare("xid-1").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(primary_log.deduplicated_positions == std::vector<size_t>({2, 4}));
+  CHECK_EQ(primary->info().rows, 3u);
+  // The replica's own window already holds "c": left alone it would drop row 4 as well.
+  REQUIRE(replica->insert({key_label_row("c", "0")}, nullptr).ok());
+  RecordedRemovals replica_log;
+  {
+    Transaction txn(2);
+    txn.set_removal_log(&replica_log);
+    txn.set_decided(true);
+    txn.insert(replica, key_label_row("x", "gone"));
+    for (const std::string& r : rows) txn.insert(replica, r);
+    txn.unstage(replica.get(), 0);
+    CHECK(txn.drop_staged(replica, {2, 5}).code() == ErrorCode::kInvalid);  // there are 5: nothing dropped
+    REQUIRE(txn.drop_staged(replica, primary_log.deduplicated_positions).ok());
+    CHECK(replica_log.deduplicated_positions == primary_log.deduplicated_positions);  // logged again
+    REQUIRE(txn.prepare("xid-2").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(replica_log.deduplicated_positions == primary_log.deduplicated_positions);  // its prepare dropped none
+  const auto copied = scan(*replica);
+  REQUIRE(copied.size() == 4u);
+  const auto original = scan(*primary);
+  for (size_t i = 0; i < original.size(); i++) CHECK(copied[i + 1].second == original[i].second);
+}
 
 TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_match) {
   TempDir dir;
