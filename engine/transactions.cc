@@ -7,6 +7,9 @@
 
 #include "engine/transactions.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
 #include "engine/binlog_removals.h"
@@ -18,6 +21,15 @@
 namespace q4m_engine {
 
 namespace {
+
+// The time of the event being applied, in ms: a rows event carries whole seconds, so the end
+// of that second (a row dated no earlier than on its primary), but not later than now.
+uint64_t event_time_ms(THD* thd) {
+  const uint64_t end_of_second = static_cast<uint64_t>(thd->query_start()) * 1000 + 999;
+  const uint64_t now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  return std::min(end_of_second, now);
+}
 
 bool in_explicit_transaction(THD* thd) { return thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN); }
 
@@ -112,8 +124,12 @@ q4m::Transaction& join(THD* thd, bool whole) {
   }
   txn.set_removal_log(binlog_records(thd) ? &binlog_removal_log() : nullptr);
   // The applier, or a binary log replayed (mariadb-binlog sets pseudo_slave_mode): the log
-  // says which new rows its server dropped as duplicates (queue_apply_dedup).
-  txn.set_decided(thd->slave_thread || thd->variables.pseudo_slave_mode);
+  // says which new rows its server dropped as duplicates (queue_apply_dedup), and when it
+  // inserted them (the statement's time is its event's).
+  if (thd->slave_thread || thd->variables.pseudo_slave_mode)
+    txn.set_decided(true, event_time_ms(thd));
+  else
+    txn.set_decided(false);
   return txn;
 }
 

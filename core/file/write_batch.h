@@ -36,6 +36,9 @@ struct WriteBatch {
   // Rows another server admitted (a replica applying its primary's binary log, which names
   // the duplicates the primary dropped): DEDUP_COLUMN remembers their keys and drops none.
   bool decided = false;
+  // The rows were inserted at this time on another server (its binary log's; 0 = now here):
+  // MESSAGE_TTL, the dedup window and their age count from it.
+  uint64_t insert_time_ms = 0;
   // REMOVE record: rows `remover` holds, removed for good.
   const RowId* removals = nullptr;
   size_t removal_count = 0;
@@ -75,6 +78,11 @@ struct WriteBatch {
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }
+  // Row i's insert time: a copy's own (RowHistory), else insert_time_ms, else now.
+  uint64_t inserted_at(size_t i, uint64_t now) const {
+    if (history && history[i].insert_time_ms) return history[i].insert_time_ms;
+    return insert_time_ms ? insert_time_ms : now;
+  }
   // The rows admission dropped (indices into *rows, increasing).
   std::vector<size_t> dropped_rows() const {
     std::vector<size_t> out;

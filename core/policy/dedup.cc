@@ -47,8 +47,7 @@ bool Dedup::admit(WriteBatch& b, WriterContext& ctx) {
       continue;
     }
     if (b.history || b.decided) {
-      const uint64_t at = b.history && b.history[i].insert_time_ms ? b.history[i].insert_time_ms : ctx.now_ms;
-      window_.remember(key, at, &undo_);
+      window_.remember(key, b.inserted_at(i, ctx.now_ms), &undo_);
       b.admitted[kept++] = i;
       continue;
     }

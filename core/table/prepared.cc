@@ -20,6 +20,7 @@ Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
   req.batch.decided = admission && admission->decided;
+  req.batch.insert_time_ms = admission ? admission->insert_time_ms : 0;
   Status s = commit(&req);
   if (s.ok()) {
     *id = req.batch.txn;
@@ -38,7 +39,7 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
     RowEntry e;
     e.offset = base + b.offsets[k];
     e.length = static_cast<uint32_t>((*b.rows)[b.admitted[k]].size());
-    e.time_ms = now;
+    e.time_ms = b.inserted_at(b.admitted[k], now);
     p.rows.push_back(e);
   }
   pending_rows_.fetch_add(p.rows.size());

@@ -260,6 +260,8 @@ class QueueTable {
   struct Admission {
     // in: another server admitted them (WriteBatch::decided): none is dropped here.
     bool decided = false;
+    // in: when that server inserted them (WriteBatch::insert_time_ms; 0 = now).
+    uint64_t insert_time_ms = 0;
     // out: the rows (indices into the part's rows) dropped as duplicates.
     std::vector<size_t> dropped;
   };

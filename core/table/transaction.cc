@@ -153,6 +153,7 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
     if (rows.empty() && p.claimed == 0) continue;
     QueueTable::Admission admission;
     admission.decided = decided_;
+    admission.insert_time_ms = insert_time_ms_;
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
     if (s.ok() && removal_log_ && !admission.dropped.empty()) s = removal_log_->deduplicated(*p.table, admission.dropped);
     if (s.ok()) continue;
@@ -196,6 +197,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
     if (rows.empty() && p.claimed == 0) continue;
     QueueTable::Admission admission;  // one phase: no binary log coordinates it, none is told
     admission.decided = decided_;
+    admission.insert_time_ms = insert_time_ms_;
     Status s = p.table->commit_part(&holder_, rows, &admission);
     if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
     if (!s.ok()) {

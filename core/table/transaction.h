@@ -66,7 +66,11 @@ class Transaction {
   // ---- another server's decisions
   // Its rows come from another server's binary log (a replica's applier): DEDUP_COLUMN drops
   // none of them at the end; that server's log names the ones it dropped (drop_staged).
-  void set_decided(bool decided) { decided_ = decided; }
+  // `insert_time_ms`: when that server inserted them (0 = at the end here).
+  void set_decided(bool decided, uint64_t insert_time_ms = 0) {
+    decided_ = decided;
+    insert_time_ms_ = decided ? insert_time_ms : 0;
+  }
   // Drops the staged rows of `table` at `positions` (increasing) among the rows staged now,
   // as duplicates another server dropped; kInvalid (nothing dropped) if one is not staged.
   Status drop_staged(const std::shared_ptr<QueueTable>& table, const std::vector<size_t>& positions);
@@ -130,6 +134,7 @@ class Transaction {
   std::vector<Change> log_;
   bool prepared_ = false;
   bool decided_ = false;
+  uint64_t insert_time_ms_ = 0;
   RemovalLog* removal_log_ = nullptr;
 };
 

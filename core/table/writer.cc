@@ -12,11 +12,6 @@ namespace q4m {
 
 namespace {
 
-// A row's insert time: now, or for a copy the time it had (RowHistory, 0 = now).
-uint64_t inserted_at(const WriteBatch& b, size_t i, uint64_t now) {
-  return b.history && b.history[i].insert_time_ms ? b.history[i].insert_time_ms : now;
-}
-
 // A copy's rows that keep their ids (RowHistory::id) must come in increasing order, from the
 // table's next id on: else b.status says why and none of the request's rows is written.
 bool kept_ids_fit(WriteBatch& b, RowId next) {
@@ -109,13 +104,13 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       if (prepare) b.txn = w->next_txn++;
       for (size_t i : b.admitted) {
         if (prepare) {  // ids at its commit, so that rows become visible in id order
-          b.offsets.push_back(chunk.add_txn_row(b.txn, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
+          b.offsets.push_back(chunk.add_txn_row(b.txn, b.inserted_at(i, ctx.now_ms), (*b.rows)[i]));
           continue;
         }
         const RowId id = b.history && b.history[i].id ? b.history[i].id : next;  // a copy keeps its ids
         next = id + 1;
         b.ids.push_back(id);
-        b.offsets.push_back(chunk.add_row(id, inserted_at(b, i, ctx.now_ms), (*b.rows)[i]));
+        b.offsets.push_back(chunk.add_row(id, b.inserted_at(i, ctx.now_ms), (*b.rows)[i]));
       }
       if (b.history) add_kept_histories(chunk, b);
     } else if (prepare) {
@@ -240,7 +235,7 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
       e.id = b.ids[k];
       e.offset = base + b.offsets[k];
       const size_t row = b.admitted[k];
-      e.time_ms = inserted_at(b, row, now);
+      e.time_ms = b.inserted_at(row, now);
       std::string_view payload = (*b.rows)[row];
       e.length = static_cast<uint32_t>(payload.size());
       st->index.append(e);
@@ -369,6 +364,7 @@ Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
   req.batch.decided = admission->decided;
+  req.batch.insert_time_ms = admission->insert_time_ms;
   Status s = commit(&req);
   if (s.ok()) {
     admission->dropped = req.batch.dropped_rows();

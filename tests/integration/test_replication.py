@@ -171,6 +171,31 @@ def test_a_replica_keeps_and_drops_the_duplicates_the_primary_did(pair):
     assert rows(pair.replica, "unique_jobs") == []
 
 
+def test_a_replica_dates_a_row_from_the_primarys_insert(pair):
+    """A replica gives a row the primary's insert time (its binary log event's, to the second,
+    never earlier), not the time it applied it: a replica applying late counts MESSAGE_TTL, the
+    dedup window and the row's age from the primary's insert, so it expires the row when the
+    primary does, and after a failover the row's TTL goes on, not over."""
+    p = pair.primary
+    p.sql("CREATE TABLE test.dated (id INT NOT NULL) ENGINE=QUEUE")
+    p.sql("CREATE TABLE test.dated_ttl (id INT NOT NULL) ENGINE=QUEUE MESSAGE_TTL=3")
+    pair.sync()
+    pair.replica.sql("STOP SLAVE SQL_THREAD")
+    try:
+        p.sql("INSERT INTO test.dated VALUES (1)")
+        p.sql("INSERT INTO test.dated_ttl VALUES (1)")
+        time.sleep(3.5)
+    finally:
+        pair.replica.sql("START SLAVE SQL_THREAD")
+    pair.sync()
+    age = pair.replica.value("SELECT OLDEST_AGE_MS FROM information_schema.QUEUE_TABLES "
+                             "WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = 'dated'")
+    assert age >= 2000, age  # applied just now; inserted 3.5 s ago on the primary
+    # Applied 3.5 s after its insert with a TTL of 3 s: it expires at once (a row dated from its
+    # apply would stay 3 s more).
+    wait_until(lambda: rows(pair.replica, "dated_ttl") == [], timeout=2.5, what="the replica's expiry")
+
+
 def test_a_delete_reaches_the_replica_by_id_not_by_bytes(pair):
     """Two rows with the same bytes, the first owned by a consumer: a DELETE on the primary
     removes the second (it sees only that one). A row event would have the replica remove the

@@ -312,6 +312,38 @@ TEST(a_replica_drops_the_duplicates_the_primary_dropped_and_no_others) {
   for (size_t i = 0; i < original.size(); i++) CHECK(copied[i + 1].second == original[i].second);
 }
 
+// A replica's rows are dated from their primary's insert (the binary log event's time), in
+// memory and in the file: MESSAGE_TTL, the dedup window and the age count from there.
+TEST(rows_decided_elsewhere_keep_the_insert_time_they_were_given) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  const uint64_t an_hour_ago = now_ms() - 3600 * 1000;
+  for (bool two_phase : {false, true}) {
+    Transaction txn(1);
+    txn.set_decided(true, an_hour_ago);
+    txn.insert(t, two_phase ? "prepared" : "one phase");
+    if (two_phase) REQUIRE(txn.prepare("xid-t").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(t->info().oldest_age_ms >= 3600u * 1000);
+  t.reset();
+  t = reopen(dir.file("t"));
+  REQUIRE(t);
+  CHECK_EQ(t->info().rows, 2u);
+  CHECK(t->info().oldest_age_ms >= 3600u * 1000);  // recovery reads it back
+  Transaction here(2);
+  here.set_decided(false, an_hour_ago);  // not decided: dated now
+  here.insert(t, "fresh");
+  REQUIRE(here.commit().ok());
+  Consumer c;
+  for (int i = 0; i < 2; i++) {
+    REQUIRE(take(c, t));
+    REQUIRE(c.end().ok());
+  }
+  CHECK(t->info().oldest_age_ms < 3600u * 1000);
+}
+
 TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_match) {
   TempDir dir;
   std::vector<RowId> ids, copy_ids;
