@@ -7,7 +7,7 @@
 #include "engine/ha_queue.h"
 
 #include "core/table/registry.h"
-#include "engine/binlog_removals.h"
+#include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/row_codec.h"
 #include "engine/sql_errors.h"
@@ -317,6 +317,7 @@ int ha_queue::write_row(const uchar* buf) {
     bulk_histories_.push_back(copied_history());
     return buffer_row();
   }
+  const size_t position = statement_rows_++;
   bool failed = false;
   q4m::Transaction* txn = joined_transaction(ha_thd(), &failed);
   if (!txn && !failed && !relaying_) {
@@ -349,6 +350,7 @@ int ha_queue::write_row(const uchar* buf) {
       if (!st.ok()) return raise(st);
       relaying_ = cs->take_pending_relay();
       relay_ids_used_ = 0;
+      relay_first_position_ = position;
     }
   }
   if (relaying_) return write_relayed_row();
@@ -455,10 +457,13 @@ int ha_queue::commit_relayed_rows() {
   const size_t count = relayed_rows_.size();
   std::vector<std::string_view> views(relayed_rows_.begin(), relayed_rows_.end());
   size_t dropped = 0;
-  q4m::Status st = queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped);
+  std::vector<size_t> not_written;
+  q4m::Status st =
+      queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped, &not_written);
   relayed_rows_.clear();
   relay_ids_used_ += count;
   if (!st.ok()) return raise(st);
+  if (int error = log_relayed(count, dropped, not_written)) return error;
   // Q4M drops a replay silently (it still counts as affected); the note lets a relay count
   // replays and notice a destination whose record is ahead of its source.
   if (dropped == 1 && count == 1)
@@ -471,6 +476,21 @@ int ha_queue::commit_relayed_rows() {
                         "(row ids %llu to %llu); dropped",
                         dropped, count, r.source_id, table_label().c_str(), static_cast<unsigned long long>(ids[0]),
                         static_cast<unsigned long long>(ids[dropped - 1]));
+  return 0;
+}
+
+// With the binary log on: the rows of the `count` just relayed that were not written (replays
+// and duplicates: `not_written`, by their positions in the statement) and the source's new last
+// id go to the binary log at the statement's prepare, after every row's event (the server logs
+// a row after write_row() returns). `replayed` of them were replays (a prefix).
+int ha_queue::log_relayed(size_t count, size_t replayed, const std::vector<size_t>& not_written) {
+  q4m::Transaction* txn = binlogged_statement_transaction(ha_thd());
+  if (!txn) return 0;
+  const size_t first = relay_first_position_ + relay_ids_used_ - count;
+  std::vector<size_t> positions;
+  for (size_t i : not_written) positions.push_back(first + i);
+  txn->note_relayed(queue_, count, std::move(positions), relaying_->source_id,
+                    replayed < count ? relaying_->source_rowids[relay_ids_used_ - 1] : 0);
   return 0;
 }
 
@@ -512,7 +532,7 @@ int ha_queue::delete_row(const uchar*) {
       return 0;
     }
     if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) {
-      // The transaction logged it by id (engine/binlog_removals.h): no row event, which a
+      // The transaction logged it by id (engine/binlog_statements.h): no row event, which a
       // replica would apply to the first row with the same bytes.
       if (binlog_records(thd)) row_logging = false;
       return 0;
@@ -704,6 +724,7 @@ int ha_queue::start_stmt(THD* thd, thr_lock_type lock_type) {
 // The statement's result may already be set, so failures are logged, not raised.
 int ha_queue::reset() {
   if (!queue_) return 0;
+  statement_rows_ = 0;
   bulk_insert_ = false;
   bulk_delete_ = false;
   forget_unused_relay_ids();

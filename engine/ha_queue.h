@@ -127,6 +127,11 @@ class ha_queue final : public handler {
   std::optional<PendingRelay> relaying_;
   size_t relay_ids_used_ = 0;
   std::vector<std::string> relayed_rows_;
+  // Rows the statement wrote so far, and the position of its first relayed one among them:
+  // a replay is named by its position in the binary log (binlog_statements.h).
+  size_t statement_rows_ = 0;
+  size_t relay_first_position_ = 0;
+  int log_relayed(size_t count, size_t replayed, const std::vector<size_t>& not_written);
 
   // DELETE: claimed rows are removed together at end_bulk_delete(), else one by one.
   bool bulk_delete_ = false;

@@ -12,7 +12,7 @@
 
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
-#include "engine/binlog_removals.h"
+#include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
@@ -122,7 +122,7 @@ q4m::Transaction& join(THD* thd, bool whole) {
     if (whole) trans_register_ha(thd, true, queue_hton, 0);
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
-  txn.set_removal_log(binlog_records(thd) ? &binlog_removal_log() : nullptr);
+  txn.set_replication_log(binlog_records(thd) ? &binlog_replication_log() : nullptr);
   // The applier, or a binary log replayed (mariadb-binlog sets pseudo_slave_mode): the log
   // says which new rows its server dropped as duplicates (queue_apply_dedup), and when it
   // inserted them (the statement's time is its event's).

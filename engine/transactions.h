@@ -24,7 +24,7 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed);
 // sql_log_bin on), else null: its changes take effect at the statement's commit, after the
 // binlog has them. So no DELETE or consumption of a row can reach the binlog before its INSERT
 // does (a replica would stop with error 1032), and a row consumed on the primary is removed
-// on a replica too (engine/binlog_removals.h). Registers the engine for the statement.
+// on a replica too (engine/binlog_statements.h). Registers the engine for the statement.
 q4m::Transaction* binlogged_statement_transaction(THD* thd);
 // joined_transaction() (or, in autocommit with the binary log on,
 // binlogged_statement_transaction()) for the end of the rows the connection owns: it also takes

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "engine/sql_errors.h"
-#include "engine/binlog_removals.h"
+#include "engine/binlog_statements.h"
 #include "engine/transactions.h"
 #include "core/table/transaction.h"
 #include "functions/function_builders.h"

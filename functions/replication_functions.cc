@@ -1,12 +1,15 @@
 // queue_apply_removal(db, table, rows) and queue_apply_dedup(db, table, positions): what a
-// replica runs for what the primary's binary log recorded (engine/binlog_removals.h writes
+// replica runs for what the primary's binary log recorded (engine/binlog_statements.h writes
 // the statements).
 //  - queue_apply_removal removes exactly the rows named, by id, checking each one's length
 //    and checksum; a row that is not there (or differs) fails the statement, which stops the
 //    replica's applier: a replica whose queue is not the primary's says so instead of
 //    removing other rows.
 //  - queue_apply_dedup drops the transaction's new rows the primary dropped as duplicates
-//    (DEDUP_COLUMN), by their position among the rows it inserted into the table.
+//    (DEDUP_COLUMN) or relayed replays, by their position among the rows it inserted into
+//    the table.
+//  - queue_apply_srcid records a relay source's last row id as the primary did with the
+//    relayed rows (queue_set_srcid), so that a replica taking over drops the same replays.
 // In the applier's transaction (or the statement's, or at once) and logged again with the
 // same text for this server's replicas.
 #define MYSQL_SERVER 1
@@ -18,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/binlog_removals.h"
+#include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/sql_errors.h"
 #include "engine/transactions.h"
@@ -130,15 +133,42 @@ class Item_func_queue_apply_dedup final : public Item_queue_apply {
   std::vector<size_t> positions_;
 };
 
+constexpr const char* kSrcid = "queue_apply_srcid";
+
+class Item_func_queue_apply_srcid final : public Item_queue_apply {
+ public:
+  Item_func_queue_apply_srcid(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kSrcid, "the relay source") {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_srcid>(thd, this); }
+
+ protected:
+  bool parse(const std::string& text, std::string* error) override {
+    return q4m_engine::parse_relay_source(text, &source_, &last_, error);
+  }
+  // At once (the source's record is no row: applied again, it records the same id).
+  q4m::Status apply(q4m::Transaction&, const std::shared_ptr<q4m::QueueTable>& table) override {
+    q4m::Status s = table->record_relay_source(source_, last_);
+    return s.ok() ? q4m_engine::log_relay_source(*table, source_, last_) : s;
+  }
+  longlong count() const override { return 1; }
+
+ private:
+  uint32_t source_ = 0;
+  q4m::RowId last_ = 0;
+};
+
 constexpr char kApplyRemovalArgs[] = "queue_apply_removal() takes 3 arguments (the database, the table, the rows)";
 using Create_queue_apply_removal = Create_func_args<Item_func_queue_apply_removal, kApplyRemovalArgs, 3, 3>;
 constexpr char kApplyDedupArgs[] =
     "queue_apply_dedup() takes 3 arguments (the database, the table, the positions of the rows dropped)";
 using Create_queue_apply_dedup = Create_func_args<Item_func_queue_apply_dedup, kApplyDedupArgs, 3, 3>;
+constexpr char kApplySrcidArgs[] =
+    "queue_apply_srcid() takes 3 arguments (the database, the table, '<source id>:<last row id>')";
+using Create_queue_apply_srcid = Create_func_args<Item_func_queue_apply_srcid, kApplySrcidArgs, 3, 3>;
 
 }  // namespace
 
 Plugin_function queue_apply_removal_plugin(&Create_queue_apply_removal::s_singleton);
 Plugin_function queue_apply_dedup_plugin(&Create_queue_apply_dedup::s_singleton);
+Plugin_function queue_apply_srcid_plugin(&Create_queue_apply_srcid::s_singleton);
 
 }  // namespace q4m_functions

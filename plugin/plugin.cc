@@ -71,6 +71,8 @@ maria_declare_plugin(queue){
                  "queue_apply_removal(db, tbl, rows): remove rows another server's binary log names"),
     Q4M_FUNCTION(queue_apply_dedup_plugin, "queue_apply_dedup",
                  "queue_apply_dedup(db, tbl, positions): drop new rows another server dropped as duplicates"),
+    Q4M_FUNCTION(queue_apply_srcid_plugin, "queue_apply_srcid",
+                 "queue_apply_srcid(db, tbl, 'source:last'): record a relay source as another server did"),
     Q4M_FUNCTION(queue_backup_stage_plugin, "queue_backup_stage",
                  "queue_backup_stage(dir): the next BACKUP STAGE END copies the QUEUE data files into dir")
 maria_declare_plugin_end;

@@ -33,6 +33,10 @@ struct WriteBatch {
   const RowId* relay_rowids = nullptr;
   uint32_t relay_source = 0;
   bool relay_reset = false;  // mode 'w': forget what the source sent before
+  // Without rows: relay_source's last id becomes relay_last (a replica applying the record
+  // its primary wrote with relayed rows; 0 forgets the source).
+  RowId relay_last = 0;
+  bool relay_record = false;
   // Rows another server admitted (a replica applying its primary's binary log, which names
   // the duplicates the primary dropped): DEDUP_COLUMN remembers their keys and drops none.
   bool decided = false;

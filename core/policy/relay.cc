@@ -13,6 +13,13 @@ bool Relay::admit(WriteBatch& b, WriterContext&) {
 }
 
 void Relay::persist(WriteBatch& b, fmt::ChunkBuilder& chunk) {
+  if (b.relay_record) {
+    auto it = sources_.find(b.relay_source);
+    undo_.emplace_back(b.relay_source, it == sources_.end() ? 0 : it->second);
+    sources_[b.relay_source] = b.relay_last;
+    chunk.add_srcid(b.relay_source, b.relay_last);
+    return;
+  }
   const size_t n = b.relayed() ? b.rows->size() : 0;
   if (b.replayed == n) return;  // not relayed, or nothing new: no record
   auto it = sources_.find(b.relay_source);

@@ -15,7 +15,8 @@ class Relay : public PolicyBase {
   void opened(RecoveredTable& recovered) { sources_ = std::move(recovered.sources); }
   // Drops the leading rows received before (b.replayed).
   bool admit(WriteBatch& b, WriterContext&);
-  // The source's new last id, in the rows' chunk (unless every row was a replay).
+  // The source's new last id, in the rows' chunk (unless every row was a replay); or the
+  // id a record-only batch names (WriteBatch::relay_record).
   void persist(WriteBatch& b, fmt::ChunkBuilder& chunk);
   void written(WriterContext&) { undo_.clear(); }
   void failed(WriterContext&);

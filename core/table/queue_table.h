@@ -116,8 +116,13 @@ class QueueTable {
   // were received before: they are dropped (always a prefix, counted in *replayed). The rest
   // are appended in one chunk with the new last id. reset=true (mode 'w') forgets the
   // previous last id first.
+  // *dropped (optional): the indices of every row not written, replays and duplicates.
   virtual Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
-                                const RowId* source_rowids, bool reset, size_t* replayed) = 0;
+                                const RowId* source_rowids, bool reset, size_t* replayed,
+                                std::vector<size_t>* dropped = nullptr) = 0;
+  // Records `last` as source_id's last relayed id, durably, without rows: what a replica does
+  // for its primary's record (its rows come as ordinary inserts).
+  virtual Status record_relay_source(uint32_t source_id, RowId last) = 0;
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
   // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
   // given in the order they were inserted. Rows with an id keep it: ids must increase, from

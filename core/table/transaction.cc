@@ -40,9 +40,9 @@ void Transaction::log_claims(const std::shared_ptr<QueueTable>& table, const std
 Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
                                  size_t count) {
   std::vector<NamedRow> claimed;
-  Status s = table->claim_owned(&owner, ids, count, &holder_, removal_log_ ? &claimed : nullptr);
+  Status s = table->claim_owned(&owner, ids, count, &holder_, replication_log_ ? &claimed : nullptr);
   if (!s.ok()) return s;
-  if (!removal_log_)
+  if (!replication_log_)
     for (size_t i = 0; i < count; i++) claimed.push_back(NamedRow{ids[i], 0, 0});
   return log_removal(table, claimed, true, nullptr);
 }
@@ -58,8 +58,8 @@ Status Transaction::remove_dead(const std::shared_ptr<QueueTable>& table, size_t
 Status Transaction::log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
                                 bool consumed, size_t* count) {
   log_claims(table, rows, consumed);
-  if (removal_log_ && !rows.empty()) {
-    Status s = removal_log_->removed(*table, rows);
+  if (replication_log_ && !rows.empty()) {
+    Status s = replication_log_->removed(*table, rows);
     if (!s.ok()) {
       rollback_to(log_.size() - rows.size());
       return s;
@@ -77,7 +77,7 @@ Status Transaction::remove_named(const std::shared_ptr<QueueTable>& table, const
 
 bool Transaction::remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id) {
   NamedRow named{id, 0, 0};
-  if (!table->claim_for_delete(viewer, id, &holder_, removal_log_ ? &named : nullptr)) return false;
+  if (!table->claim_for_delete(viewer, id, &holder_, replication_log_ ? &named : nullptr)) return false;
   return log_removal(table, {named}, false, nullptr).ok();
 }
 
@@ -112,8 +112,8 @@ Status Transaction::drop_staged(const std::shared_ptr<QueueTable>& table, const 
     return Status(ErrorCode::kInvalid, "the transaction has no new row at position " + std::to_string(positions[k]) +
                                            " of table " + table->path() + " (it has " + std::to_string(staged) +
                                            " staged after the earlier positions)");
-  if (removal_log_) {
-    Status s = removal_log_->deduplicated(*table, positions);
+  if (replication_log_) {
+    Status s = replication_log_->deduplicated(*table, positions);
     if (!s.ok()) return s;
   }
   for (size_t i : at) p.unstaged[i] = true;
@@ -147,6 +147,16 @@ std::vector<std::string_view> Transaction::rows_of(const Part& p) const {
   return rows;
 }
 
+Status Transaction::tell_relayed() {
+  for (const RelayNote& n : relayed_) {
+    Status s = n.dropped.empty() ? Status::Ok() : replication_log_->deduplicated(*n.table, n.dropped);
+    if (s.ok() && n.last) s = replication_log_->relayed(*n.table, n.source_id, n.last);
+    if (!s.ok()) return s;
+  }
+  relayed_.clear();
+  return Status::Ok();
+}
+
 Status Transaction::prepare(std::string_view xid, const QueueTable** failed_table) {
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
@@ -155,11 +165,25 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
     admission.decided = decided_;
     admission.insert_time_ms = insert_time_ms_;
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
-    if (s.ok() && removal_log_ && !admission.dropped.empty()) s = removal_log_->deduplicated(*p.table, admission.dropped);
+    if (s.ok() && replication_log_ && !admission.dropped.empty()) {
+      // The part's rows follow the rows its statement relayed into that table (note_relayed).
+      size_t relayed = 0;
+      for (const RelayNote& n : relayed_)
+        if (n.table == p.table) relayed += n.rows;
+      for (size_t& position : admission.dropped) position += relayed;
+      s = replication_log_->deduplicated(*p.table, admission.dropped);
+    }
     if (s.ok()) continue;
     if (failed_table) *failed_table = p.table.get();
     rollback();  // the parts prepared before, and the claims of the rest
     return s;
+  }
+  if (replication_log_) {
+    Status s = tell_relayed();
+    if (!s.ok()) {
+      rollback();
+      return s;
+    }
   }
   prepared_ = true;
   return Status::Ok();
@@ -230,6 +254,7 @@ void Transaction::detach() {
 
 void Transaction::clear() {
   parts_.clear();
+  relayed_.clear();
   log_.clear();
   prepared_ = false;
 }

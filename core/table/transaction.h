@@ -18,17 +18,20 @@
 
 namespace q4m {
 
-// Told of the rows a transaction's consumers end and of the rows it removes as another
-// server named them (the engine puts both in the binary log, engine/binlog_removals.h).
-// An error fails the removal: the rows go back as on a failed statement.
-class RemovalLog {
+// Told what a replica needs beyond the rows the server logs itself (the engine puts it in the
+// binary log, engine/binlog_statements.h): the rows a transaction's consumers end, the rows
+// it removes as another server named them, the new rows it drops, relay sources.
+// An error fails the removal (the rows go back as on a failed statement) or the prepare.
+class ReplicationLog {
  public:
-  virtual ~RemovalLog() = default;
+  virtual ~ReplicationLog() = default;
   virtual Status removed(const QueueTable& table, const std::vector<NamedRow>& rows) = 0;
   // Of the rows the transaction inserts into `table` (in order, those still staged), those
-  // at `positions` were dropped as duplicates (DEDUP_COLUMN): at its prepare or commit, or
-  // as another server's log said (drop_staged). An error fails that prepare or drop.
+  // at `positions` were dropped as duplicates (DEDUP_COLUMN) or relayed replays: at its
+  // prepare or commit, or as another server's log said (drop_staged).
   virtual Status deduplicated(const QueueTable& table, const std::vector<size_t>& positions) = 0;
+  // Relayed rows of source `source_id` up to row `last` were received (queue_set_srcid).
+  virtual Status relayed(const QueueTable& table, uint32_t source_id, RowId last) = 0;
 };
 
 class Transaction {
@@ -52,7 +55,7 @@ class Transaction {
   Status remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
   // Where remove_owned(), remove_visible(), remove_named() and remove_dead() report their rows
   // (null: nowhere). Not owned.
-  void set_removal_log(RemovalLog* log) { removal_log_ = log; }
+  void set_replication_log(ReplicationLog* log) { replication_log_ = log; }
   // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it;
   // reported to the removal log like the others (false if that fails: nothing claimed).
   bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);
@@ -62,6 +65,15 @@ class Transaction {
   size_t staged(const QueueTable* table) const;
   const std::string* staged_row(const QueueTable* table, size_t i) const;  // null if deleted
   void unstage(const QueueTable* table, size_t i);  // the connection DELETEs its own new row
+
+  // ---- relayed rows (queue_set_srcid): `rows` rows written at once by the statement, not by
+  // the transaction, which tells its ReplicationLog at its prepare which of them (by position
+  // among the statement's rows into `table`) were dropped, and the source's new last id (0:
+  // none). They come first in their statement: the rows it stages after them follow them.
+  void note_relayed(const std::shared_ptr<QueueTable>& table, size_t rows, std::vector<size_t> dropped,
+                    uint32_t source_id, RowId last) {
+    relayed_.push_back(RelayNote{table, rows, std::move(dropped), source_id, last});
+  }
 
   // ---- another server's decisions
   // Its rows come from another server's binary log (a replica's applier): DEDUP_COLUMN drops
@@ -132,10 +144,20 @@ class Transaction {
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
+  struct RelayNote {
+    std::shared_ptr<QueueTable> table;
+    size_t rows;
+    std::vector<size_t> dropped;
+    uint32_t source_id;
+    RowId last;
+  };
+  std::vector<RelayNote> relayed_;
+  Status tell_relayed();
+
   bool prepared_ = false;
   bool decided_ = false;
   uint64_t insert_time_ms_ = 0;
-  RemovalLog* removal_log_ = nullptr;
+  ReplicationLog* replication_log_ = nullptr;
 };
 
 }  // namespace q4m

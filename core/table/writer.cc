@@ -293,8 +293,9 @@ Status Table::insert_with_history(const std::vector<std::string_view>& rows, con
 }
 
 Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
-                             const RowId* source_rowids, bool reset, size_t* replayed) {
+                             const RowId* source_rowids, bool reset, size_t* replayed, std::vector<size_t>* dropped) {
   *replayed = 0;
+  if (dropped) dropped->clear();
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   for (size_t i = 0; i < rows.size(); i++) {
     if (source_rowids[i] == 0 || (i > 0 && source_rowids[i] <= source_rowids[i - 1]))
@@ -309,7 +310,16 @@ Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t
   req.batch.relay_reset = reset;
   Status s = commit(&req);
   if (s.ok()) *replayed = req.batch.replayed;
+  if (s.ok() && dropped) *dropped = req.batch.dropped_rows();
   return s;
+}
+
+Status Table::record_relay_source(uint32_t source_id, RowId last) {
+  CommitRequest req;
+  req.batch.relay_source = source_id;
+  req.batch.relay_last = last;
+  req.batch.relay_record = true;
+  return commit(&req);
 }
 
 RowId Table::last_relayed_rowid(uint32_t source_id) { return writer_.lock()->policies.get<Relay>().last(source_id); }

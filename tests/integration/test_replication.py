@@ -196,6 +196,34 @@ def test_a_replica_dates_a_row_from_the_primarys_insert(pair):
     wait_until(lambda: rows(pair.replica, "dated_ttl") == [], timeout=2.5, what="the replica's expiry")
 
 
+def test_a_replica_takes_over_a_relay_without_taking_its_replays(pair):
+    """Rows relayed with queue_set_srcid (q4m-forward): the replica gets the rows, drops the
+    replays the primary dropped, and records the source's last row id, so that after a
+    failover a forwarder's resend of the rows it had in flight is dropped there too."""
+    p = pair.primary
+    p.sql("CREATE TABLE test.relayed (id INT NOT NULL, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
+    c = p.connect()
+    query(c, "SELECT queue_set_srcid(7, 'a', 100, 101)")
+    query(c, "INSERT INTO relayed VALUES (1, NULL), (2, NULL)")
+    query(c, "SELECT queue_set_srcid(7, 'a', 101, 102, 103)")  # 101 was received: a replay
+    query(c, "INSERT INTO relayed VALUES (2, NULL), (3, 1), (4, 1)")  # and 4 repeats 3's key
+    query(c, "SELECT queue_set_srcid(7, 'a', 103)")
+    query(c, "INSERT INTO relayed VALUES (4, 1)")  # every row a replay
+    query(c, "SELECT queue_set_srcid(8, 'a', 5)")
+    # The declared row first, then plain ones: 5 repeats 0's key (dropped at the commit).
+    query(c, "INSERT INTO relayed VALUES (0, 9), (5, 9), (6, NULL)")
+    pair.sync()
+    assert [r[1] for r in rows_with_ids(p, "relayed")] == [1, 2, 3, 0, 6]
+    assert rows_with_ids(pair.replica, "relayed") == rows_with_ids(p, "relayed")
+    # The replica taking over: the forwarder resends source row 103 (and 104 is new).
+    r = pair.replica.connect()
+    query(r, "SELECT queue_set_srcid(7, 'a', 103, 104)")
+    query(r, "INSERT INTO relayed VALUES (4, 2), (7, 3)")
+    query(r, "SELECT queue_set_srcid(8, 'a', 5)")
+    query(r, "INSERT INTO relayed VALUES (0, NULL)")
+    assert [x[1] for x in rows_with_ids(pair.replica, "relayed")] == [1, 2, 3, 0, 6, 7]
+
+
 def test_a_delete_reaches_the_replica_by_id_not_by_bytes(pair):
     """Two rows with the same bytes, the first owned by a consumer: a DELETE on the primary
     removes the second (it sees only that one). A row event would have the replica remove the

@@ -171,3 +171,27 @@ TEST(relayed_batch_is_one_chunk) {
     CHECK_EQ(cut.last_relayed_rowid(1), whole ? 103u : 100u);
   });
 }
+
+// A replica records its primary's relay source without rows (queue_apply_srcid): durably, and
+// later relays of that source are replays up to there.
+TEST(a_recorded_relay_source_needs_no_rows_and_survives_reopen) {
+  TempDir dir;
+  std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  REQUIRE(t->record_relay_source(5, 42).ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->last_relayed_rowid(5), 42u);
+  t.reset();
+  Status s;
+  t = reopen(path, &s);
+  REQUIRE(t);
+  CHECK_EQ(t->last_relayed_rowid(5), 42u);
+  bool acc;
+  REQUIRE(relay1(*t, "resent", 5, 42, false, &acc).ok());
+  CHECK(!acc);
+  REQUIRE(relay1(*t, "new", 5, 43, false, &acc).ok());
+  CHECK(acc);
+  REQUIRE(t->record_relay_source(5, 7).ok());  // as the primary's mode 'w' set it: lower too
+  CHECK_EQ(t->last_relayed_rowid(5), 7u);
+}

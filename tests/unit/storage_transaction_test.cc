@@ -253,8 +253,8 @@ TEST(a_lost_unsynced_end_leaves_its_part_prepared_not_lost) {
   TableRegistry::instance().close_all();
 }
 
-// The engine's binary log side (engine/binlog_removals.h), as a recorder.
-struct RecordedRemovals : RemovalLog {
+// The engine's binary log side (engine/binlog_statements.h), as a recorder.
+struct RecordedRemovals : ReplicationLog {
   std::vector<NamedRow> rows;
   std::vector<size_t> deduplicated_positions;
   Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
@@ -265,6 +265,7 @@ struct RecordedRemovals : RemovalLog {
     deduplicated_positions.insert(deduplicated_positions.end(), positions.begin(), positions.end());
     return Status::Ok();
   }
+  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
 };
 
 // DEDUP_COLUMN under a binary log: the primary's prepare reports the positions it dropped;
@@ -280,7 +281,7 @@ TEST(a_replica_drops_the_duplicates_the_primary_dropped_and_no_others) {
   RecordedRemovals primary_log;
   {
     Transaction txn(1);
-    txn.set_removal_log(&primary_log);
+    txn.set_replication_log(&primary_log);
     txn.insert(primary, key_label_row("x", "gone"));
     for (const std::string& r : rows) txn.insert(primary, r);
     txn.unstage(primary.get(), 0);  // deleted again: not among the positions
@@ -294,7 +295,7 @@ TEST(a_replica_drops_the_duplicates_the_primary_dropped_and_no_others) {
   RecordedRemovals replica_log;
   {
     Transaction txn(2);
-    txn.set_removal_log(&replica_log);
+    txn.set_replication_log(&replica_log);
     txn.set_decided(true);
     txn.insert(replica, key_label_row("x", "gone"));
     for (const std::string& r : rows) txn.insert(replica, r);
@@ -355,7 +356,7 @@ TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_mat
   Consumer worker(1);
   {
     Transaction txn(1);
-    txn.set_removal_log(&log);
+    txn.set_replication_log(&log);
     worker.set_transaction(&txn);
     REQUIRE(take(worker, primary));
     REQUIRE(worker.end().ok());
@@ -369,7 +370,7 @@ TEST(a_replica_removes_the_rows_another_server_named_and_only_if_their_bytes_mat
   {
     Transaction apply(2);
     RecordedRemovals relogged;  // a replica's own binary log (log_slave_updates) names them again
-    apply.set_removal_log(&relogged);
+    apply.set_replication_log(&relogged);
     REQUIRE(apply.remove_named(replica, log.rows).ok());
     CHECK_EQ(replica->visible_count(nullptr), 2u);  // held until the commit
     REQUIRE(apply.commit().ok());

@@ -4,10 +4,11 @@
 #include <log.h>
 #include <log_event.h>
 
-#include "engine/binlog_removals.h"
+#include "engine/binlog_statements.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 #include "engine/sql_errors.h"
@@ -52,7 +53,7 @@ q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make m
   return q4m::Status::Ok();
 }
 
-class BinlogRemovalLog final : public q4m::RemovalLog {
+class BinlogReplicationLog final : public q4m::ReplicationLog {
  public:
   q4m::Status removed(const q4m::QueueTable& table, const std::vector<q4m::NamedRow>& rows) override {
     return log_statement(table, "the removal of rows",
@@ -69,14 +70,17 @@ class BinlogRemovalLog final : public q4m::RemovalLog {
     return log_statement(table, "the duplicates dropped",
                          [&](const std::string& db, const std::string& name) { return dedup_statement(db, name, positions); });
   }
+  q4m::Status relayed(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last) override {
+    return log_relay_source(table, source_id, last);
+  }
 };
 
 }  // namespace
 
 bool binlog_records(THD* thd) { return mysql_bin_log.is_open() && (thd->variables.option_bits & OPTION_BIN_LOG); }
 
-q4m::RemovalLog& binlog_removal_log() {
-  static BinlogRemovalLog log;
+q4m::ReplicationLog& binlog_replication_log() {
+  static BinlogReplicationLog log;
   return log;
 }
 
@@ -110,6 +114,26 @@ bool parse_positions(const std::string& text, std::vector<size_t>* positions, st
     p = end + 1;
   }
   *error = "expected increasing row positions '<n>[,<n>...]', got '" + text.substr(0, 64) + "'";
+  return false;
+}
+
+q4m::Status log_relay_source(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last) {
+  return log_statement(table, "the relay source's last row id", [&](const std::string& db, const std::string& name) {
+    return "SET @queue_relayed = queue_apply_srcid(" + quoted(db) + "," + quoted(name) + ",'" +
+           std::to_string(source_id) + ":" + std::to_string(last) + "')";
+  });
+}
+
+bool parse_relay_source(const std::string& text, uint32_t* source_id, q4m::RowId* last, std::string* error) {
+  unsigned long long source = 0, id = 0;
+  int used = 0;
+  if (sscanf(text.c_str(), "%llu:%llu%n", &source, &id, &used) == 2 && static_cast<size_t>(used) == text.size() &&
+      isdigit(static_cast<unsigned char>(text[0])) && source <= UINT32_MAX && id <= (UINT64_MAX >> 1)) {
+    *source_id = static_cast<uint32_t>(source);
+    *last = id;
+    return true;
+  }
+  *error = "expected '<source id>:<last row id>', got '" + text.substr(0, 64) + "'";
   return false;
 }
 

@@ -1,0 +1,57 @@
+// What the binary log needs from QUEUE beyond the server's row events, as statements the
+// engine writes into the transaction's binary log cache (Query events whose default database
+// is the table's, as a row event's would be; SET, not DO: DO drops its expressions' errors,
+// and a replica must stop on one). Each commits with its transaction, two-phase; a replica
+// applies it (functions/replication_functions.cc) and logs it again for its own replicas
+// (log_slave_updates).
+//
+//  - Removals. The server logs none of the rows consumers take out of a queue: queue_wait()
+//    and queue_end() are SELECTs. A DELETE's row event would not do either: a replica applies
+//    it to the first row with the same bytes, not to the row the primary removed (so
+//    ha_queue::delete_row turns it off). One statement per removal:
+//      SET @queue_removed = queue_apply_removal('<db>', '<table>', '<id>:<length>:<checksum>[,...]')
+//  - New rows dropped: duplicates a DEDUP_COLUMN table drops at the prepare, replays of relayed
+//    rows, after the row events that carry them (the server logs each row at its INSERT). A
+//    replica applies the primary's decision; its own dedup drops nothing (Transaction::set_decided).
+//      SET @queue_deduplicated = queue_apply_dedup('<db>', '<table>', '<position>[,...]')
+//  - Relay sources, below.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/table/queue_table.h"
+#include "core/table/transaction.h"
+
+class THD;
+
+namespace q4m_engine {
+
+// True if thd's changes go to the binary log (open, sql_log_bin on): then its removals
+// must be logged, and so must take effect in a (statement) transaction.
+bool binlog_records(THD* thd);
+
+// The ReplicationLog that writes to the binary log cache of the current connection.
+q4m::ReplicationLog& binlog_replication_log();
+
+// The statement that removes `rows` of db.table on another server.
+std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
+// Parses the third argument of that statement; false (with *error) if it is not one.
+bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error);
+
+// The statement that drops, as duplicates, the new rows at `positions` (among those staged)
+// of the transaction's inserts into db.table on another server (Transaction::drop_staged).
+std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions);
+// Parses its third argument.
+bool parse_positions(const std::string& text, std::vector<size_t>* positions, std::string* error);
+
+// Relayed rows (queue_set_srcid) are written at once, not by a transaction: the binary log
+// gets their rows as any INSERT's, then the positions of the replays dropped among the
+// statement's rows (queue_apply_dedup, above) and the source's new last id:
+//   SET @queue_relayed = queue_apply_srcid('<db>', '<table>', '<source id>:<last row id>')
+// so that a replica taking over drops the replays the primary would have.
+q4m::Status log_relay_source(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last);
+// Parses the third argument of that statement.
+bool parse_relay_source(const std::string& text, uint32_t* source_id, q4m::RowId* last, std::string* error);
+
+}  // namespace q4m_engine
