@@ -611,10 +611,12 @@ int ha_queue::rnd_end() {
   return 0;
 }
 
-// mariadb-dump reads a table under LOCK TABLES ... READ (its default) or in a transaction
-// started WITH CONSISTENT SNAPSHOT (--single-transaction).
+// mariadb-dump reads a table under LOCK TABLES ... READ (its default), under FLUSH TABLES
+// WITH READ LOCK (--lock-all-tables) or in a transaction started WITH CONSISTENT SNAPSHOT
+// (--single-transaction).
 bool ha_queue::backup_read(THD* thd) const {
   if (thd->locked_tables_mode == LTM_LOCK_TABLES && table->reginfo.lock_type <= TL_READ_NO_INSERT) return true;
+  if (thd->global_read_lock.is_acquired()) return true;
   return in_consistent_snapshot(thd);
 }
 
