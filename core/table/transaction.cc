@@ -110,8 +110,8 @@ Status Transaction::drop_staged(const std::shared_ptr<QueueTable>& table, const 
   }
   if (k < positions.size())
     return Status(ErrorCode::kInvalid, "the transaction has no new row at position " + std::to_string(positions[k]) +
-                                           " of table " + table->path() + " (it has " + std::to_string(staged) +
-                                           " staged after the earlier positions)");
+                                           " (it inserted " + std::to_string(staged) + " rows into " + table->path() +
+                                           ")");
   if (replication_log_) {
     Status s = replication_log_->deduplicated(*table, positions);
     if (!s.ok()) return s;

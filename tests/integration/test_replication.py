@@ -284,6 +284,17 @@ def test_the_removal_statement_refuses_what_is_not_a_list_of_rows(pair):
     query(c, "INSERT INTO apply_args VALUES (7)")
     expect_error(c, "SELECT queue_apply_removal('test', 'apply_args', '1:4:5')", "row 1: other bytes here")
     assert value(c, "SELECT COUNT(*) FROM apply_args") == 1
+    for bad in ("", "1,", "2,1", "x", "1;2"):
+        expect_error(c, f"SELECT queue_apply_dedup('test', 'apply_args', '{bad}')",
+                     "queue_apply_dedup(): argument 3", "expected increasing row positions")
+    expect_error(c, "SELECT queue_apply_dedup('test', 'apply_args')", "takes 3 arguments")
+    # Outside the transaction that inserted rows: there is no such new row.
+    expect_error(c, "SELECT queue_apply_dedup('test', 'apply_args', '0')", "apply_args", "no new row at position 0")
+    for bad in ("", "7", "7:", ":5", "7:5:1", "x:5", "4294967296:5", "7:-1"):
+        expect_error(c, f"SELECT queue_apply_srcid('test', 'apply_args', '{bad}')",
+                     "queue_apply_srcid(): argument 3", "expected '<source id>:<last row id>'")
+    expect_error(c, "SELECT queue_apply_srcid('test', 'nope', '7:5')", "nope")
+    assert value(c, "SELECT COUNT(*) FROM apply_args") == 1
 
 
 def test_a_read_only_replica_applies_rows_and_refuses_consumers(pair):
