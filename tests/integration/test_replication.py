@@ -9,7 +9,7 @@ import time
 import pymysql
 import pytest
 
-from replication_pair import Pair
+from replication_pair import Pair, _free_port
 from sqlcheck import Background, expect_error, query, value, wait_until
 
 @pytest.fixture(scope="module")
@@ -400,3 +400,45 @@ def test_a_binary_log_replayed_with_mariadb_binlog_rebuilds_the_queue(server_fac
     finally:
         primary.destroy()
         target.destroy()
+
+
+def test_a_chained_replica_gets_what_its_replica_primary_applied(server_factory):
+    """primary -> middle (log-bin, log_slave_updates) -> last: the middle logs again what it
+    applies (removals, the duplicates and replays the primary dropped, relay sources), so the
+    last replica holds the primary's queue too, ids included, and its relay record."""
+    middle_port = _free_port()
+    pair = Pair(server_factory, replica_args=(
+        "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={middle_port}",
+        "--log-bin=middle-bin", "--log-slave-updates", "--binlog-format=ROW"))
+    last = None
+    try:
+        last = server_factory.new(extra_args=["--server-id=3", "--relay-log=last-relay"], at_startup=True)
+        last.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={middle_port}, "
+                 "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
+        last.sql("START SLAVE")
+        p = pair.primary
+        c = p.connect()
+        query(c, "CREATE TABLE chained (id INT NOT NULL, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
+        query(c, "INSERT INTO chained VALUES (1, 1), (2, 1), (3, 2), (4, NULL)")  # 2 dropped
+        query(c, "SELECT queue_set_srcid(5, 'a', 10, 11)")
+        query(c, "INSERT INTO chained VALUES (5, NULL), (6, NULL)")
+        query(c, "SELECT queue_set_srcid(5, 'a', 11, 12)")
+        query(c, "INSERT INTO chained VALUES (6, NULL), (7, NULL)")  # 6 is a replay
+        assert query(c, "SELECT id FROM chained WHERE queue_wait('chained', 0)") == [(1,)]
+        assert query(c, "SELECT id FROM chained WHERE queue_wait('chained', 0)") == [(3,)]  # ends 1
+        assert value(c, "SELECT queue_end()") == 1
+        query(c, "DELETE FROM chained WHERE id = 5")
+        pair.sync()
+        pos = pair.replica.value("SELECT @@gtid_binlog_pos")
+        assert last.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, 60)) == 0, last.sql("SHOW SLAVE STATUS")
+        assert [r[1] for r in rows_with_ids(p, "chained")] == [4, 6, 7]
+        assert rows_with_ids(pair.replica, "chained") == rows_with_ids(p, "chained")
+        assert rows_with_ids(last, "chained") == rows_with_ids(p, "chained")
+        r = last.connect()  # the last replica, taking over, knows source 5 up to row 12
+        query(r, "SELECT queue_set_srcid(5, 'a', 12, 13)")
+        query(r, "INSERT INTO chained VALUES (7, NULL), (8, NULL)")
+        assert [x[1] for x in rows_with_ids(last, "chained")] == [4, 6, 7, 8]
+    finally:
+        if last is not None:
+            last.destroy()
+        pair.destroy()
