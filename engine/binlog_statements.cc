@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 
 #include "engine/sql_errors.h"
@@ -51,6 +50,16 @@ q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make m
   if (failed)
     return q4m::Status(q4m::ErrorCode::kIo, std::string("writing ") + what + " of " + db + "." + name + " to the binary log failed");
   return q4m::Status::Ok();
+}
+
+// An unsigned decimal number of at most `max` at *p (digits only: no sign, no space); *p
+// moves past it. False if there is none there, or it is larger.
+bool read_number(const char** p, uint64_t max, uint64_t* out) {
+  if (!isdigit(static_cast<unsigned char>(**p))) return false;
+  char* end = nullptr;
+  *out = strtoull(*p, &end, 10);  // ULLONG_MAX if it overflows: larger than any max here
+  *p = end;
+  return *out <= max;
 }
 
 class BinlogReplicationLog final : public q4m::ReplicationLog {
@@ -104,14 +113,12 @@ std::string dedup_statement(const std::string& db, const std::string& table, con
 bool parse_positions(const std::string& text, std::vector<size_t>* positions, std::string* error) {
   positions->clear();
   const char* p = text.c_str();
-  while (isdigit(static_cast<unsigned char>(*p))) {
-    char* end = nullptr;
-    const unsigned long long n = strtoull(p, &end, 10);
-    if (n > (1ULL << 32) || (!positions->empty() && n <= positions->back())) break;
+  uint64_t n = 0;
+  while (read_number(&p, 1ULL << 32, &n) && (positions->empty() || n > positions->back())) {
     positions->push_back(static_cast<size_t>(n));
-    if (!*end) return true;
-    if (*end != ',' || !end[1]) break;
-    p = end + 1;
+    if (!*p) return true;
+    if (*p != ',' || !p[1]) break;
+    p++;
   }
   *error = "expected increasing row positions '<n>[,<n>...]', got '" + text.substr(0, 64) + "'";
   return false;
@@ -125,10 +132,9 @@ q4m::Status log_relay_source(const q4m::QueueTable& table, uint32_t source_id, q
 }
 
 bool parse_relay_source(const std::string& text, uint32_t* source_id, q4m::RowId* last, std::string* error) {
-  unsigned long long source = 0, id = 0;
-  int used = 0;
-  if (sscanf(text.c_str(), "%llu:%llu%n", &source, &id, &used) == 2 && static_cast<size_t>(used) == text.size() &&
-      isdigit(static_cast<unsigned char>(text[0])) && source <= UINT32_MAX && id <= (UINT64_MAX >> 1)) {
+  const char* p = text.c_str();
+  uint64_t source = 0, id = 0;
+  if (read_number(&p, UINT32_MAX, &source) && *p++ == ':' && read_number(&p, UINT64_MAX >> 1, &id) && !*p) {
     *source_id = static_cast<uint32_t>(source);
     *last = id;
     return true;
@@ -142,11 +148,8 @@ bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows,
   const char* p = text.c_str();
   // One unsigned number ending at a `sep` (or, for the last one, at ',' or the end).
   auto number = [&p](uint64_t max, char sep, uint64_t* out) {
-    char* end = nullptr;
-    if (!isdigit(static_cast<unsigned char>(*p))) return false;
-    *out = strtoull(p, &end, 10);
-    if (*out > max || (sep ? *end != sep : (*end && *end != ','))) return false;
-    p = end + (sep ? 1 : 0);
+    if (!read_number(&p, max, out) || (sep ? *p != sep : (*p && *p != ','))) return false;
+    if (sep) p++;
     return true;
   };
   while (*p) {

@@ -8,10 +8,10 @@
 #include "engine/transactions.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
+#include "core/util/clock.h"
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
@@ -26,9 +26,7 @@ namespace {
 // of that second (a row dated no earlier than on its primary), but not later than now.
 uint64_t event_time_ms(THD* thd) {
   const uint64_t end_of_second = static_cast<uint64_t>(thd->query_start()) * 1000 + 999;
-  const uint64_t now = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  return std::min(end_of_second, now);
+  return std::min(end_of_second, q4m::now_ms());
 }
 
 bool in_explicit_transaction(THD* thd) { return thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN); }

@@ -161,9 +161,7 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0) continue;
-    QueueTable::Admission admission;
-    admission.decided = decided_;
-    admission.insert_time_ms = insert_time_ms_;
+    QueueTable::Admission admission = this->admission();
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
     if (s.ok() && replication_log_ && !admission.dropped.empty()) {
       // The part's rows follow the rows its statement relayed into that table (note_relayed).
@@ -219,9 +217,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
     }
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0) continue;
-    QueueTable::Admission admission;  // one phase: no binary log coordinates it, none is told
-    admission.decided = decided_;
-    admission.insert_time_ms = insert_time_ms_;
+    QueueTable::Admission admission = this->admission();  // one phase: no binary log coordinates it, none is told
     Status s = p.table->commit_part(&holder_, rows, &admission);
     if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
     if (!s.ok()) {

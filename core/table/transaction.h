@@ -144,6 +144,13 @@ class Transaction {
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
+  // How its parts' rows are admitted (set_decided).
+  QueueTable::Admission admission() const {
+    QueueTable::Admission a;
+    a.decided = decided_;
+    a.insert_time_ms = insert_time_ms_;
+    return a;
+  }
   struct RelayNote {
     std::shared_ptr<QueueTable> table;
     size_t rows;
