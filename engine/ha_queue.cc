@@ -9,6 +9,7 @@
 #include "core/table/registry.h"
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
+#include "engine/relay_notes.h"
 #include "engine/row_codec.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
@@ -317,23 +318,11 @@ int ha_queue::write_row(const uchar* buf) {
     bulk_histories_.push_back(copied_history());
     return buffer_row();
   }
-  const size_t position = statement_rows_++;
   bool failed = false;
   q4m::Transaction* txn = joined_transaction(ha_thd(), &failed);
-  if (!txn && !failed && !relaying_) {
-    ConnectionState* cs = find_connection_state(ha_thd());
-    if (!cs || !cs->has_pending_relay()) txn = binlogged_statement_transaction(ha_thd());
-  }
+  if (!txn && !failed) txn = binlogged_statement_transaction(ha_thd());
   if (txn) {  // written at its commit
-    ConnectionState* cs = find_connection_state(ha_thd());
-    if (relaying_ || (cs && cs->has_pending_relay())) {
-      my_printf_error(ER_NOT_SUPPORTED_YET,
-                      "QUEUE table '%s': rows declared by queue_set_srcid() cannot be inserted inside a "
-                      "transaction; relay them in autocommit mode",
-                      MYF(0), table_label().c_str());
-      error_raised_ = true;
-      return HA_ERR_UNSUPPORTED;
-    }
+    if (relaying_ || take_pending_relay()) return stage_relayed_row(*txn);
     txn->insert(queue_, std::move(encoded_));
     encoded_ = std::string();
     return 0;
@@ -342,16 +331,11 @@ int ha_queue::write_row(const uchar* buf) {
     error_raised_ = true;
     return HA_ERR_UNSUPPORTED;
   }
-  if (!relaying_) {
-    ConnectionState* cs = find_connection_state(ha_thd());
-    if (cs && cs->has_pending_relay()) {
-      // The declared rows come first; rows of this statement before them commit first.
-      q4m::Status st = commit_bulk_rows();
-      if (!st.ok()) return raise(st);
-      relaying_ = cs->take_pending_relay();
-      relay_ids_used_ = 0;
-      relay_first_position_ = position;
-    }
+  if (!relaying_ && has_pending_relay()) {
+    // The declared rows come first; rows of this statement before them commit first.
+    q4m::Status st = commit_bulk_rows();
+    if (!st.ok()) return raise(st);
+    take_pending_relay();
   }
   if (relaying_) return write_relayed_row();
   if (bulk_insert_) return buffer_row();
@@ -457,40 +441,38 @@ int ha_queue::commit_relayed_rows() {
   const size_t count = relayed_rows_.size();
   std::vector<std::string_view> views(relayed_rows_.begin(), relayed_rows_.end());
   size_t dropped = 0;
-  std::vector<size_t> not_written;
-  q4m::Status st =
-      queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped, &not_written);
+  q4m::Status st = queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped);
   relayed_rows_.clear();
   relay_ids_used_ += count;
   if (!st.ok()) return raise(st);
-  if (int error = log_relayed(count, dropped, not_written)) return error;
-  // Q4M drops a replay silently (it still counts as affected); the note lets a relay count
-  // replays and notice a destination whose record is ahead of its source.
-  if (dropped == 1 && count == 1)
-    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
-                        "queue_set_srcid: row %llu of source %u was already received by '%s'; dropped",
-                        static_cast<unsigned long long>(ids[0]), r.source_id, table_label().c_str());
-  else if (dropped > 0)
-    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_UNKNOWN_ERROR,
-                        "queue_set_srcid: %zu of %zu rows of source %u were already received by '%s' "
-                        "(row ids %llu to %llu); dropped",
-                        dropped, count, r.source_id, table_label().c_str(), static_cast<unsigned long long>(ids[0]),
-                        static_cast<unsigned long long>(ids[dropped - 1]));
+  // Q4M drops a replay silently (it still counts as affected); a replay is always a prefix here.
+  if (dropped > 0) note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1]);
   return 0;
 }
 
-// With the binary log on: the rows of the `count` just relayed that were not written (replays
-// and duplicates: `not_written`, by their positions in the statement) and the source's new last
-// id go to the binary log at the statement's prepare, after every row's event (the server logs
-// a row after write_row() returns). `replayed` of them were replays (a prefix).
-int ha_queue::log_relayed(size_t count, size_t replayed, const std::vector<size_t>& not_written) {
-  q4m::Transaction* txn = binlogged_statement_transaction(ha_thd());
-  if (!txn) return 0;
-  const size_t first = relay_first_position_ + relay_ids_used_ - count;
-  std::vector<size_t> positions;
-  for (size_t i : not_written) positions.push_back(first + i);
-  txn->note_relayed(queue_, count, std::move(positions), relaying_->source_id,
-                    replayed < count ? relaying_->source_rowids[relay_ids_used_ - 1] : 0);
+bool ha_queue::has_pending_relay() const {
+  ConnectionState* cs = find_connection_state(ha_thd());
+  return cs && cs->has_pending_relay();
+}
+
+// The connection's queue_set_srcid() declaration applies to this statement's rows from now on.
+bool ha_queue::take_pending_relay() {
+  ConnectionState* cs = find_connection_state(ha_thd());
+  if (!cs || !cs->has_pending_relay()) return false;
+  relaying_ = cs->take_pending_relay();
+  relay_ids_used_ = 0;
+  return true;
+}
+
+// In a transaction (or a statement the binary log takes), a relayed row is staged like any
+// other, with its source's row id: the admission at the end drops it if it was received
+// before, and records the source's last id with the rows.
+int ha_queue::stage_relayed_row(q4m::Transaction& txn) {
+  const PendingRelay& r = *relaying_;
+  const q4m::RelayTag tag{r.source_id, r.source_rowids[relay_ids_used_], r.reset && relay_ids_used_ == 0};
+  if (++relay_ids_used_ == r.source_rowids.size()) relaying_.reset();
+  txn.insert_relayed(queue_, std::move(encoded_), tag);
+  encoded_ = std::string();
   return 0;
 }
 
@@ -726,7 +708,6 @@ int ha_queue::start_stmt(THD* thd, thr_lock_type lock_type) {
 // The statement's result may already be set, so failures are logged, not raised.
 int ha_queue::reset() {
   if (!queue_) return 0;
-  statement_rows_ = 0;
   bulk_insert_ = false;
   bulk_delete_ = false;
   forget_unused_relay_ids();

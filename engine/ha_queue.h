@@ -122,16 +122,15 @@ class ha_queue final : public handler {
   size_t bulk_bytes_ = 0;
   std::string encoded_;
   // The ids declared by queue_set_srcid(), taken from the connection at the statement's
-  // first row; the first relay_ids_used_ have their rows written. In a multi-row INSERT the
-  // rest of the rows wait in relayed_rows_ until the last declared one arrives.
+  // first row; the first relay_ids_used_ have their rows written (or staged, in a
+  // transaction). Outside one, in a multi-row INSERT the rest of the rows wait in
+  // relayed_rows_ until the last declared one arrives.
   std::optional<PendingRelay> relaying_;
   size_t relay_ids_used_ = 0;
   std::vector<std::string> relayed_rows_;
-  // Rows the statement wrote so far, and the position of its first relayed one among them:
-  // a replay is named by its position in the binary log (binlog_statements.h).
-  size_t statement_rows_ = 0;
-  size_t relay_first_position_ = 0;
-  int log_relayed(size_t count, size_t replayed, const std::vector<size_t>& not_written);
+  bool has_pending_relay() const;
+  bool take_pending_relay();
+  int stage_relayed_row(q4m::Transaction& txn);
 
   // DELETE: claimed rows are removed together at end_bulk_delete(), else one by one.
   bool bulk_delete_ = false;

@@ -15,6 +15,7 @@
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
+#include "engine/relay_notes.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
 
@@ -43,6 +44,7 @@ int commit(handlerton*, THD* thd, bool all) {
   const bool two_phase = cs->transaction()->prepared();
   if (two_phase) crash_at(CrashPoint::kBeforeCommit);
   q4m::Status st = cs->transaction()->commit(&failed);
+  if (!two_phase) note_replays(thd, *cs->transaction());  // a prepare noted them
   cs->end_transaction();
   if (st.ok() && two_phase) crash_at(CrashPoint::kAfterCommit);
   if (st.ok()) return 0;

@@ -17,6 +17,7 @@
 #include "core/table/transaction.h"
 #include "engine/binlog_order.h"
 #include "engine/connection_state.h"
+#include "engine/relay_notes.h"
 #include "engine/data_files.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
@@ -83,6 +84,7 @@ int prepare(handlerton*, THD* thd, bool all) {
   crash_at(CrashPoint::kBeforePrepare);
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
   if (s.ok()) {
+    note_replays(thd, *cs->transaction());
     crash_at(CrashPoint::kAfterPrepare);
     return 0;
   }

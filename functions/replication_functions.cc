@@ -144,10 +144,10 @@ class Item_func_queue_apply_srcid final : public Item_queue_apply {
   bool parse(const std::string& text, std::string* error) override {
     return q4m_engine::parse_relay_source(text, &source_, &last_, error);
   }
-  // At once (the source's record is no row: applied again, it records the same id).
-  q4m::Status apply(q4m::Transaction&, const std::shared_ptr<q4m::QueueTable>& table) override {
-    q4m::Status s = table->record_relay_source(source_, last_);
-    return s.ok() ? q4m_engine::log_relay_source(*table, source_, last_) : s;
+  // With the transaction's rows (logged again at its prepare, for a chained replica).
+  q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
+    txn.record_relay(table, source_, last_);
+    return q4m::Status::Ok();
   }
   longlong count() const override { return 1; }
 

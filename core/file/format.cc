@@ -125,6 +125,15 @@ void ChunkBuilder::add_txn_prepare(uint64_t txn, std::string_view xid) {
   out_->append(xid);
 }
 
+void ChunkBuilder::add_txn_srcid(uint64_t txn, const SourceMark& mark) {
+  reserve_record(kTxnSrcIdSize);
+  out_->push_back(static_cast<char>(kTxnSrcId));
+  put_u64(out_, txn);
+  put_u32(out_, mark.source);
+  put_u64(out_, mark.last);
+  out_->push_back(mark.reset ? 1 : 0);
+}
+
 void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) {
   reserve_record(kTxnEndSize);
   out_->push_back(static_cast<char>(kTxnEnd));
@@ -241,6 +250,14 @@ bool RecordReader::next(Record* r) {
       r->committed = p[9] != 0;
       r->first_rowid = get_u64(p + 10);
       pos_ += kTxnEndSize;
+      return true;
+    case kTxnSrcId:
+      if (!need(kTxnSrcIdSize)) return false;
+      r->txn = get_u64(p + 1);
+      r->source_id = get_u32(p + 9);
+      r->last_rowid = get_u64(p + 13);
+      r->reset = p[21] != 0;
+      pos_ += kTxnSrcIdSize;
       return true;
   }
   error_ = "unknown record type " + std::to_string(static_cast<unsigned>(r->type)) + " at body offset " +

@@ -17,6 +17,7 @@
 //           | TXN_ROW u8 8 | u64 txn | u64 insert_time_ms | u32 len | payload[len] | u32 row_checksum(0, payload)   (version 6)
 //           | TXN_REMOVE u8 9 | u32 count | u64 txn | u64 rowid[count]                     (version 6)
 //           | TXN_PREPARE u8 10 | u64 txn | u32 len | xid[len]                              (version 6)
+//           | TXN_SRCID u8 12 | u64 txn | u32 source_id | u64 last_rowid | u8 reset            (version 7)
 //           and its outcome, later:
 //           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 #pragma once
@@ -30,8 +31,9 @@
 namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
-// Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*).
-constexpr uint32_t kFormatVersion = 6;
+// Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
+// 7 TXN_SRCID).
+constexpr uint32_t kFormatVersion = 7;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -47,7 +49,7 @@ constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
 enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
-  kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11,
+  kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -64,6 +66,7 @@ constexpr size_t kTxnRowHeaderSize = 1 + 8 + 8 + 4;   // as ROW's, the transacti
 constexpr size_t kTxnRemoveHeaderSize = 1 + 4 + 8;   // then the ids
 constexpr size_t kTxnPrepareHeaderSize = 1 + 8 + 4;  // then the xid's bytes
 constexpr size_t kTxnEndSize = 1 + 8 + 1 + 8;
+constexpr size_t kTxnSrcIdSize = 1 + 8 + 4 + 8 + 1;
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -73,6 +76,14 @@ struct ReturnedRow {
   RowId id = 0;
   uint32_t deliveries = 0;
   uint64_t due_ms = 0;
+};
+
+// A relay source's last row id as a commit sets it (queue_set_srcid): reset (mode 'w') sets
+// it to `last`; otherwise it becomes the greater of the two.
+struct SourceMark {
+  uint32_t source = 0;
+  RowId last = 0;
+  bool reset = false;
 };
 
 struct Meta {
@@ -155,6 +166,8 @@ class ChunkBuilder {
   size_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum);
   void add_txn_remove(uint64_t txn, const RowId* ids, size_t count);
   void add_txn_prepare(uint64_t txn, std::string_view xid);
+  // A relay source's last id, which the part sets if it commits (before its TXN_PREPARE).
+  void add_txn_srcid(uint64_t txn, const SourceMark& mark);
   // Its outcome: committed (its rows get ids first_rowid, first_rowid + 1, ...) or not.
   void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
   // Closes the open chunk (fills its header). Safe to call when none is open.
@@ -197,9 +210,10 @@ struct Record {
   // kRemove: `count` ids starting at body offset ids_pos; kReturn: `count` entries there
   uint32_t count = 0;
   size_t ids_pos = 0;
-  // kSrcId
+  // kSrcId, kTxnSrcId (with txn and reset)
   uint32_t source_id = 0;
   RowId last_rowid = 0;
+  bool reset = false;
   // kMeta
   Meta meta;
   // kTxnRow (with time_ms, payload_pos, length, checksum), kTxnRemove (with count, ids_pos),

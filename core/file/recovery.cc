@@ -145,6 +145,12 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         t->next_txn = std::max(t->next_txn, rec.txn + 1);
         break;
       }
+      case fmt::kTxnSrcId: {
+        PreparedPart& part = t->prepared[rec.txn];
+        part.relay.push_back(fmt::SourceMark{rec.source_id, rec.last_rowid, rec.reset});
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
       case fmt::kTxnPrepare: {
         PreparedPart& part = t->prepared[rec.txn];
         part.prepared = true;
@@ -170,6 +176,10 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
           if (id > t->next_rowid) t->next_rowid = id;
+          for (const fmt::SourceMark& m : part.relay) {  // as Relay::apply
+            RowId& last = t->sources[m.source];
+            last = m.reset ? m.last : std::max(last, m.last);
+          }
           for (RowId removed : it->second.removals) {
             if (!t->index.remove(removed)) continue;
             t->rows_removed++;

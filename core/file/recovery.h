@@ -28,6 +28,7 @@ struct PreparedPart {
   std::string xid;
   std::vector<RowEntry> rows;
   std::vector<RowId> removals;
+  std::vector<fmt::SourceMark> relay;  // the relay sources' last ids it sets (TXN_SRCID)
   bool prepared = false;  // its TXN_PREPARE was read
   std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed

@@ -33,6 +33,7 @@ class ReplacementFile {
   }
   void add_txn_remove(uint64_t txn, const std::vector<RowId>& ids) { chunk_.add_txn_remove(txn, ids.data(), ids.size()); }
   void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }
+  void add_txn_srcid(uint64_t txn, const fmt::SourceMark& mark) { chunk_.add_txn_srcid(txn, mark); }
   Status flush_if_over(uint64_t flush_bytes);
   // Writes out and fdatasyncs everything added so far, so that install() (run while
   // writers wait) only has to sync what is added after this.

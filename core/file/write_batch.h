@@ -20,6 +20,14 @@
 
 namespace q4m {
 
+// Whose row a relayed row is: row `id` (> 0; 0: a plain row) of relay source `source`.
+// reset (mode 'w'): what the source sent before is forgotten first.
+struct RelayTag {
+  uint32_t source = 0;
+  RowId id = 0;
+  bool reset = false;
+};
+
 struct WriteBatch {
   // ---- inputs
   // ROW records: new rows, in order; the leader gives them ids.
@@ -28,15 +36,13 @@ struct WriteBatch {
   // history has an id keeps it (ids must increase, from the table's next id on); the rest get
   // new ids. The insert time is kept and the rest goes into a RETURN record under the ids.
   const RowHistory* history = nullptr;
-  // Relayed rows (queue_set_srcid): rows[i] is row relay_rowids[i] (increasing) of relay
-  // source relay_source; policy/relay.h drops the ones received before.
-  const RowId* relay_rowids = nullptr;
-  uint32_t relay_source = 0;
-  bool relay_reset = false;  // mode 'w': forget what the source sent before
-  // Without rows: relay_source's last id becomes relay_last (a replica applying the record
-  // its primary wrote with relayed rows; 0 forgets the source).
-  RowId relay_last = 0;
-  bool relay_record = false;
+  // Relayed rows (queue_set_srcid): relay[i] says whose row rows[i] is (null: none is);
+  // policy/relay.h drops the ones received before.
+  const RelayTag* relay = nullptr;
+  // Sources' last ids set without rows (a replica applying the record its primary wrote
+  // with relayed rows).
+  const fmt::SourceMark* relay_records = nullptr;
+  size_t relay_record_count = 0;
   // Rows another server admitted (a replica applying its primary's binary log, which names
   // the duplicates the primary dropped): DEDUP_COLUMN remembers their keys and drops none.
   bool decided = false;
@@ -74,6 +80,8 @@ struct WriteBatch {
   // The rows admitted, as indices into *rows (admission starts with all of them).
   std::vector<size_t> admitted;
   size_t replayed = 0;      // relayed rows received before (dropped: policy/relay.h)
+  std::vector<size_t> replays;  // those rows (indices into *rows, increasing)
+  std::vector<fmt::SourceMark> relay_marks;  // the sources' last ids it sets (records included)
   size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
   std::vector<RowId> ids;   // of the admitted rows, in order
   std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
@@ -100,7 +108,6 @@ struct WriteBatch {
     }
     return out;
   }
-  bool relayed() const { return relay_rowids != nullptr; }
 };
 
 }  // namespace q4m

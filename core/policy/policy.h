@@ -23,6 +23,7 @@
 //   written(WriterContext&) / failed(WriterContext&)   the batch is durable / was not written
 //   withdraw(WriteBatch&)                  a prepared part rolls back: what admit() let in for
 //                                          its rows (b.rows) goes back
+//   committed(WriteBatch&)                 a prepared part commits (b.txn)
 //   keep(ReplacementFile&, bool truncating)  what a compacted (or truncated) file keeps
 //   truncated()                            TRUNCATE installed its empty file
 //   take_over(from, ChunkBuilder&)         a copying ALTER TABLE's new table takes over the
@@ -195,6 +196,7 @@ struct PolicyBase {
   void written(WriterContext&) {}
   void failed(WriterContext&) {}
   void withdraw(const WriteBatch&) {}
+  void committed(const WriteBatch&) {}
   void keep(ReplacementFile&, bool /*truncating*/) {}
   void truncated() {}
   template <typename Same>

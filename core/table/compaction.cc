@@ -177,7 +177,7 @@ Status Table::compact_now() {
     {
       auto st = state_.lock();
       file = st->file;
-      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr};
+      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr, p.relay};
     }
     for (const auto& [id, p] : parts) {
       std::vector<uint64_t>& offsets = part_offsets[id];
@@ -189,6 +189,7 @@ Status Table::compact_now() {
                                           fmt::get_u32(bytes.data() + e.length)));
       }
       if (!p.removals.empty()) out.add_txn_remove(id, p.removals);
+      for (const fmt::SourceMark& m : p.relay) out.add_txn_srcid(id, m);
       out.add_txn_prepare(id, p.xid);
     }
   }

@@ -19,12 +19,11 @@ Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view
   req.batch.removals = ids.data();
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
-  req.batch.decided = admission && admission->decided;
-  req.batch.insert_time_ms = admission ? admission->insert_time_ms : 0;
+  if (admission) admission->fill(req.batch);
   Status s = commit(&req);
   if (s.ok()) {
     *id = req.batch.txn;
-    if (admission) admission->dropped = req.batch.dropped_rows();
+    if (admission) admission->learn(req.batch);
     return s;
   }
   restore_claims(txn, ids);  // nothing was written: the claims are the transaction's again
@@ -35,6 +34,7 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
   State::Prepared& p = st.prepared[b.txn];
   p.xid.assign(b.xid);
   p.holder = std::make_unique<Holder>();
+  p.relay = b.relay_marks;
   for (size_t k = 0; k < b.offsets.size(); k++) {
     RowEntry e;
     e.offset = base + b.offsets[k];
@@ -174,6 +174,7 @@ void Table::restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx) {
     State::Prepared& p = st.prepared[id];
     p.xid = std::move(part.xid);
     p.rows = std::move(part.rows);
+    p.relay = std::move(part.relay);
     p.holder = std::make_unique<Holder>();
     pending_rows_.fetch_add(p.rows.size());
     for (RowId r : part.removals) {  // held until the part ends, as before the restart

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file/write_batch.h"
 #include "core/policy/group_order.h"
 #include "core/policy/options.h"
 #include "core/policy/table_stats.h"
@@ -99,6 +100,9 @@ struct TakeRequest {
   // until the receiver keeps it (keep_handed), or given back untouched (give_back).
   bool provisional = false;
 };
+
+// kInvalid unless relayed source row ids are positive and increase.
+Status check_relayed_ids(const RowId* ids, size_t count);
 
 class QueueTable {
  public:
@@ -267,8 +271,29 @@ class QueueTable {
     bool decided = false;
     // in: when that server inserted them (WriteBatch::insert_time_ms; 0 = now).
     uint64_t insert_time_ms = 0;
-    // out: the rows (indices into the part's rows) dropped as duplicates.
+    // in: whose rows they are, one tag per row (null: plain rows): relayed rows received
+    // before are dropped (queue_set_srcid).
+    const RelayTag* relay = nullptr;
+    // in: relay sources' last ids the part sets without rows (queue_apply_srcid).
+    std::vector<fmt::SourceMark> relay_records;
+    // out: the rows (indices into the part's rows) dropped as duplicates or replays.
     std::vector<size_t> dropped;
+    // out: of them, the replays; and the relay sources' last ids the part sets.
+    std::vector<size_t> replayed;
+    std::vector<fmt::SourceMark> relayed;
+
+    void fill(WriteBatch& b) const {
+      b.decided = decided;
+      b.insert_time_ms = insert_time_ms;
+      b.relay = relay;
+      b.relay_records = relay_records.data();
+      b.relay_record_count = relay_records.size();
+    }
+    void learn(const WriteBatch& b) {
+      dropped = b.dropped_rows();
+      replayed = b.replays;
+      relayed = b.relay_marks;
+    }
   };
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
   // atomically. On failure nothing of it is written and the claims stay.

@@ -162,6 +162,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::vector<RowEntry> rows;
       std::vector<RowId> removals;
       std::unique_ptr<Holder> holder;
+      std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
     };
     std::map<uint64_t, Prepared> prepared;
     RowPolicies policies;

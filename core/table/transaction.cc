@@ -11,7 +11,7 @@ Transaction::~Transaction() { rollback(); }
 Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
   for (Part& p : parts_)
     if (p.table == table) return p;
-  parts_.push_back(Part{table, {}, {}, 0, 0, 0, nullptr});
+  parts_.push_back(Part{table, {}, {}, {}, false, {}, 0, 0, 0, nullptr});
   return parts_.back();
 }
 
@@ -22,10 +22,22 @@ const Transaction::Part* Transaction::find(const QueueTable* table) const {
 }
 
 void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string row) {
+  insert_relayed(table, std::move(row), RelayTag{});
+}
+
+void Transaction::insert_relayed(const std::shared_ptr<QueueTable>& table, std::string row, const RelayTag& tag) {
   Part& p = part_of(table);
   p.rows.push_back(std::move(row));
   p.unstaged.push_back(false);
+  p.tags.push_back(tag);
+  if (tag.id) p.relays = true;
   log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, false, p.rows.size() - 1});
+}
+
+void Transaction::record_relay(const std::shared_ptr<QueueTable>& table, uint32_t source, RowId last) {
+  Part& p = part_of(table);
+  p.records.push_back(fmt::SourceMark{source, last, true});  // as that server's record says
+  log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), false, false, 0, true});
 }
 
 void Transaction::log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
@@ -128,7 +140,9 @@ void Transaction::rollback_to(size_t mark) {
     const Change c = log_.back();
     log_.pop_back();
     Part& p = parts_[c.part];
-    if (c.insert) {
+    if (c.record) {
+      p.records.pop_back();
+    } else if (c.insert) {
       p.unstaged[c.id] = true;
     } else {
       given_back[c.part].push_back(c.id);
@@ -147,41 +161,60 @@ std::vector<std::string_view> Transaction::rows_of(const Part& p) const {
   return rows;
 }
 
-Status Transaction::tell_relayed() {
-  for (const RelayNote& n : relayed_) {
-    Status s = n.dropped.empty() ? Status::Ok() : replication_log_->deduplicated(*n.table, n.dropped);
-    if (s.ok() && n.last) s = replication_log_->relayed(*n.table, n.source_id, n.last);
-    if (!s.ok()) return s;
+std::vector<RelayTag> Transaction::tags_of(const Part& p) const {
+  std::vector<RelayTag> tags;
+  if (!p.relays) return tags;
+  for (size_t i = 0; i < p.rows.size(); i++)
+    if (!p.unstaged[i]) tags.push_back(p.tags[i]);
+  return tags;
+}
+
+QueueTable::Admission Transaction::admission_of(const Part& p, std::vector<RelayTag>* tags) const {
+  QueueTable::Admission a;
+  a.decided = decided_;
+  a.insert_time_ms = insert_time_ms_;
+  *tags = tags_of(p);
+  a.relay = tags->empty() ? nullptr : tags->data();
+  a.relay_records = p.records;
+  return a;
+}
+
+void Transaction::note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a) {
+  if (a.replayed.empty()) return;
+  std::vector<Replays> found;
+  for (size_t i : a.replayed) {
+    const RelayTag& t = tags[i];
+    auto it = std::find_if(found.begin(), found.end(), [&](const Replays& r) { return r.source == t.source; });
+    if (it == found.end()) {
+      found.push_back(Replays{p.table.get(), t.source, 0, 0, t.id, t.id});
+      it = found.end() - 1;
+    }
+    it->dropped++;
+    it->last = t.id;
   }
-  relayed_.clear();
-  return Status::Ok();
+  for (Replays& r : found) {
+    for (const RelayTag& t : tags) r.relayed += t.id && t.source == r.source;
+    replays_.push_back(r);
+  }
 }
 
 Status Transaction::prepare(std::string_view xid, const QueueTable** failed_table) {
+  replays_.clear();
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
-    if (rows.empty() && p.claimed == 0) continue;
-    QueueTable::Admission admission = this->admission();
+    if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
+    std::vector<RelayTag> tags;
+    QueueTable::Admission admission = admission_of(p, &tags);
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
-    if (s.ok() && replication_log_ && !admission.dropped.empty()) {
-      // The part's rows follow the rows its statement relayed into that table (note_relayed).
-      size_t relayed = 0;
-      for (const RelayNote& n : relayed_)
-        if (n.table == p.table) relayed += n.rows;
-      for (size_t& position : admission.dropped) position += relayed;
+    if (s.ok()) note_replays(p, tags, admission);
+    if (s.ok() && replication_log_ && !admission.dropped.empty())
       s = replication_log_->deduplicated(*p.table, admission.dropped);
-    }
+    for (size_t k = 0; s.ok() && replication_log_ && k < admission.relayed.size(); k++)
+      s = replication_log_->relayed(*p.table, admission.relayed[k].source, admission.relayed[k].last);
     if (s.ok()) continue;
     if (failed_table) *failed_table = p.table.get();
     rollback();  // the parts prepared before, and the claims of the rest
     return s;
-  }
-  if (replication_log_) {
-    Status s = tell_relayed();
-    if (!s.ok()) {
-      rollback();
-      return s;
-    }
   }
   prepared_ = true;
   return Status::Ok();
@@ -201,6 +234,7 @@ Status Transaction::finish_queued(Part& p) {
 
 Status Transaction::commit(const QueueTable** failed_table) {
   Status failed;
+  if (!prepared_) replays_.clear();
   for (Part& p : parts_) {
     if (p.prepared) {  // its admission ran at prepare: its end is not refused
       Status s = p.queued ? finish_queued(p) : p.table->end_part(p.prepared, true);
@@ -216,9 +250,11 @@ Status Transaction::commit(const QueueTable** failed_table) {
       continue;
     }
     const std::vector<std::string_view> rows = rows_of(p);
-    if (rows.empty() && p.claimed == 0) continue;
-    QueueTable::Admission admission = this->admission();  // one phase: no binary log coordinates it, none is told
+    if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
+    std::vector<RelayTag> tags;
+    QueueTable::Admission admission = admission_of(p, &tags);  // one phase: no binary log coordinates it, none is told
     Status s = p.table->commit_part(&holder_, rows, &admission);
+    if (s.ok()) note_replays(p, tags, admission);
     if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);
@@ -250,7 +286,6 @@ void Transaction::detach() {
 
 void Transaction::clear() {
   parts_.clear();
-  relayed_.clear();
   log_.clear();
   prepared_ = false;
 }

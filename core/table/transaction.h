@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file/write_batch.h"
 #include "core/row/holder.h"
 #include "core/table/queue_table.h"
 
@@ -66,14 +67,24 @@ class Transaction {
   const std::string* staged_row(const QueueTable* table, size_t i) const;  // null if deleted
   void unstage(const QueueTable* table, size_t i);  // the connection DELETEs its own new row
 
-  // ---- relayed rows (queue_set_srcid): `rows` rows written at once by the statement, not by
-  // the transaction, which tells its ReplicationLog at its prepare which of them (by position
-  // among the statement's rows into `table`) were dropped, and the source's new last id (0:
-  // none). They come first in their statement: the rows it stages after them follow them.
-  void note_relayed(const std::shared_ptr<QueueTable>& table, size_t rows, std::vector<size_t> dropped,
-                    uint32_t source_id, RowId last) {
-    relayed_.push_back(RelayNote{table, rows, std::move(dropped), source_id, last});
-  }
+  // ---- relayed rows (queue_set_srcid)
+  // A row of another server's queue, as insert(): `tag` says whose. Admitted with the others
+  // at the end: one received before (by then, or earlier in this transaction) is dropped.
+  void insert_relayed(const std::shared_ptr<QueueTable>& table, std::string row, const RelayTag& tag);
+  // Another server's record of relay source `source`'s last id (queue_apply_srcid), set at
+  // the end with the rest.
+  void record_relay(const std::shared_ptr<QueueTable>& table, uint32_t source, RowId last);
+  // What the last prepare() or one-phase commit() dropped as received before: per table and
+  // source, how many of how many relayed rows, and the first and last of their source ids.
+  struct Replays {
+    const QueueTable* table;
+    uint32_t source;
+    size_t dropped;
+    size_t relayed;
+    RowId first;
+    RowId last;
+  };
+  const std::vector<Replays>& replays() const { return replays_; }
 
   // ---- another server's decisions
   // Its rows come from another server's binary log (a replica's applier): DEDUP_COLUMN drops
@@ -119,6 +130,9 @@ class Transaction {
     std::shared_ptr<QueueTable> table;
     std::vector<std::string> rows;  // in insert order
     std::vector<bool> unstaged;     // rows[i] was deleted again (or rolled back)
+    std::vector<RelayTag> tags;     // whose rows[i] is (id 0: a plain row)
+    bool relays = false;            // a tag has an id
+    std::vector<fmt::SourceMark> records;  // record_relay()
     size_t claimed = 0;             // rows claimed here
     size_t consumed = 0;            // of them, rows its consumer ended (counted at commit)
     uint64_t prepared = 0;          // its id in the table once prepared (0: not)
@@ -126,9 +140,10 @@ class Transaction {
   };
   struct Change {
     size_t part;
-    bool insert;  // else a claim
+    bool insert;  // else a claim (or a relay record)
     bool consumed;  // a claim of a row its consumer ended (else a DELETE's)
     RowId id;     // a claim's row; an insert's index in rows
+    bool record = false;  // a record_relay(), the last of records
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);
   void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
@@ -140,26 +155,15 @@ class Transaction {
   void clear();
 
   std::vector<std::string_view> rows_of(const Part& p) const;
+  std::vector<RelayTag> tags_of(const Part& p) const;  // as rows_of()
 
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
-  // How its parts' rows are admitted (set_decided).
-  QueueTable::Admission admission() const {
-    QueueTable::Admission a;
-    a.decided = decided_;
-    a.insert_time_ms = insert_time_ms_;
-    return a;
-  }
-  struct RelayNote {
-    std::shared_ptr<QueueTable> table;
-    size_t rows;
-    std::vector<size_t> dropped;
-    uint32_t source_id;
-    RowId last;
-  };
-  std::vector<RelayNote> relayed_;
-  Status tell_relayed();
+  // How part `p`'s staged rows are admitted (set_decided, their tags: *tags holds them).
+  QueueTable::Admission admission_of(const Part& p, std::vector<RelayTag>* tags) const;
+  void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a);
+  std::vector<Replays> replays_;
 
   bool prepared_ = false;
   bool decided_ = false;

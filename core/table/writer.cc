@@ -86,6 +86,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       if (b.commit) {
         b.first_rowid = next;
         next += b.end_rows;
+        w->policies.each([&](auto& p) { p.committed(b); });
       } else {
         w->policies.each([&](auto& p) { p.withdraw(b); });
       }
@@ -297,28 +298,33 @@ Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t
   *replayed = 0;
   if (dropped) dropped->clear();
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
-  for (size_t i = 0; i < rows.size(); i++) {
-    if (source_rowids[i] == 0 || (i > 0 && source_rowids[i] <= source_rowids[i - 1]))
-      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
-                                             std::to_string(source_rowids[i]) + " at position " + std::to_string(i + 1));
-  }
+  if (Status s = check_relayed_ids(source_rowids, rows.size()); !s.ok()) return s;
   if (rows.empty()) return Status::Ok();
+  std::vector<RelayTag> tags(rows.size());
+  for (size_t i = 0; i < rows.size(); i++) tags[i] = RelayTag{source_id, source_rowids[i], reset && i == 0};
   CommitRequest req;
   req.batch.rows = &rows;
-  req.batch.relay_rowids = source_rowids;
-  req.batch.relay_source = source_id;
-  req.batch.relay_reset = reset;
+  req.batch.relay = tags.data();
   Status s = commit(&req);
   if (s.ok()) *replayed = req.batch.replayed;
   if (s.ok() && dropped) *dropped = req.batch.dropped_rows();
   return s;
 }
 
+Status check_relayed_ids(const RowId* ids, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    if (ids[i] == 0 || (i > 0 && ids[i] <= ids[i - 1]))
+      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
+                                             std::to_string(ids[i]) + " at position " + std::to_string(i + 1));
+  }
+  return Status::Ok();
+}
+
 Status Table::record_relay_source(uint32_t source_id, RowId last) {
+  const fmt::SourceMark mark{source_id, last, true};
   CommitRequest req;
-  req.batch.relay_source = source_id;
-  req.batch.relay_last = last;
-  req.batch.relay_record = true;
+  req.batch.relay_records = &mark;
+  req.batch.relay_record_count = 1;
   return commit(&req);
 }
 
@@ -367,17 +373,16 @@ Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>
   admission->dropped.clear();
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   std::vector<RowId> ids = take_claims(txn);
-  if (rows.empty() && ids.empty()) return Status::Ok();
+  if (rows.empty() && ids.empty() && admission->relay_records.empty()) return Status::Ok();
   CommitRequest req;
   if (!rows.empty()) req.batch.rows = &rows;
   req.batch.removals = ids.data();
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
-  req.batch.decided = admission->decided;
-  req.batch.insert_time_ms = admission->insert_time_ms;
+  admission->fill(req.batch);
   Status s = commit(&req);
   if (s.ok()) {
-    admission->dropped = req.batch.dropped_rows();
+    admission->learn(req.batch);
     return s;
   }
   // Nothing was written: the claims are the transaction's again (its rollback gives them back).

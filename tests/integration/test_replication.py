@@ -224,6 +224,67 @@ def test_a_replica_takes_over_a_relay_without_taking_its_replays(pair):
     assert [x[1] for x in rows_with_ids(pair.replica, "relayed")] == [1, 2, 3, 0, 6, 7]
 
 
+def test_relayed_rows_take_their_ids_in_binary_log_order(pair):
+    """A relay (queue_set_srcid) and plain producers write one table at once. Relayed rows
+    are staged like the others and get their ids at the commit, in the binary log's order,
+    so the replica holds every row under the primary's id. (Before, they took ids when their
+    INSERT ran, ahead of their binlog write: a plain INSERT committed in between got its
+    id on the replica, and the ids of the two differed there.)"""
+    p = pair.primary
+    p.sql("CREATE TABLE test.mixed (id INT NOT NULL, src INT) ENGINE=QUEUE")
+    rounds, batch = 60, 8
+
+    def relay():
+        c = p.connect()
+        for n in range(rounds):
+            ids = ", ".join(str(n * batch + i + 1) for i in range(batch))
+            query(c, f"SELECT queue_set_srcid(3, 'a', {ids})")
+            query(c, "INSERT INTO mixed VALUES " + ", ".join(f"({n * batch + i}, 1)" for i in range(batch)))
+        return rounds * batch
+
+    def produce(offset):
+        c = p.connect()
+        for n in range(rounds):
+            query(c, "INSERT INTO mixed VALUES " + ", ".join(f"({offset + n * 4 + i}, 0)" for i in range(4)))
+        return rounds * 4
+
+    workers = [Background(relay), Background(produce, 100000), Background(produce, 200000)]
+    assert sum(w.join() for w in workers) == rounds * (batch + 8)
+    pair.sync()
+    on_primary = rows_with_ids(p, "mixed")
+    assert len(on_primary) == rounds * (batch + 8)
+    assert rows_with_ids(pair.replica, "mixed") == on_primary
+    assert pair.replica.value("SELECT COUNT(*) FROM test.mixed WHERE src = 1") == rounds * batch
+
+
+def test_rows_relayed_in_a_transaction_reach_the_replica_with_it(pair):
+    """BEGIN; queue_set_srcid(); INSERT ...; COMMIT: the relayed rows, the plain row and the
+    source's record reach the replica together; a rolled-back relay leaves nothing there."""
+    p = pair.primary
+    p.sql("CREATE TABLE test.txn_relay (id INT NOT NULL) ENGINE=QUEUE")
+    c = p.connect()
+    query(c, "BEGIN")
+    query(c, "SELECT queue_set_srcid(4, 'a', 10, 11)")
+    query(c, "INSERT INTO txn_relay VALUES (10), (11)")
+    query(c, "ROLLBACK")
+    query(c, "BEGIN")
+    query(c, "SELECT queue_set_srcid(4, 'a', 10, 11)")
+    query(c, "INSERT INTO txn_relay VALUES (10), (11)")
+    query(c, "INSERT INTO txn_relay VALUES (0)")
+    query(c, "SELECT queue_set_srcid(4, 'a', 11, 12)")  # 11 was received earlier in it
+    query(c, "INSERT INTO txn_relay VALUES (11), (12)")
+    query(c, "COMMIT")
+    assert [r[2] for r in query(c, "SHOW WARNINGS")] == [
+        "queue_set_srcid: 1 of 4 rows of source 4 were already received by 'test.txn_relay' (row ids 11 to 11); dropped"]
+    pair.sync()
+    assert [r[1] for r in rows_with_ids(p, "txn_relay")] == [10, 11, 0, 12]
+    assert rows_with_ids(pair.replica, "txn_relay") == rows_with_ids(p, "txn_relay")
+    r = pair.replica.connect()  # after a failover: the resend of 12 is a replay there
+    query(r, "SELECT queue_set_srcid(4, 'a', 12, 13)")
+    query(r, "INSERT INTO txn_relay VALUES (12), (13)")
+    assert [x[1] for x in rows_with_ids(pair.replica, "txn_relay")] == [10, 11, 0, 12, 13]
+
+
 def test_a_delete_reaches_the_replica_by_id_not_by_bytes(pair):
     """Two rows with the same bytes, the first owned by a consumer: a DELETE on the primary
     removes the second (it sees only that one). A row event would have the replica remove the

@@ -184,3 +184,58 @@ def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     assert _notes(c) == ["queue_set_srcid: 100 of 102 rows of source 1 were already received by "
                          "'test.q' (row ids 1 to 100); dropped"]
     assert [r[0] for r in s.sql("SELECT v FROM test.q")] == list(range(1, 103))
+
+
+def test_rows_relayed_in_a_transaction_commit_or_roll_back_with_it(server):
+    """queue_set_srcid() inside BEGIN ... COMMIT (refused before): the relayed rows and the
+    source's record take effect at the commit; a rollback leaves neither, so the same rows
+    relayed again are taken; a replay is found at the commit, with its note."""
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+    c = server.connect()
+    other = server.connect()
+    query(c, "BEGIN")
+    _relay_batch(c, 1, [1, 2], [1, 2])
+    assert value(other, "SELECT COUNT(*) FROM test.q") == 0
+    query(c, "ROLLBACK")
+    assert _values(server) == []
+    query(c, "BEGIN")
+    _relay_batch(c, 1, [1, 2], [1, 2])
+    query(c, "COMMIT")
+    assert _notes(c) == []
+    assert _values(server) == [1, 2]
+    query(c, "BEGIN")
+    _relay_batch(c, 1, [2, 3], [2, 3])
+    query(c, "COMMIT")
+    assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
+                         "'test.q' (row ids 2 to 2); dropped"]
+    assert _values(server) == [1, 2, 3]
+
+
+def test_a_prepared_relay_survives_kill9_and_counts_meanwhile(server_factory):
+    """XA PREPARE of relayed rows, then kill -9: after the restart the prepared part still
+    holds the source's record (TXN_SRCID), so a resend meanwhile is a replay; XA COMMIT then
+    records it for good, and a clean restart keeps it."""
+    s = server_factory.new(extra_args=["--log-bin=mysql-bin", "--server-id=1"], at_startup=True)
+    try:
+        s.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
+        c = s.connect()
+        query(c, "XA START 'relay'")
+        _relay_batch(c, 1, [5, 6], [5, 6])
+        query(c, "XA END 'relay'")
+        query(c, "XA PREPARE 'relay'")
+        s.kill9()
+        s.start()
+        assert [bytes(r[3]) for r in s.sql("XA RECOVER")] == [b"relay"]
+        c = s.connect()
+        _relay_batch(c, 1, [6, 7], [6, 7])
+        assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
+                             "'test.q' (row ids 6 to 6); dropped"]
+        query(c, "XA COMMIT 'relay'")
+        assert sorted(_values(s)) == [5, 6, 7]
+        s.restart()
+        c = s.connect()
+        _relay_batch(c, 1, [7], [7])
+        assert _notes(c) == ["queue_set_srcid: row 7 of source 1 was already received by 'test.q'; dropped"]
+        assert sorted(_values(s)) == [5, 6, 7]
+    finally:
+        s.destroy()

@@ -214,13 +214,22 @@ def _commit_error(c):
     raise AssertionError("COMMIT succeeded")
 
 
-def test_relayed_rows_are_refused_inside_a_transaction(server):
+def test_relayed_rows_commit_and_roll_back_with_the_innodb_rows(server):
+    """queue_set_srcid() rows inside a transaction (refused before): they and the source's
+    record come and go with the InnoDB rows."""
     _tables(server)
     c = server.connect()
-    query(c, "BEGIN")
-    value(c, "SELECT queue_set_srcid(1, 'a', 5)")
-    expect_error(c, "INSERT INTO q VALUES (1, 'a')", "inside a transaction", "autocommit")
-    query(c, "ROLLBACK")
+    for end, kept in (("ROLLBACK", []), ("COMMIT", [(1,)])):
+        query(c, "BEGIN")
+        value(c, "SELECT queue_set_srcid(1, 'a', 5)")
+        query(c, "INSERT INTO q VALUES (1, 'a')")
+        query(c, "INSERT INTO orders VALUES (1)")
+        query(c, end)
+        assert server.sql("SELECT id FROM test.q") == kept
+        assert server.sql("SELECT id FROM test.orders") == kept
+    value(c, "SELECT queue_set_srcid(1, 'a', 5)")  # received by the commit: a replay
+    query(c, "INSERT INTO q VALUES (1, 'again')")
+    assert server.sql("SELECT id FROM test.q") == [(1,)]
 
 
 def test_autocommit_statements_act_at_once_as_before(server):

@@ -137,20 +137,48 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
 }
 
 // Versions 1 (no unsynced flag), 2 (no RETURN records), 3 (no DEDUP_KEY records), 4 (no
-// row checksums) and 5 (no transaction records) are still read; newer versions are refused
-// by name.
+// row checksums), 5 (no transaction records) and 6 (no TXN_SRCID) are still read; newer
+// versions are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 6u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 7u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 7u}) {
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 8u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 7) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 7 (this build reads 1 to 6)") != std::string::npos);
+    if (v < 8) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 8 (this build reads 1 to 7)") != std::string::npos);
   }
+}
+
+// A TXN_SRCID record round-trips among a prepared part's records.
+TEST(txn_srcid_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  b.add_txn_row(3, 1000, "abc");
+  b.add_txn_srcid(3, fmt::SourceMark{17, 0x123456789ull, true});
+  b.add_txn_srcid(3, fmt::SourceMark{4, 9, false});
+  b.add_txn_prepare(3, "xid");
+  b.finish();
+  std::string_view body(buf.data() + fmt::kChunkHeaderSize, buf.size() - fmt::kChunkHeaderSize);
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnRow);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnSrcId);
+  CHECK_EQ(r.txn, 3u);
+  CHECK_EQ(r.source_id, 17u);
+  CHECK_EQ(r.last_rowid, 0x123456789ull);
+  CHECK(r.reset);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnSrcId && r.source_id == 4u && r.last_rowid == 9u && !r.reset);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnPrepare);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
 }
 
 // DEDUP_KEY records round-trip next to other records, keys of any bytes (a collation's sort

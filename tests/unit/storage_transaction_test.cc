@@ -424,3 +424,176 @@ TEST(a_backup_copy_opens_with_the_same_rows_and_prepared_parts) {
   copy.reset();
   TableRegistry::instance().close_all();
 }
+
+namespace {
+
+RelayTag relayed(uint32_t source, RowId id, bool reset = false) { return RelayTag{source, id, reset}; }
+
+std::vector<std::string> payloads(QueueTable& t) {
+  std::vector<std::string> out;
+  for (const auto& r : scan(t)) out.push_back(r.second);
+  return out;
+}
+
+// What a replica is told: the relay sources' last ids, in order.
+struct RecordedRelays : RecordedRemovals {
+  std::vector<std::pair<uint32_t, RowId>> sources;
+  Status relayed(const QueueTable&, uint32_t source, RowId last) override {
+    sources.emplace_back(source, last);
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+// Relayed rows in a transaction (queue_set_srcid in BEGIN ... COMMIT, or with the binary log
+// on) are staged like others: its end decides which were received before, and records the
+// source's last id with the rows; a rollback leaves the source's record as it was.
+TEST(relayed_rows_in_a_transaction_are_admitted_at_its_end) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  {
+    Transaction txn(1);
+    txn.insert_relayed(t, "r1", relayed(7, 1));
+    txn.insert_relayed(t, "r2", relayed(7, 2));
+    CHECK_EQ(t->last_relayed_rowid(7), 0u);  // nothing before the end
+    txn.rollback();
+  }
+  CHECK_EQ(t->last_relayed_rowid(7), 0u);
+  CHECK_EQ(t->info().rows, 0u);
+  RecordedRelays log;
+  {
+    Transaction txn(1);
+    txn.set_replication_log(&log);
+    txn.insert(t, "plain");
+    txn.insert_relayed(t, "r1", relayed(7, 1));
+    txn.insert_relayed(t, "r2", relayed(7, 2));
+    txn.insert_relayed(t, "s5", relayed(8, 5));
+    REQUIRE(txn.prepare("xid-1").ok());
+    CHECK(txn.replays().empty());
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(log.sources == (std::vector<std::pair<uint32_t, RowId>>{{7, 2}, {8, 5}}));
+  CHECK_EQ(t->last_relayed_rowid(7), 2u);
+  CHECK_EQ(t->last_relayed_rowid(8), 5u);
+  CHECK(payloads(*t) == (std::vector<std::string>{"plain", "r1", "r2", "s5"}));
+  log = RecordedRelays();
+  {
+    Transaction txn(2);
+    txn.set_replication_log(&log);
+    txn.insert_relayed(t, "r2 again", relayed(7, 2));  // a replay: dropped at the end
+    txn.insert(t, "plain 2");
+    txn.insert_relayed(t, "r3", relayed(7, 3));
+    txn.insert_relayed(t, "r3 again", relayed(7, 3));  // received earlier in this transaction
+    REQUIRE(txn.prepare("xid-2").ok());
+    REQUIRE(txn.replays().size() == 1u);
+    const Transaction::Replays r = txn.replays()[0];
+    CHECK(r.source == 7u && r.dropped == 2u && r.relayed == 3u && r.first == 2u && r.last == 3u);
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(log.deduplicated_positions == std::vector<size_t>({0, 3}));  // what a replica drops
+  CHECK(log.sources == (std::vector<std::pair<uint32_t, RowId>>{{7, 3}}));
+  CHECK(payloads(*t) == (std::vector<std::string>{"plain", "r1", "r2", "s5", "plain 2", "r3"}));
+  // Mode 'w' forgets what the source sent before; one phase (no coordinator) as well.
+  {
+    Transaction txn(3);
+    txn.insert_relayed(t, "w1", relayed(7, 1, true));
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK_EQ(t->last_relayed_rowid(7), 1u);
+}
+
+// A prepared part's relay record counts for the rows admitted after it (two relays of one
+// source never both take a row), and goes with the part: kept across a restart and a
+// compaction (TXN_SRCID), applied at its commit, forgotten at its rollback.
+TEST(a_prepared_parts_relay_record_counts_at_once_and_survives_a_restart) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  {
+    Transaction first(1);
+    first.insert_relayed(t, "r1", relayed(7, 1));
+    REQUIRE(first.prepare("xid-a").ok());
+    Transaction second(2);
+    second.insert_relayed(t, "r1 again", relayed(7, 1));
+    REQUIRE(second.prepare("xid-b").ok());
+    CHECK_EQ(second.replays().size(), 1u);  // the first part has it
+    REQUIRE(second.commit().ok());
+    CHECK_EQ(t->last_relayed_rowid(7), 0u);  // not committed yet
+    first.detach();  // an XA transaction left prepared
+  }
+  REQUIRE(t->compact().ok());
+  t.reset();
+  TableRegistry::instance().close_all();
+  t = reopen(path);
+  REQUIRE(t);
+  auto parts = t->prepared_parts();
+  REQUIRE(parts.size() == 1u);
+  {
+    Transaction again(3);
+    again.insert_relayed(t, "r1 third", relayed(7, 1));  // still pending after the restart
+    REQUIRE(again.prepare("xid-c").ok());
+    CHECK_EQ(again.replays().size(), 1u);
+    REQUIRE(again.commit().ok());
+  }
+  REQUIRE(t->end_part(parts[0].id, true).ok());
+  CHECK_EQ(t->last_relayed_rowid(7), 1u);
+  CHECK(payloads(*t) == (std::vector<std::string>{"r1"}));
+  t.reset();
+  TableRegistry::instance().close_all();
+  t = reopen(path);  // the TXN_END applied its TXN_SRCID
+  REQUIRE(t);
+  CHECK_EQ(t->last_relayed_rowid(7), 1u);
+  {  // a rolled-back part's record is gone, in memory and after a restart
+    Transaction txn(4);
+    txn.insert_relayed(t, "r2", relayed(7, 2));
+    REQUIRE(txn.prepare("xid-d").ok());
+    txn.rollback();
+  }
+  CHECK_EQ(t->last_relayed_rowid(7), 1u);
+  Transaction txn(5);
+  txn.insert_relayed(t, "r2", relayed(7, 2));
+  REQUIRE(txn.commit().ok());
+  CHECK(txn.replays().empty());  // accepted: the rolled-back part took nothing
+  CHECK(payloads(*t) == (std::vector<std::string>{"r1", "r2"}));
+  t.reset();
+  TableRegistry::instance().close_all();
+}
+
+// A replica applies its primary's record of a source with the transaction (not at once): a
+// rollback leaves none, a commit records it durably, and its log is told again (chained
+// replicas).
+TEST(a_replicas_relay_record_commits_with_its_transaction) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  {
+    Transaction txn(1);
+    txn.record_relay(t, 9, 40);
+    txn.rollback();
+  }
+  CHECK_EQ(t->last_relayed_rowid(9), 0u);
+  RecordedRelays log;
+  {
+    Transaction txn(2);
+    txn.set_replication_log(&log);
+    txn.set_decided(true);
+    const size_t mark = txn.mark();
+    txn.record_relay(t, 9, 30);
+    txn.rollback_to(mark);  // a failed statement takes its record back
+    txn.record_relay(t, 9, 41);
+    REQUIRE(txn.prepare("xid-r").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK(log.sources == (std::vector<std::pair<uint32_t, RowId>>{{9, 41}}));
+  t.reset();
+  TableRegistry::instance().close_all();
+  t = reopen(path);
+  REQUIRE(t);
+  CHECK_EQ(t->last_relayed_rowid(9), 41u);
+  t.reset();
+  TableRegistry::instance().close_all();
+}
