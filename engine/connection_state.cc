@@ -5,6 +5,8 @@
 #include <atomic>
 
 #include "engine/connection_state.h"
+
+#include "core/table/registry.h"
 #include "engine/handlerton.h"
 #include "engine/sysvars.h"
 
@@ -13,6 +15,15 @@ namespace q4m_engine {
 namespace {
 std::atomic<uint64_t> last_mark{0};
 }  // namespace
+
+void ConnectionState::end_snapshot() {
+  if (!snapshot_) return;
+  snapshot_ = false;
+  q4m::Snapshots::end(snapshot_point_);
+  // The tables' journals keep removed rows (and files replaced since) for the oldest open
+  // snapshot only: a table that commits nothing more drops them now.
+  for (const auto& table : q4m::TableRegistry::instance().open_tables()) table->prune_snapshot_journal();
+}
 
 ConnectionState* peek_connection_state(THD* thd) {
   return static_cast<ConnectionState*>(thd_get_ha_data(thd, queue_hton));

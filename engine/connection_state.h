@@ -13,6 +13,7 @@
 
 #include "core/table/consumer.h"
 #include "core/table/queue_table.h"
+#include "core/table/snapshots.h"
 #include "core/table/transaction.h"
 
 class THD;
@@ -31,6 +32,9 @@ class ConnectionState {
  public:
   // connection_id: the THD's, as CONNECTION_ID() and SHOW PROCESSLIST give it.
   ConnectionState(uint64_t connection_id, uint64_t mark) : consumer_(connection_id), mark_(mark) {}
+  ~ConnectionState() { end_snapshot(); }
+  ConnectionState(const ConnectionState&) = delete;
+  ConnectionState& operator=(const ConnectionState&) = delete;
   // Unique per state, kept in the session's hidden queue_session_mark variable.
   uint64_t mark() const { return mark_; }
   q4m::Consumer& consumer() { return consumer_; }
@@ -118,9 +122,16 @@ class ConnectionState {
   }
   void forget_copy_source() { copy_source_ = CopySource(); }
 
-  // In a transaction started WITH CONSISTENT SNAPSHOT (engine/transactions.h).
-  void set_snapshot(bool on) { snapshot_ = on; }
+  // In a transaction started WITH CONSISTENT SNAPSHOT (engine/transactions.h): the
+  // snapshot's point (q4m::Snapshots), open until end_snapshot() or the connection's end.
+  void begin_snapshot() {
+    end_snapshot();
+    snapshot_point_ = q4m::Snapshots::begin();
+    snapshot_ = true;
+  }
+  void end_snapshot();
   bool snapshot() const { return snapshot_; }
+  uint64_t snapshot_point() const { return snapshot_point_; }
 
   void set_pending_relay(PendingRelay r) { pending_relay_ = std::move(r); }
   bool has_pending_relay() const { return pending_relay_.has_value(); }
@@ -139,6 +150,7 @@ class ConnectionState {
   size_t statement_mark_ = 0;
   std::optional<PendingRelay> pending_relay_;
   bool snapshot_ = false;
+  uint64_t snapshot_point_ = 0;
   std::string owned_label_, owned_db_, owned_table_;
   int64_t read_query_id_ = -1;
   int64_t copied_query_id_ = -1;

@@ -568,6 +568,14 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
+  // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
+  snapshot_scan_ = !copy_scan_ && in_consistent_snapshot(thd);
+  snapshot_next_ = 0;
+  snapshot_.clear();
+  if (snapshot_scan_) {
+    q4m::Status st = queue_->snapshot_rows(connection_state(thd).snapshot_point(), &snapshot_);
+    if (!st.ok()) return raise(st);
+  }
   // A backup's scan sees the rows in flight too (core/table/consumer.h, set_sees_held; rnd_end
   // clears it). Other scans need no connection state.
   if (!copy_scan_ && backup_read(thd)) connection_state(thd).consumer().set_sees_held(true);
@@ -587,6 +595,7 @@ int ha_queue::rnd_init(bool) {
 }
 
 int ha_queue::rnd_end() {
+  snapshot_.clear();
   ConnectionState* cs = find_connection_state(ha_thd());
   if (cs && cs->read_rows_in(ha_thd()->query_id)) cs->note_row_read(ha_thd()->query_id, 0);
   if (cs) cs->consumer().set_sees_held(false);
@@ -607,6 +616,7 @@ int ha_queue::rnd_next(uchar* buf) {
   bool found = false;
   q4m::RowHistory history;
   if (staged_next_ > 0) return next_staged(buf);
+  if (snapshot_scan_) return next_in_snapshot(buf);
   q4m::Status st =
       copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
                  : queue_->next_visible(viewer_of(ha_thd()), scan_after_, &id, &payload_, &found);
@@ -615,6 +625,14 @@ int ha_queue::rnd_next(uchar* buf) {
   if (copy_history_) connection_state(ha_thd()).keep_copied_history(ha_thd()->query_id, history);
   scan_after_ = id;
   return read_into(buf, id);
+}
+
+int ha_queue::next_in_snapshot(uchar* buf) {
+  if (snapshot_next_ == snapshot_.size()) return next_staged(buf);
+  const q4m::SnapshotRow& row = snapshot_[snapshot_next_++];
+  q4m::Status st = queue_->read_snapshot_row(row, &payload_);
+  if (!st.ok()) return raise(st);
+  return read_into(buf, row.location.id);
 }
 
 // The rows the connection's open transaction inserted come after the table's own, with ids
@@ -640,6 +658,13 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
     if (!row) return HA_ERR_KEY_NOT_FOUND;
     payload_ = *row;
     return read_into(buf, id);
+  }
+  if (snapshot_scan_) {  // a row of the snapshot's point (filesort, a join's buffer)
+    auto it = std::lower_bound(snapshot_.begin(), snapshot_.end(), id,
+                               [](const q4m::SnapshotRow& r, q4m::RowId want) { return r.location.id < want; });
+    if (it == snapshot_.end() || it->location.id != id) return HA_ERR_KEY_NOT_FOUND;
+    q4m::Status st = queue_->read_snapshot_row(*it, &payload_);
+    return st.ok() ? read_into(buf, id) : raise(st);
   }
   bool found = false;
   q4m::Status st = queue_->read_row(id, &payload_, &found, viewer_of(ha_thd()));

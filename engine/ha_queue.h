@@ -110,6 +110,11 @@ class ha_queue final : public handler {
   CopyScan copy_;
   q4m::RowId current_id_ = 0;
   size_t staged_next_ = 0;  // the scan reached the transaction's rows: the next one to read
+  // A scan in a transaction started WITH CONSISTENT SNAPSHOT: the rows of its point.
+  bool snapshot_scan_ = false;
+  std::vector<q4m::SnapshotRow> snapshot_;
+  size_t snapshot_next_ = 0;
+  int next_in_snapshot(uchar* buf);
   std::string payload_;
 
   // Multi-row INSERT: rows are buffered and committed together.

@@ -38,7 +38,7 @@ bool ends_transaction(THD* thd, bool all) { return all || !in_explicit_transacti
 
 int commit(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
-  if (cs && ends_transaction(thd, all)) cs->set_snapshot(false);
+  if (cs && ends_transaction(thd, all)) cs->end_snapshot();
   if (!cs || !cs->transaction() || !ends_transaction(thd, all)) return 0;
   const q4m::QueueTable* failed = nullptr;
   const bool two_phase = cs->transaction()->prepared();
@@ -84,7 +84,7 @@ void commit_checkpoint_request(void* cookie) {
 
 int rollback(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
-  if (cs && ends_transaction(thd, all)) cs->set_snapshot(false);
+  if (cs && ends_transaction(thd, all)) cs->end_snapshot();
   if (!cs || !cs->transaction()) return 0;
   if (ends_transaction(thd, all)) {
     cs->transaction()->rollback();
@@ -133,10 +133,12 @@ q4m::Transaction& join(THD* thd, bool whole) {
   return txn;
 }
 
-// START TRANSACTION WITH CONSISTENT SNAPSHOT: the engine joins the transaction (read-only) to
-// learn its end.
+// START TRANSACTION WITH CONSISTENT SNAPSHOT: the server calls it holding its commit-order
+// lock (LOCK_commit_ordered), as commit_ordered() is, so the snapshot's point splits the
+// queue's commits where InnoDB's read view splits its own (core/table/snapshots.h). The engine
+// joins the transaction (read-only) to learn its end.
 int start_consistent_snapshot(handlerton*, THD* thd) {
-  connection_state(thd).set_snapshot(true);
+  connection_state(thd).begin_snapshot();
   trans_register_ha(thd, true, queue_hton, 0);
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/table/snapshots.h"
 #include "core/util/blocking.h"
 #include "core/util/futex.h"
 #include "core/util/settings.h"
@@ -21,13 +22,18 @@ bool CommitPipeline::commit(CommitRequest* req) {
   std::vector<CommitRequest*> batch;
   {
     auto q = queue_.lock();  // one critical section on the hot path: queue, and lead if free
+    req->ticket = Snapshots::ticket();  // in queue order: the order ids are given in
     q->pending.push_back(req);
     if (!q->busy) take_batch(*q, &batch);
   }
   return lead_or_wait(req, batch);
 }
 
-void CommitPipeline::enqueue(CommitRequest* req) { queue_.lock()->pending.push_back(req); }
+void CommitPipeline::enqueue(CommitRequest* req) {
+  auto q = queue_.lock();
+  req->ticket = Snapshots::ticket();
+  q->pending.push_back(req);
+}
 
 bool CommitPipeline::finish(CommitRequest* req) {
   std::vector<CommitRequest*> batch;

@@ -28,6 +28,7 @@ struct CommitRequest {
   enum Signal : uint32_t { kQueued, kTryLead, kDone };
   std::atomic<uint32_t> signal{kQueued};
   bool taken = false;  // guarded by the queue lock: in a leader's batch (no longer pending)
+  uint64_t ticket = 0;  // Snapshots::ticket(), taken as it is queued (core/table/snapshots.h)
 };
 
 class BatchWriter {

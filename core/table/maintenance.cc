@@ -4,6 +4,7 @@
 
 #include "core/file/index_snapshot.h"
 #include "core/file/replacement_file.h"
+#include "core/table/snapshots.h"
 #include "core/table/table.h"
 
 namespace q4m {
@@ -61,6 +62,13 @@ Status Table::truncate() {
 }
 
 void Table::forget_rows(State& st) {
+  if (Snapshots::any()) {  // an open snapshot may still read them (snapshot_journal.h)
+    const uint64_t ticket = Snapshots::ticket();
+    for (size_t pos = 0; pos < st.index.end_pos(); pos++) {
+      const RowEntry& e = st.index.at(pos);
+      if (e.state != RowState::kRemoved) st.journal.removed(ticket, SnapshotRow{st.locate(e), st.file});
+    }
+  }
   st.index.clear();
   st.claims.clear();
   st.cursors.clear();

@@ -25,6 +25,7 @@
 #include "core/row/history.h"
 #include "core/row/holder.h"
 #include "core/row/row_id.h"
+#include "core/table/snapshot_journal.h"
 #include "core/util/status.h"
 
 namespace q4m {
@@ -163,6 +164,14 @@ class QueueTable {
   // is not null) what it has been through, for insert_with_history().
   virtual Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) = 0;
   virtual uint64_t visible_count(const Consumer* viewer) = 0;  // instant
+  // A consistent snapshot's read (core/table/snapshots.h; mariadb-dump --single-transaction):
+  // the rows the table held at snapshot `point`, queued or held, whatever became of them
+  // since, in id order. Read each with read_snapshot_row() while the snapshot is open.
+  virtual Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) = 0;
+  virtual Status read_snapshot_row(const SnapshotRow& row, std::string* payload) = 0;
+  // Forgets what no open snapshot needs any more (a snapshot ended): the rows removed since,
+  // and the files they were in.
+  virtual void prune_snapshot_journal() = 0;
 
   // DELETE: claim a visible row for removal (false if it is gone or held by another
   // connection), then remove all claimed rows durably in one commit. Claimed rows are

@@ -3,6 +3,7 @@
 // of takeable rows to waiting consumers. Everything here runs under the state lock.
 #include <algorithm>
 
+#include "core/table/snapshots.h"
 #include "core/table/table.h"
 
 namespace q4m {
@@ -41,6 +42,8 @@ void Table::move(State& st, RowEntry& e, const Move& m, RowContext& ctx) {
 
 void Table::remove(State& st, RowEntry& e, RowContext& ctx) {
   const RowEntry before = e;
+  if (Snapshots::any())  // an open snapshot may still read it (snapshot_journal.h)
+    st.journal.removed(st.ticket ? st.ticket : Snapshots::ticket(), SnapshotRow{st.locate(before), st.file});
   if (held(before.state)) held_.fetch_sub(1);
   if (uint64_t* n = count_of(st.delayed, st.dead, before.state)) --*n;
   st.index.remove(before.id);

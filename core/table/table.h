@@ -37,6 +37,7 @@
 #include "core/file/row_check.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
+#include "core/table/snapshot_journal.h"
 #include "core/table/queue_table.h"
 #include "core/table/read_ahead_window.h"
 #include "core/table/reaper.h"
@@ -74,6 +75,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
+  Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) override;
+  Status read_snapshot_row(const SnapshotRow& row, std::string* payload) override;
+  void prune_snapshot_journal() override;
   bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) override;
   Status remove_claimed(Consumer* viewer) override;
   Status truncate() override;
@@ -165,6 +169,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
     };
     std::map<uint64_t, Prepared> prepared;
+    // What commits changed while a consistent snapshot is open (snapshots.h); `ticket`: the
+    // commit being published (0: a change outside one, which takes a ticket of its own).
+    SnapshotJournal journal;
+    uint64_t ticket = 0;
     RowPolicies policies;
     bool dropped = false;
     // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's

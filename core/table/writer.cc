@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/table/snapshots.h"
 #include "core/table/table.h"
 #include "core/util/blocking.h"
 #include "core/util/settings.h"
@@ -185,8 +186,12 @@ void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitReque
     auto st = state_.lock();
     RowContext ctx = context(*st);
     uint64_t removed = 0;
-    for (const CommitRequest* r : batch)
-      if (unsynced_removal(r)) removed += publish_removal(*st, r->batch, ctx);
+    for (const CommitRequest* r : batch) {
+      if (!unsynced_removal(r)) continue;
+      st->ticket = r->ticket;
+      removed += publish_removal(*st, r->batch, ctx);
+    }
+    st->ticket = 0;
     note_index_change(*st, 0, removed);
     finish(*st, ctx);
   }
@@ -219,9 +224,14 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
   auto st = state_.lock();
   RowContext ctx = context(*st);
   st->tail.append(file.id(), base, written);
+  const bool journaling = Snapshots::any();
   for (CommitRequest* r : batch) {
     if (!r || !r->batch.status.ok()) continue;  // answered before the sync / refused: nothing written
     const WriteBatch& b = r->batch;
+    st->ticket = r->ticket;
+    if (journaling && b.phase == WriteBatch::Phase::kEnd && b.commit && b.end_rows)
+      st->journal.inserted(r->ticket, b.first_rowid);
+    if (journaling && b.phase == WriteBatch::Phase::kNone && !b.ids.empty()) st->journal.inserted(r->ticket, b.ids[0]);
     if (b.phase == WriteBatch::Phase::kPrepare) {
       publish_prepared(*st, b, base, now, ctx);
       continue;
@@ -245,6 +255,8 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
       if (place_new(*st, added, payload, b.history ? &b.history[row] : nullptr, ctx)) placed_elsewhere = true;
     }
   }
+  st->ticket = 0;
+  if (journaling || !st->journal.empty()) st->journal.prune(Snapshots::oldest());
   if (placed_elsewhere) release(*st, ctx);  // rows behind a copied row that is dead or delayed
   st->policies.each([&](auto& p) { p.published(ctx); });
   note_index_change(*st, inserted, removed);

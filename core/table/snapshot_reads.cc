@@ -1,0 +1,42 @@
+// A consistent snapshot's read of a table (core/table/snapshots.h): the rows it holds now
+// below the first id a commit after the point inserted, and the rows commits after the
+// point removed (SnapshotJournal), each read from the file it was in.
+#include <algorithm>
+
+#include "core/table/snapshots.h"
+#include "core/table/table.h"
+
+namespace q4m {
+
+Status Table::snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) {
+  rows->clear();
+  // Every commit queued before the point (its ticket is not above it) is published first:
+  // a barrier behind them.
+  if (Status s = sync_commits(); !s.ok()) return s;
+  auto st = state_.lock();
+  const RowId below = st->journal.boundary(point);
+  for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
+    const RowEntry& e = st->index.at(pos);
+    if (e.id >= below) break;
+    if (queued(e.state) || held(e.state)) rows->push_back(SnapshotRow{st->locate(e), st->file});
+  }
+  st->journal.removed_after(point, rows);
+  std::sort(rows->begin(), rows->end(),
+            [](const SnapshotRow& a, const SnapshotRow& b) { return a.location.id < b.location.id; });
+  return Status::Ok();
+}
+
+Status Table::read_snapshot_row(const SnapshotRow& row, std::string* payload) {
+  const RowLocation& r = row.location;
+  Status s = row.file->read(r.offset, r.disk_length(), payload);
+  if (s.ok()) s = check_row(r, row.file->path(), payload->data());
+  payload->resize(r.length);
+  return s;
+}
+
+void Table::prune_snapshot_journal() {
+  auto st = state_.lock();
+  st->journal.prune(Snapshots::oldest());
+}
+
+}  // namespace q4m
