@@ -1,0 +1,83 @@
+// Consistent snapshots (core/table/snapshots.h): a table gives the rows it held at a
+// snapshot's point, whatever its commits did since (consumed, inserted, compacted away,
+// truncated), split where the commits were queued.
+#include "check.h"
+
+#include "core/table/consumer.h"
+#include "core/table/snapshots.h"
+#include "core/table/transaction.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+
+namespace {
+
+// The payloads at `point`; "<error>" if a read failed.
+std::vector<std::string> at_point(QueueTable& t, uint64_t point) {
+  std::vector<SnapshotRow> rows;
+  if (!t.snapshot_rows(point, &rows).ok()) return {"<error>"};
+  std::vector<std::string> out;
+  for (const SnapshotRow& r : rows) {
+    std::string payload;
+    out.push_back(t.read_snapshot_row(r, &payload).ok() ? payload : "<error>");
+  }
+  return out;
+}
+
+using Rows = std::vector<std::string>;
+
+}  // namespace
+
+TEST(a_snapshot_reads_the_rows_of_its_point_whatever_came_after) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b", "c", "d"});
+  REQUIRE(t);
+  Consumer held;
+  REQUIRE(take(held, t));  // "a" is owned at the point: in flight, so in the snapshot
+  const uint64_t point = Snapshots::begin();
+  REQUIRE(held.end().ok());  // consumed after the point
+  Consumer c;
+  REQUIRE(take(c, t));
+  REQUIRE(c.end().ok());  // "b" too
+  REQUIRE(insert1(*t, "e").ok());  // inserted after it
+  CHECK(at_point(*t, point) == (Rows{"a", "b", "c", "d"}));
+  REQUIRE(t->compact().ok());  // the removed rows' bytes are gone from the new file
+  CHECK(at_point(*t, point) == (Rows{"a", "b", "c", "d"}));
+  const uint64_t later = Snapshots::begin();
+  CHECK(at_point(*t, later) == (Rows{"c", "d", "e"}));
+  REQUIRE(t->truncate().ok());
+  CHECK(at_point(*t, point) == (Rows{"a", "b", "c", "d"}));
+  CHECK(at_point(*t, later) == (Rows{"c", "d", "e"}));
+  Snapshots::end(point);
+  Snapshots::end(later);
+  CHECK(!Snapshots::any());
+  t.reset();
+  TableRegistry::instance().close_all();
+}
+
+// The point splits transactions where their commits were queued (the coordinator's commit
+// order: MariaDB's commit_ordered, under the lock a snapshot begins under), not where they
+// were written: a commit queued before the point is in the snapshot even if written after.
+TEST(a_snapshot_splits_transactions_where_their_commits_were_queued) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b"});
+  REQUIRE(t);
+  Transaction before(1), after(2);
+  Consumer c;
+  REQUIRE(take(c, t));  // "a", ended by the transaction queued before the point
+  REQUIRE(before.remove_owned(t, c.holder(), std::vector<RowId>{c.owned_rowid()}.data(), 1).ok());
+  before.insert(t, "x");
+  after.insert(t, "y");
+  REQUIRE(before.prepare("xid-before").ok());
+  REQUIRE(after.prepare("xid-after").ok());
+  before.queue_commit(/*durable=*/false);
+  const uint64_t point = Snapshots::begin();
+  after.queue_commit(/*durable=*/false);
+  REQUIRE(after.commit().ok());
+  REQUIRE(before.commit().ok());
+  CHECK(at_point(*t, point) == (Rows{"b", "x"}));
+  Snapshots::end(point);
+  t.reset();
+  TableRegistry::instance().close_all();
+}
