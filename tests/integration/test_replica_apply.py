@@ -157,3 +157,75 @@ def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory):
         assert pair.replica.sql(ids) == [] and pair.status()["Last_SQL_Errno"] == 0, pair.status()
     finally:
         pair.destroy()
+
+
+def _relay_until_killed(primary, source, start, end, acked):
+    """Relays rows (source, seq) of relay source `source` from `start`, two per statement
+    (queue_set_srcid), until `end` or until the server goes away; notes the seqs whose INSERT
+    returned. Rows seq % 10 == 0 and 1 share a DEDUP_COLUMN key: the second is a duplicate."""
+    try:
+        c = primary.connect()
+        seq = start
+        while end is None or seq < end:
+            rows = [(source, s, source * 100000 + s // 2 if s % 10 in (0, 1) else None) for s in (seq, seq + 1)]
+            query(c, f"SELECT queue_set_srcid({source}, 'a', {seq + 1}, {seq + 2})")  # source ids from 1
+            query(c, "INSERT INTO test.relayed (source, seq, k) VALUES (%s, %s, %s), (%s, %s, %s)",
+                  rows[0] + rows[1])
+            acked.update((source, s) for s in (seq, seq + 1))
+            seq += 2
+    except (pymysql.MySQLError, OSError, AttributeError):  # the primary died
+        pass
+
+
+def test_a_primary_killed_while_relaying_keeps_the_replicas_rows_and_relay_records(server_factory):
+    """kill -9 of a primary while relays write a DEDUP_COLUMN table (queue_set_srcid), each
+    resending its last rows after the restart as q4m-forward does: the replays and duplicates
+    the primary dropped are dropped on the replica too, the rows keep the primary's ids there,
+    every row is there once, and the replica's relay records are the primary's (a resend to the
+    replica after a failover is dropped)."""
+    pair = Pair(server_factory, replica_args=REPLICA_BINLOG)
+    try:
+        pair.primary.sql("CREATE TABLE test.relayed (source INT NOT NULL, seq INT NOT NULL, k INT) "
+                         "ENGINE=QUEUE DEDUP_COLUMN='k'")
+        acked = set()
+        rng = random.Random(37)
+        sources = (1, 2, 3)
+
+        def resend_from(source):  # the last 4 acknowledged rows again (even: a pair's start)
+            mine = [s for src, s in acked if src == source]
+            return max(0, (max(mine) + 1 if mine else 0) - 4)
+
+        for _ in range(3):
+            relays = [threading.Thread(target=_relay_until_killed, args=(pair.primary, s, resend_from(s), None, acked))
+                      for s in sources]
+            for t in relays:
+                t.start()
+            threading.Event().wait(rng.uniform(0.4, 0.9))
+            pair.primary.kill9()
+            for t in relays:
+                t.join(60)
+            pair.primary.start()
+        ends = {s: resend_from(s) + 40 for s in sources}
+        relays = [threading.Thread(target=_relay_until_killed, args=(pair.primary, s, resend_from(s), ends[s], acked))
+                  for s in sources]
+        for t in relays:
+            t.start()
+        for t in relays:
+            t.join(120)
+        pair.sync()
+        ids = "SELECT queue_scan_rowid(), source, seq FROM test.relayed"
+        on_primary = pair.primary.sql(ids)
+        assert pair.replica.sql(ids) == on_primary, "the replica's rows or ids differ from the primary's"
+        for s in sources:
+            seqs = sorted(q for _, src, q in on_primary if src == s)
+            assert seqs == [q for q in range(ends[s]) if q % 10 != 1], f"source {s}: {seqs[:20]}..."
+        r = pair.replica.connect()  # a failover: each relay resends its last rows to the replica
+        for s in sources:
+            query(r, f"SELECT queue_set_srcid({s}, 'a', {ends[s] - 1}, {ends[s]})")
+            query(r, "INSERT INTO test.relayed (source, seq, k) VALUES (%s, %s, NULL), (%s, %s, NULL)",
+                  (s, ends[s] - 2, s, ends[s] - 1))
+        assert pair.replica.sql(ids) == on_primary, "the replica took a resend"
+        st = pair.status()
+        assert st["Last_SQL_Errno"] == 0, st
+    finally:
+        pair.destroy()
