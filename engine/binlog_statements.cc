@@ -80,7 +80,14 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
                          [&](const std::string& db, const std::string& name) { return dedup_statement(db, name, positions); });
   }
   q4m::Status relayed(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last) override {
-    return log_relay_source(table, source_id, last);
+    return log_statement(table, "the relay source's last row id", [&](const std::string& db, const std::string& name) {
+      return "SET @queue_relayed = queue_apply_srcid(" + quoted(db) + "," + quoted(name) + ",'" +
+             std::to_string(source_id) + ":" + std::to_string(last) + "')";
+    });
+  }
+  q4m::Status redriven(const q4m::QueueTable& table, const std::vector<q4m::NamedRow>& rows) override {
+    return log_statement(table, "the redrive of dead rows",
+                         [&](const std::string& db, const std::string& name) { return redrive_statement(db, name, rows); });
   }
 };
 
@@ -93,7 +100,10 @@ q4m::ReplicationLog& binlog_replication_log() {
   return log;
 }
 
-std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows) {
+namespace {
+
+// '<id>:<length>:<checksum>,...' in id order, quoted.
+std::string named_rows(const std::vector<q4m::NamedRow>& rows) {
   std::vector<q4m::NamedRow> sorted = rows;
   std::sort(sorted.begin(), sorted.end(), [](const q4m::NamedRow& a, const q4m::NamedRow& b) { return a.id < b.id; });
   std::string list;
@@ -101,7 +111,17 @@ std::string removal_statement(const std::string& db, const std::string& table, c
     if (!list.empty()) list += ',';
     list += std::to_string(r.id) + ':' + std::to_string(r.length) + ':' + std::to_string(r.checksum);
   }
-  return "SET @queue_removed = queue_apply_removal(" + quoted(db) + "," + quoted(table) + "," + quoted(list) + ")";
+  return quoted(list);
+}
+
+}  // namespace
+
+std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows) {
+  return "SET @queue_removed = queue_apply_removal(" + quoted(db) + "," + quoted(table) + "," + named_rows(rows) + ")";
+}
+
+std::string redrive_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows) {
+  return "SET @queue_redriven = queue_apply_redrive(" + quoted(db) + "," + quoted(table) + "," + named_rows(rows) + ")";
 }
 
 std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions) {
@@ -122,13 +142,6 @@ bool parse_positions(const std::string& text, std::vector<size_t>* positions, st
   }
   *error = "expected increasing row positions '<n>[,<n>...]', got '" + text.substr(0, 64) + "'";
   return false;
-}
-
-q4m::Status log_relay_source(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last) {
-  return log_statement(table, "the relay source's last row id", [&](const std::string& db, const std::string& name) {
-    return "SET @queue_relayed = queue_apply_srcid(" + quoted(db) + "," + quoted(name) + ",'" +
-           std::to_string(source_id) + ":" + std::to_string(last) + "')";
-  });
 }
 
 bool parse_relay_source(const std::string& text, uint32_t* source_id, q4m::RowId* last, std::string* error) {

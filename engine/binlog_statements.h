@@ -36,7 +36,9 @@ q4m::ReplicationLog& binlog_replication_log();
 
 // The statement that removes `rows` of db.table on another server.
 std::string removal_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
-// Parses the third argument of that statement; false (with *error) if it is not one.
+// The statement that redrives `rows` of db.table on another server (queue_apply_redrive).
+std::string redrive_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
+// Parses the third argument of these statements; false (with *error) if it is not one.
 bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error);
 
 // The statement that drops, as duplicates, the new rows at `positions` (among those staged)
@@ -45,13 +47,14 @@ std::string dedup_statement(const std::string& db, const std::string& table, con
 // Parses its third argument.
 bool parse_positions(const std::string& text, std::vector<size_t>* positions, std::string* error);
 
-// Relayed rows (queue_set_srcid) are written at once, not by a transaction: the binary log
-// gets their rows as any INSERT's, then the positions of the replays dropped among the
-// statement's rows (queue_apply_dedup, above) and the source's new last id:
+// Relayed rows (queue_set_srcid) are staged as any INSERT's, and the binary log gets their
+// rows; at the prepare, the positions of the replays dropped among the transaction's rows
+// (queue_apply_dedup, above) and the source's new last id:
 //   SET @queue_relayed = queue_apply_srcid('<db>', '<table>', '<source id>:<last row id>')
-// so that a replica taking over drops the replays the primary would have.
-q4m::Status log_relay_source(const q4m::QueueTable& table, uint32_t source_id, q4m::RowId last);
-// Parses the third argument of that statement.
+// so that a replica taking over drops the replays the primary would have. A redrive of dead
+// rows (queue_redrive_dead) names them, in id order, where the transaction staged their copies:
+//   SET @queue_redriven = queue_apply_redrive('<db>', '<table>', '<id>:<length>:<checksum>,...')
+// Parses the third argument of the queue_apply_srcid statement.
 bool parse_relay_source(const std::string& text, uint32_t* source_id, q4m::RowId* last, std::string* error);
 
 }  // namespace q4m_engine

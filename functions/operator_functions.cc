@@ -114,21 +114,15 @@ class Item_func_dead_rows final : public Item_queue_action {
     if (!max_rows_argument(args, arg_count, 2, fn, &max)) return 0;
     size_t rows = 0;
     if (q4m_engine::binlog_records(thd)) {
-      if (kAction == DeadAction::kRedrive) {
-        // The copies get new ids, which a replica applying the binary log would not give them.
-        my_printf_error(ER_NOT_SUPPORTED_YET,
-                        "%s(): table '%s': not with the binary log on (the rows would get new ids that a "
-                        "replica cannot follow); INSERT copies of them and queue_purge_dead() them instead",
-                        MYF(0), fn, t.label.c_str());
-        return 0;
-      }
-      // Removed at the commit of the statement's (or the open) transaction, in the binary log.
+      // At the commit of the statement's (or the open) transaction, in the binary log: a redrive's
+      // copies get their ids there, in the log's order, as a replica gives them.
       bool failed = false;
       q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
       if (failed) return 0;
       if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
       if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
-      const q4m::Status st = txn->remove_dead(t.subscription.table, max, &rows);
+      const q4m::Status st = kAction == DeadAction::kRedrive ? txn->redrive_dead(t.subscription.table, max, &rows)
+                                                             : txn->remove_dead(t.subscription.table, max, &rows);
       return status_result(st, rows);
     }
     q4m::Status st = kAction == DeadAction::kRedrive ? t.subscription.table->redrive_dead(max, &rows)

@@ -113,6 +113,26 @@ class Item_func_queue_apply_removal final : public Item_queue_apply {
   std::vector<q4m::NamedRow> rows_;
 };
 
+constexpr const char* kRedrive = "queue_apply_redrive";
+
+class Item_func_queue_apply_redrive final : public Item_queue_apply {
+ public:
+  Item_func_queue_apply_redrive(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kRedrive, "the rows") {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_redrive>(thd, this); }
+
+ protected:
+  bool parse(const std::string& list, std::string* error) override {
+    return q4m_engine::parse_named_rows(list, &rows_, error);
+  }
+  q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
+    return txn.redrive_named(table, rows_);
+  }
+  longlong count() const override { return static_cast<longlong>(rows_.size()); }
+
+ private:
+  std::vector<q4m::NamedRow> rows_;
+};
+
 constexpr const char* kDedup = "queue_apply_dedup";
 
 class Item_func_queue_apply_dedup final : public Item_queue_apply {
@@ -158,6 +178,8 @@ class Item_func_queue_apply_srcid final : public Item_queue_apply {
 
 constexpr char kApplyRemovalArgs[] = "queue_apply_removal() takes 3 arguments (the database, the table, the rows)";
 using Create_queue_apply_removal = Create_func_args<Item_func_queue_apply_removal, kApplyRemovalArgs, 3, 3>;
+constexpr char kApplyRedriveArgs[] = "queue_apply_redrive() takes 3 arguments (the database, the table, the rows)";
+using Create_queue_apply_redrive = Create_func_args<Item_func_queue_apply_redrive, kApplyRedriveArgs, 3, 3>;
 constexpr char kApplyDedupArgs[] =
     "queue_apply_dedup() takes 3 arguments (the database, the table, the positions of the rows dropped)";
 using Create_queue_apply_dedup = Create_func_args<Item_func_queue_apply_dedup, kApplyDedupArgs, 3, 3>;
@@ -169,6 +191,7 @@ using Create_queue_apply_srcid = Create_func_args<Item_func_queue_apply_srcid, k
 
 Plugin_function queue_apply_removal_plugin(&Create_queue_apply_removal::s_singleton);
 Plugin_function queue_apply_dedup_plugin(&Create_queue_apply_dedup::s_singleton);
+Plugin_function queue_apply_redrive_plugin(&Create_queue_apply_redrive::s_singleton);
 Plugin_function queue_apply_srcid_plugin(&Create_queue_apply_srcid::s_singleton);
 
 }  // namespace q4m_functions

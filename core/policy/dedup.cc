@@ -46,7 +46,7 @@ bool Dedup::admit(WriteBatch& b, WriterContext& ctx) {
       b.admitted[kept++] = i;
       continue;
     }
-    if (b.history || b.decided) {
+    if (b.decided || (b.history && b.history[i].copy)) {
       window_.remember(key, b.inserted_at(i, ctx.now_ms), &undo_);
       b.admitted[kept++] = i;
       continue;

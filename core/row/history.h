@@ -18,6 +18,9 @@ struct RowHistory {
   // A connection owned it when it was copied: the copy holds it back (taken by no one,
   // expired by no TTL) until QueueTable::take_over() says what became of it.
   bool held = false;
+  // A copy of a row inserted before (a copying ALTER TABLE, a redrive): DEDUP_COLUMN keeps
+  // its key and drops nothing. false: a new row that only carries its insert time.
+  bool copy = true;
 };
 
 }  // namespace q4m

@@ -234,11 +234,11 @@ Status Table::claim_named(const NamedRow* rows, size_t count, const Holder* as) 
   return Status::Ok();
 }
 
-Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) {
+Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named, bool copyable) {
   auto st = state_.lock();
   if (st->dropped) return dropped_status();
   std::vector<RowEntry*> rows;
-  for (RowId id : st->policies.get<DeadLetters>().oldest(max, false)) {
+  for (RowId id : st->policies.get<DeadLetters>().oldest(max, copyable)) {
     RowEntry* e = st->index.find(id);  // the dead-letter list holds live rows only
     NamedRow r;
     Status s = name_row(*st, *e, &r);
@@ -249,6 +249,26 @@ Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow
   RowContext ctx = context(*st);
   for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
   finish(*st, ctx);
+  return Status::Ok();
+}
+
+Status Table::copy_claimed(const Holder* as, const std::vector<NamedRow>& rows, std::vector<RowCopy>* out) {
+  out->clear();
+  for (const NamedRow& r : rows) {
+    RowCopy copy;
+    {
+      auto st = state_.lock();
+      const RowEntry* e = st->index.find(r.id);
+      if (!e || e->state != RowState::kClaimed || e->holder != as)
+        return Status(ErrorCode::kNotFound, "row " + std::to_string(r.id) + ": not claimed for the copy");
+      copy.insert_time_ms = e->time_ms;
+    }
+    bool found = false;
+    Status s = read(r.id, &copy.payload, &found, as);  // checked: a damaged row fails the copy
+    if (!s.ok()) return s;
+    if (!found) return Status(ErrorCode::kNotFound, "row " + std::to_string(r.id) + ": gone");
+    out->push_back(std::move(copy));
+  }
   return Status::Ok();
 }
 

@@ -272,8 +272,16 @@ class QueueTable {
   // A row named that is not here but was (its id is below the next one) is skipped on a
   // table with MESSAGE_TTL (expired here: each server expires rows by its own clock).
   virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as) = 0;
-  // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named.
-  virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named) = 0;
+  // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named;
+  // `copyable`: only rows whose bytes can be copied (queue_redrive_dead: not the damaged ones).
+  virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named,
+                                 bool copyable = false) = 0;
+  // The bytes and insert times of rows `as` claimed (a redrive's copies keep the time).
+  struct RowCopy {
+    std::string payload;
+    uint64_t insert_time_ms = 0;
+  };
+  virtual Status copy_claimed(const Holder* as, const std::vector<NamedRow>& rows, std::vector<RowCopy>* out) = 0;
   // How a part's new rows are admitted (DEDUP_COLUMN).
   struct Admission {
     // in: another server admitted them (WriteBatch::decided): none is dropped here.
@@ -283,6 +291,9 @@ class QueueTable {
     // in: whose rows they are, one tag per row (null: plain rows): relayed rows received
     // before are dropped (queue_set_srcid).
     const RelayTag* relay = nullptr;
+    // in: what the rows carry (a redrive's copies: their insert times), one per row (null:
+    // new rows).
+    const RowHistory* history = nullptr;
     // in: relay sources' last ids the part sets without rows (queue_apply_srcid).
     std::vector<fmt::SourceMark> relay_records;
     // out: the rows (indices into the part's rows) dropped as duplicates or replays.
@@ -294,6 +305,7 @@ class QueueTable {
     void fill(WriteBatch& b) const {
       b.decided = decided;
       b.insert_time_ms = insert_time_ms;
+      b.history = history;
       b.relay = relay;
       b.relay_records = relay_records.data();
       b.relay_record_count = relay_records.size();

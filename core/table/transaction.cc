@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/util/stats.h"
+
 namespace q4m {
 
 Transaction::Transaction(uint64_t connection_id) : holder_(connection_id) {}
@@ -11,7 +13,7 @@ Transaction::~Transaction() { rollback(); }
 Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
   for (Part& p : parts_)
     if (p.table == table) return p;
-  parts_.push_back(Part{table, {}, {}, {}, false, {}, 0, 0, 0, nullptr});
+  parts_.push_back(Part{table, {}, {}, {}, false, {}, false, 0, {}, 0, 0, 0, nullptr});
   return parts_.back();
 }
 
@@ -26,12 +28,61 @@ void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string r
 }
 
 void Transaction::insert_relayed(const std::shared_ptr<QueueTable>& table, std::string row, const RelayTag& tag) {
-  Part& p = part_of(table);
+  stage(part_of(table), std::move(row), tag, nullptr);
+}
+
+void Transaction::stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history) {
   p.rows.push_back(std::move(row));
   p.unstaged.push_back(false);
   p.tags.push_back(tag);
   if (tag.id) p.relays = true;
+  RowHistory h;
+  h.copy = false;  // a new row
+  if (history) {
+    h = *history;
+    p.copies = true;
+  }
+  p.histories.push_back(h);
   log_.push_back(Change{static_cast<size_t>(&p - parts_.data()), true, false, p.rows.size() - 1});
+}
+
+Status Transaction::redrive_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count) {
+  std::vector<NamedRow> rows;
+  *count = 0;
+  Status s = table->claim_dead_rows(max, &holder_, &rows, /*copyable=*/true);
+  // The copies follow in id order (their rows' insert order), as the log names them.
+  std::sort(rows.begin(), rows.end(), [](const NamedRow& a, const NamedRow& b) { return a.id < b.id; });
+  if (s.ok()) s = redrive(table, rows);
+  if (s.ok()) *count = rows.size();
+  return s;
+}
+
+Status Transaction::redrive_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows) {
+  Status s = table->claim_named(rows.data(), rows.size(), &holder_);
+  return s.ok() ? redrive(table, rows) : s;
+}
+
+Status Transaction::redrive(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows) {
+  if (rows.empty()) return Status::Ok();
+  std::vector<QueueTable::RowCopy> copies;
+  Status s = table->copy_claimed(&holder_, rows, &copies);
+  if (s.ok() && replication_log_) s = replication_log_->redriven(*table, rows);
+  if (!s.ok()) {
+    std::vector<RowId> ids;
+    for (const NamedRow& r : rows) ids.push_back(r.id);
+    table->release_claims(&holder_, ids.data(), ids.size());  // dead again
+    return s;
+  }
+  log_claims(table, rows, false);
+  Part& p = part_of(table);
+  for (size_t i = log_.size() - rows.size(); i < log_.size(); i++) log_[i].redriven = true;
+  p.redriven += rows.size();
+  for (QueueTable::RowCopy& c : copies) {
+    RowHistory h;
+    h.insert_time_ms = c.insert_time_ms;  // its age kept, its deliveries over
+    stage(p, std::move(c.payload), RelayTag{}, &h);
+  }
+  return Status::Ok();
 }
 
 void Transaction::record_relay(const std::shared_ptr<QueueTable>& table, uint32_t source, RowId last) {
@@ -148,6 +199,7 @@ void Transaction::rollback_to(size_t mark) {
       given_back[c.part].push_back(c.id);
       p.claimed--;
       if (c.consumed) p.consumed--;
+      if (c.redriven) p.redriven--;
     }
   }
   for (size_t i = 0; i < parts_.size(); i++)
@@ -169,12 +221,23 @@ std::vector<RelayTag> Transaction::tags_of(const Part& p) const {
   return tags;
 }
 
-QueueTable::Admission Transaction::admission_of(const Part& p, std::vector<RelayTag>* tags) const {
+std::vector<RowHistory> Transaction::histories_of(const Part& p) const {
+  std::vector<RowHistory> histories;
+  if (!p.copies) return histories;
+  for (size_t i = 0; i < p.rows.size(); i++)
+    if (!p.unstaged[i]) histories.push_back(p.histories[i]);
+  return histories;
+}
+
+QueueTable::Admission Transaction::admission_of(const Part& p, std::vector<RelayTag>* tags,
+                                                std::vector<RowHistory>* histories) const {
   QueueTable::Admission a;
   a.decided = decided_;
   a.insert_time_ms = insert_time_ms_;
   *tags = tags_of(p);
   a.relay = tags->empty() ? nullptr : tags->data();
+  *histories = histories_of(p);
+  a.history = histories->empty() ? nullptr : histories->data();
   a.relay_records = p.records;
   return a;
 }
@@ -204,7 +267,8 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
     std::vector<RelayTag> tags;
-    QueueTable::Admission admission = admission_of(p, &tags);
+    std::vector<RowHistory> histories;
+    QueueTable::Admission admission = admission_of(p, &tags, &histories);
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
     if (s.ok()) note_replays(p, tags, admission);
     if (s.ok() && replication_log_ && !admission.dropped.empty())
@@ -238,7 +302,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
   for (Part& p : parts_) {
     if (p.prepared) {  // its admission ran at prepare: its end is not refused
       Status s = p.queued ? finish_queued(p) : p.table->end_part(p.prepared, true);
-      if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
+      if (s.ok()) count_ended(p);
       if (!s.ok() && failed.ok() && s.code() != ErrorCode::kDropped) {
         failed = s;
         if (failed_table) *failed_table = p.table.get();
@@ -252,10 +316,11 @@ Status Transaction::commit(const QueueTable** failed_table) {
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
     std::vector<RelayTag> tags;
-    QueueTable::Admission admission = admission_of(p, &tags);  // one phase: no binary log coordinates it, none is told
+    std::vector<RowHistory> histories;
+    QueueTable::Admission admission = admission_of(p, &tags, &histories);  // one phase: no binary log coordinates it, none is told
     Status s = p.table->commit_part(&holder_, rows, &admission);
     if (s.ok()) note_replays(p, tags, admission);
-    if (s.ok()) p.table->counters().rows_consumed.add(p.consumed);
+    if (s.ok()) count_ended(p);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);
       failed = s;
@@ -264,6 +329,12 @@ Status Transaction::commit(const QueueTable** failed_table) {
   }
   clear();
   return failed;
+}
+
+void Transaction::count_ended(const Part& p) {
+  p.table->counters().rows_consumed.add(p.consumed);
+  p.table->counters().rows_redriven.add(p.redriven);
+  global_stats().rows_redriven.add(p.redriven);
 }
 
 void Transaction::rollback() {

@@ -33,6 +33,8 @@ class ReplicationLog {
   virtual Status deduplicated(const QueueTable& table, const std::vector<size_t>& positions) = 0;
   // Relayed rows of source `source_id` up to row `last` were received (queue_set_srcid).
   virtual Status relayed(const QueueTable& table, uint32_t source_id, RowId last) = 0;
+  // The transaction replaces these dead rows by copies at the queue's end (queue_redrive_dead).
+  virtual Status redriven(const QueueTable& table, const std::vector<NamedRow>& rows) = 0;
 };
 
 class Transaction {
@@ -54,6 +56,13 @@ class Transaction {
   Status remove_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
   // queue_purge_dead(): up to `max` dead rows of `table`, oldest first; *count = how many.
   Status remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
+  // queue_redrive_dead(): up to `max` dead rows of `table` (oldest first, not those set aside
+  // for damaged bytes) are removed at the end and replaced by copies staged now, in that
+  // order (insert time kept, delivery count 0; DEDUP_COLUMN drops none). *count = how many.
+  Status redrive_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
+  // The rows another server's binary log says were redriven there (queue_apply_redrive),
+  // checked as remove_named() checks them.
+  Status redrive_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
   // Where remove_owned(), remove_visible(), remove_named() and remove_dead() report their rows
   // (null: nowhere). Not owned.
   void set_replication_log(ReplicationLog* log) { replication_log_ = log; }
@@ -132,6 +141,9 @@ class Transaction {
     std::vector<bool> unstaged;     // rows[i] was deleted again (or rolled back)
     std::vector<RelayTag> tags;     // whose rows[i] is (id 0: a plain row)
     bool relays = false;            // a tag has an id
+    std::vector<RowHistory> histories;  // what rows[i] carries (a redrive's copy: its insert time)
+    bool copies = false;                // a row is a copy
+    size_t redriven = 0;                // dead rows it replaces by copies (counted at commit)
     std::vector<fmt::SourceMark> records;  // record_relay()
     size_t claimed = 0;             // rows claimed here
     size_t consumed = 0;            // of them, rows its consumer ended (counted at commit)
@@ -144,6 +156,7 @@ class Transaction {
     bool consumed;  // a claim of a row its consumer ended (else a DELETE's)
     RowId id;     // a claim's row; an insert's index in rows
     bool record = false;  // a record_relay(), the last of records
+    bool redriven = false;  // a claim of a row a copy replaces
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);
   void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
@@ -151,17 +164,24 @@ class Transaction {
   Status log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed,
                      size_t* count);
   Status finish_queued(Part& p);
+  void count_ended(const Part& p);  // its consumed and redriven rows, once it committed
   const Part* find(const QueueTable* table) const;
   void clear();
 
   std::vector<std::string_view> rows_of(const Part& p) const;
   std::vector<RelayTag> tags_of(const Part& p) const;  // as rows_of()
+  std::vector<RowHistory> histories_of(const Part& p) const;  // as rows_of()
+  void stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history);
+  // The claimed `rows` of `table` (not logged yet) go at the end; copies of them are staged.
+  Status redrive(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
 
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
-  // How part `p`'s staged rows are admitted (set_decided, their tags: *tags holds them).
-  QueueTable::Admission admission_of(const Part& p, std::vector<RelayTag>* tags) const;
+  // How part `p`'s staged rows are admitted (set_decided, their tags and histories: *tags
+  // and *histories hold them).
+  QueueTable::Admission admission_of(const Part& p, std::vector<RelayTag>* tags,
+                                     std::vector<RowHistory>* histories) const;
   void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a);
   std::vector<Replays> replays_;
 

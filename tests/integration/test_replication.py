@@ -97,26 +97,45 @@ def test_a_replica_holds_the_primarys_queue_under_load(pair):
     assert pair.primary.sql("SELECT id, p FROM test.load_jobs") == pair.replica.sql("SELECT id, p FROM test.load_jobs")
 
 
-def test_purged_dead_rows_leave_the_replica_too_and_redrive_is_refused(pair):
-    pair.primary.sql("CREATE TABLE test.dead_jobs (id INT NOT NULL) ENGINE=QUEUE MAX_DELIVERIES=1")
+def test_purged_and_redriven_dead_rows_reach_the_replica(pair):
+    """queue_purge_dead() and queue_redrive_dead() with the binary log on: both take effect at
+    their transaction's commit and reach the replica by row id; a redrive's copies get their
+    ids at the commit, in the log's order, on both servers, keep their age, and keep their
+    DEDUP_COLUMN keys without being taken for duplicates. (queue_redrive_dead was refused with
+    the binary log on before.)"""
+    pair.primary.sql("CREATE TABLE test.dead_jobs (id INT NOT NULL, k INT) ENGINE=QUEUE MAX_DELIVERIES=1 "
+                     "DEDUP_COLUMN='k'")
     c = pair.primary.connect()
-    query(c, "INSERT INTO dead_jobs VALUES (1), (2), (3)")
-    for _ in range(2):
+    query(c, "INSERT INTO dead_jobs VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+    for _ in range(3):
         query(c, "SELECT queue_wait('dead_jobs', 0)")
         query(c, "SELECT queue_abort()")  # dead at once
-    expect_error(c, "SELECT queue_redrive_dead('dead_jobs')", "queue_redrive_dead(): table 'test.dead_jobs'",
-                 "not with the binary log on")
     assert value(c, "SELECT queue_purge_dead('dead_jobs', 1)") == 1
     query(c, "BEGIN")
-    assert value(c, "SELECT queue_purge_dead('dead_jobs')") == 1
+    assert value(c, "SELECT queue_purge_dead('dead_jobs')") == 2
     query(c, "ROLLBACK")  # the purge with it
+    query(c, "BEGIN")
+    assert value(c, "SELECT queue_redrive_dead('dead_jobs')") == 2
+    query(c, "ROLLBACK")  # the redrive with it: still dead
+    assert pair.primary.sql("SELECT id, queue_scan_state() FROM test.dead_jobs") == [
+        (2, "dead"), (3, "dead"), (4, "queued")]
+    query(c, "INSERT INTO dead_jobs VALUES (5, NULL)")
+    assert value(c, "SELECT queue_redrive_dead('dead_jobs')") == 2
+    query(c, "INSERT INTO dead_jobs VALUES (6, 2)")  # the copy of 2 keeps its key: a duplicate
     pair.sync()
-    assert [r[1] for r in rows_with_ids(pair.primary, "dead_jobs")] == [2, 3]
+    assert [r[1] for r in rows_with_ids(pair.primary, "dead_jobs")] == [4, 5, 2, 3]
     assert rows_with_ids(pair.replica, "dead_jobs") == rows_with_ids(pair.primary, "dead_jobs")
-    # Dead marks stay local: the replica never saw row 2 die, a promoted one would queue it.
     states = "SELECT id, queue_scan_state() FROM test.dead_jobs"
-    assert pair.primary.sql(states) == [(2, "dead"), (3, "queued")]
-    assert pair.replica.sql(states) == [(2, "queued"), (3, "queued")]
+    assert pair.primary.sql(states) == [(4, "queued"), (5, "queued"), (2, "queued"), (3, "queued")]
+    assert pair.replica.sql(states) == pair.primary.sql(states)
+    st = pair.status()
+    assert st["Last_SQL_Errno"] == 0, st
+    # Dead marks stay local: the replica never saw a row die, a promoted one would queue it.
+    query(c, "SELECT queue_wait('dead_jobs', 0)")
+    query(c, "SELECT queue_abort()")
+    pair.sync()
+    assert pair.primary.sql(states)[0] == (4, "dead")
+    assert pair.replica.sql(states)[0] == (4, "queued")
 
 
 def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
@@ -355,6 +374,11 @@ def test_the_removal_statement_refuses_what_is_not_a_list_of_rows(pair):
         expect_error(c, f"SELECT queue_apply_srcid('test', 'apply_args', '{bad}')",
                      "queue_apply_srcid(): argument 3", "expected '<source id>:<last row id>'")
     expect_error(c, "SELECT queue_apply_srcid('test', 'nope', '7:5')", "nope")
+    for bad in ("1:4:5,", "1:4", "0:4:5", ""):
+        expect_error(c, f"SELECT queue_apply_redrive('test', 'apply_args', '{bad}')",
+                     "queue_apply_redrive(): argument 3", "expected a list")
+    expect_error(c, "SELECT queue_apply_redrive('test', 'apply_args')", "takes 3 arguments")
+    expect_error(c, "SELECT queue_apply_redrive('test', 'apply_args', '1:4:5')", "row 1: other bytes here")
     assert value(c, "SELECT COUNT(*) FROM apply_args") == 1
 
 

@@ -266,6 +266,11 @@ struct RecordedRemovals : ReplicationLog {
     return Status::Ok();
   }
   Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
+  std::vector<NamedRow> redriven_rows;
+  Status redriven(const QueueTable&, const std::vector<NamedRow>& r) override {
+    redriven_rows.insert(redriven_rows.end(), r.begin(), r.end());
+    return Status::Ok();
+  }
 };
 
 // DEDUP_COLUMN under a binary log: the primary's prepare reports the positions it dropped;
@@ -596,4 +601,76 @@ TEST(a_replicas_relay_record_commits_with_its_transaction) {
   CHECK_EQ(t->last_relayed_rowid(9), 41u);
   t.reset();
   TableRegistry::instance().close_all();
+}
+
+// queue_redrive_dead() in a transaction (with the binary log on): the dead rows are claimed
+// and named for the log, their copies staged (insert time kept, no dedup drop); at the
+// commit the copies get ids at the queue's end and the dead rows go. A replica applying the
+// named rows does the same, to the same ids. A rollback leaves the rows dead.
+TEST(a_redrive_in_a_transaction_replaces_dead_rows_by_copies_at_its_commit) {
+  TempDir dir;
+  auto primary = create_and_open(dir.file("p"));
+  auto replica = create_and_open(dir.file("r"));
+  REQUIRE(primary && replica);
+  for (auto* t : {&primary, &replica}) set_dedup(**t, key_label_column("k"), std::chrono::seconds(300));
+  const uint64_t an_hour_ago = now_ms() - 3600 * 1000;
+  for (auto* t : {&primary, &replica}) {
+    Transaction txn(1);
+    txn.set_decided(true, an_hour_ago);
+    txn.insert(*t, key_label_row("a", "1"));
+    txn.insert(*t, key_label_row("b", "2"));
+    txn.insert(*t, key_label_row("c", "3"));
+    REQUIRE(txn.commit().ok());
+  }
+  set_option(*primary, &TableOptions::max_deliveries, uint32_t{1});
+  Consumer c;
+  for (int i = 0; i < 2; i++) {  // rows 1 and 2 die on the primary
+    REQUIRE(take(c, primary));
+    REQUIRE(c.abort().ok());
+  }
+  CHECK_EQ(primary->info().dead_rows, 2u);
+  {
+    Transaction txn(2);
+    size_t n = 0;
+    REQUIRE(txn.redrive_dead(primary, 10, &n).ok());
+    CHECK_EQ(n, 2u);
+    txn.rollback();
+  }
+  CHECK_EQ(primary->info().dead_rows, 2u);  // dead again
+  RecordedRemovals log;
+  {
+    Transaction txn(3);
+    txn.set_replication_log(&log);
+    size_t n = 0;
+    REQUIRE(txn.redrive_dead(primary, 10, &n).ok());
+    CHECK_EQ(n, 2u);
+    CHECK_EQ(primary->info().rows, 3u);  // until the commit
+    REQUIRE(txn.prepare("xid-redrive").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  REQUIRE(log.redriven_rows.size() == 2u);
+  CHECK(log.rows.empty());  // logged as a redrive, not as a removal
+  CHECK_EQ(primary->info().dead_rows, 0u);
+  CHECK_EQ(primary->info().dedup_keys, 3u);  // the copies' keys were not taken for duplicates
+  CHECK(primary->info().oldest_age_ms >= 3600u * 1000);  // their age kept
+  CHECK_EQ(primary->counters().rows_redriven.get(), 2u);
+  {
+    Transaction txn(4);
+    txn.set_decided(true);
+    REQUIRE(txn.redrive_named(replica, log.redriven_rows).ok());
+    REQUIRE(txn.prepare("xid-replica").ok());
+    REQUIRE(txn.commit().ok());
+  }
+  const auto on_primary = scan(*primary), on_replica = scan(*replica);
+  REQUIRE(on_primary.size() == 3u);
+  CHECK(on_primary == on_replica);  // the same rows under the same ids
+  CHECK(key_label_of(on_primary[0].second) == "3");
+  CHECK(key_label_of(on_primary[1].second) == "1");
+  CHECK(on_primary[1].first > 3u);
+  {  // a replica whose row has other bytes refuses, and keeps it
+    Transaction txn(5);
+    std::vector<NamedRow> wrong = {NamedRow{on_replica[0].first, 1, 0}};
+    CHECK(txn.redrive_named(replica, wrong).code() == ErrorCode::kInvalid);
+  }
+  CHECK_EQ(scan(*replica).size(), 3u);
 }
