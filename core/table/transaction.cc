@@ -206,27 +206,29 @@ void Transaction::rollback_to(size_t mark) {
     if (!given_back[i].empty()) parts_[i].table->release_claims(&holder_, given_back[i].data(), given_back[i].size());
 }
 
+namespace {
+
+// The entries of `all` (one per row a part staged) for the rows still staged.
+template <typename T, typename U>
+std::vector<T> still_staged(const std::vector<bool>& unstaged, const std::vector<U>& all) {
+  std::vector<T> out;
+  for (size_t i = 0; i < all.size(); i++)
+    if (!unstaged[i]) out.emplace_back(all[i]);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string_view> Transaction::rows_of(const Part& p) const {
-  std::vector<std::string_view> rows;
-  for (size_t i = 0; i < p.rows.size(); i++)
-    if (!p.unstaged[i]) rows.push_back(p.rows[i]);
-  return rows;
+  return still_staged<std::string_view>(p.unstaged, p.rows);
 }
 
 std::vector<RelayTag> Transaction::tags_of(const Part& p) const {
-  std::vector<RelayTag> tags;
-  if (!p.relays) return tags;
-  for (size_t i = 0; i < p.rows.size(); i++)
-    if (!p.unstaged[i]) tags.push_back(p.tags[i]);
-  return tags;
+  return p.relays ? still_staged<RelayTag>(p.unstaged, p.tags) : std::vector<RelayTag>();
 }
 
 std::vector<RowHistory> Transaction::histories_of(const Part& p) const {
-  std::vector<RowHistory> histories;
-  if (!p.copies) return histories;
-  for (size_t i = 0; i < p.rows.size(); i++)
-    if (!p.unstaged[i]) histories.push_back(p.histories[i]);
-  return histories;
+  return p.copies ? still_staged<RowHistory>(p.unstaged, p.histories) : std::vector<RowHistory>();
 }
 
 QueueTable::Admission Transaction::admission_of(const Part& p, std::vector<RelayTag>* tags,

@@ -124,6 +124,18 @@ def _produce_until_killed(primary, producer, acked):
         pass
 
 
+def _kill_primary_under(pair, workers, rng):
+    """Starts `workers` (threads writing to the primary), kills the primary with kill -9 a
+    moment later, waits for them to notice and starts it again."""
+    for t in workers:
+        t.start()
+    threading.Event().wait(rng.uniform(0.4, 0.9))
+    pair.primary.kill9()
+    for t in workers:
+        t.join(60)
+    pair.primary.start()
+
+
 def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory):
     """Transactions prepared when the primary dies are committed by its restart's recovery in
     the binary log's order, so the ids it gives their rows are those the replica gave them: the
@@ -135,15 +147,9 @@ def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory):
         acked = set()
         rng = random.Random(31)
         for cycle in range(4):
-            producers = [threading.Thread(target=_produce_until_killed, args=(pair.primary, cycle * 10 + p, acked))
-                         for p in range(6)]
-            for t in producers:
-                t.start()
-            threading.Event().wait(rng.uniform(0.4, 0.9))
-            pair.primary.kill9()
-            for t in producers:
-                t.join(60)
-            pair.primary.start()
+            _kill_primary_under(pair, [threading.Thread(target=_produce_until_killed,
+                                                        args=(pair.primary, cycle * 10 + p, acked)) for p in range(6)],
+                                rng)
         pair.sync()
         ids = "SELECT queue_scan_rowid(), producer, seq FROM test.jobs"
         assert pair.replica.sql(ids) == pair.primary.sql(ids), "the replica's rows or ids differ from the primary's"
@@ -196,15 +202,9 @@ def test_a_primary_killed_while_relaying_keeps_the_replicas_rows_and_relay_recor
             return max(0, (max(mine) + 1 if mine else 0) - 4)
 
         for _ in range(3):
-            relays = [threading.Thread(target=_relay_until_killed, args=(pair.primary, s, resend_from(s), None, acked))
-                      for s in sources]
-            for t in relays:
-                t.start()
-            threading.Event().wait(rng.uniform(0.4, 0.9))
-            pair.primary.kill9()
-            for t in relays:
-                t.join(60)
-            pair.primary.start()
+            _kill_primary_under(pair, [threading.Thread(target=_relay_until_killed,
+                                                        args=(pair.primary, s, resend_from(s), None, acked))
+                                       for s in sources], rng)
         ends = {s: resend_from(s) + 40 for s in sources}
         relays = [threading.Thread(target=_relay_until_killed, args=(pair.primary, s, resend_from(s), ends[s], acked))
                   for s in sources]
