@@ -568,8 +568,10 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
-  // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
-  snapshot_scan_ = !copy_scan_ && in_consistent_snapshot(thd);
+  // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h); a
+  // consumer in owner mode still reads its own row(s).
+  const q4m::Consumer* viewer = viewer_of(thd);
+  snapshot_scan_ = !copy_scan_ && in_consistent_snapshot(thd) && !(viewer && viewer->owner_mode());
   snapshot_next_ = 0;
   snapshot_.clear();
   if (snapshot_scan_) {

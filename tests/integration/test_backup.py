@@ -142,6 +142,12 @@ def test_a_consistent_snapshot_reads_the_queue_of_its_point(server):
     assert query(reader, "SELECT id FROM q") == []
     query(reader, "ROLLBACK")
     assert query(reader, "SELECT id FROM q") == [(5,)]
+    # A consumer in such a transaction still reads the row it owns (Q4M's owner mode).
+    query(worker, "INSERT INTO q VALUES (6)")
+    query(reader, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    assert query(reader, "SELECT id FROM q WHERE queue_wait('q', 0)") == [(5,)]
+    assert query(reader, "SELECT id FROM q") == [(5,)]
+    query(reader, "COMMIT")
 
 
 def _exactly_once(server, producer, stop, errors):
