@@ -5,6 +5,8 @@
 // transaction's commit is queued under the same lock (commit_ordered), so a point splits
 // the commits as InnoDB's read view does. While a snapshot is open, each table journals
 // what its commits change (SnapshotJournal), so it can give the rows it held at the point.
+// Not covered: a copying ALTER TABLE while a snapshot is open (the new table has no journal:
+// a snapshot reads it as it is), as InnoDB's read views do not cover DDL either.
 #pragma once
 #include <cstdint>
 
