@@ -704,7 +704,20 @@ int ha_queue::info(uint flag) {
   return 0;
 }
 
-ha_rows ha_queue::records() { return queue_->visible_count(viewer_of(ha_thd())) + staged_rows(); }
+ha_rows ha_queue::records() {
+  THD* thd = ha_thd();
+  const q4m::Consumer* viewer = viewer_of(thd);
+  if (in_consistent_snapshot(thd) && !(viewer && viewer->owner_mode())) {  // COUNT(*) as the scan reads
+    std::vector<q4m::SnapshotRow> rows;
+    q4m::Status st = queue_->snapshot_rows(connection_state(thd).snapshot_point(), &rows);
+    if (!st.ok()) {
+      raise(st);
+      return HA_POS_ERROR;
+    }
+    return rows.size() + staged_rows();
+  }
+  return queue_->visible_count(viewer) + staged_rows();
+}
 
 // The rows the connection's open transaction inserted into this table (still there).
 ha_rows ha_queue::staged_rows() {

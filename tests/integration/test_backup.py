@@ -134,6 +134,7 @@ def test_a_consistent_snapshot_reads_the_queue_of_its_point(server):
     query(worker, "TRUNCATE TABLE q")
     assert query(reader, "SELECT id FROM q") == [(1,), (2,), (3,)]
     assert query(reader, "SELECT id FROM q ORDER BY id DESC") == [(3,), (2,), (1,)]  # by position too
+    assert query(reader, "SELECT COUNT(*) FROM q") == [(3,)]
     assert query(reader, "SELECT id FROM t") == [(1,)]
     query(reader, "COMMIT")
     assert query(reader, "SELECT id FROM q") == []
