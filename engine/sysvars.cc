@@ -23,6 +23,7 @@ unsigned long long concurrent_compaction_interval = 1ull << 20;
 unsigned long long mmap_max = 1ull << 30;
 unsigned int compact_removed_percent = 50;
 unsigned long long compact_min_bytes = 16ull << 20;
+unsigned long long snapshot_journal_rows = 4000000;
 unsigned int commit_spin_us = 300;
 
 // Same order as q4m::SyncMode.
@@ -59,6 +60,10 @@ void update_compact_removed_percent(THD*, st_mysql_sys_var*, void* var_ptr, cons
   q4m::settings().compaction_removed_percent.store(
       static_cast<int>(stored<unsigned int>(var_ptr, save)));
 }
+void update_snapshot_journal_rows(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
+  q4m::settings().snapshot_journal_rows.store(stored<unsigned long long>(var_ptr, save));
+}
+
 void update_compact_min_bytes(THD*, st_mysql_sys_var*, void* var_ptr, const void* save) {
   q4m::settings().compaction_min_file_bytes.store(stored<unsigned long long>(var_ptr, save));
 }
@@ -103,6 +108,12 @@ MYSQL_THDVAR_BOOL(sync_removals, PLUGIN_VAR_OPCMDARG,
 MYSQL_SYSVAR_ULONGLONG(compact_min_bytes, compact_min_bytes, PLUGIN_VAR_RQCMDARG,
                        "Smallest data file automatic compaction considers (bytes)", nullptr,
                        update_compact_min_bytes, 16ull << 20, 0, ULLONG_MAX, 0);
+MYSQL_SYSVAR_ULONGLONG(snapshot_journal_rows, snapshot_journal_rows, PLUGIN_VAR_RQCMDARG,
+                       "Rows removed from one QUEUE table that it keeps (in memory, about 60 bytes each) for "
+                       "open consistent snapshots (START TRANSACTION WITH CONSISTENT SNAPSHOT, mariadb-dump "
+                       "--single-transaction); past it the snapshots begun before fail to read the table "
+                       "with an error, instead of reading it wrong",
+                       nullptr, update_snapshot_journal_rows, 4000000, 1, ULLONG_MAX, 0);
 MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   "Microseconds a statement queued behind another's group commit keeps its "
                   "CPU (yielding to runnable threads) before it sleeps; at most as many "
@@ -132,6 +143,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(lease_timeout),
     MYSQL_SYSVAR(sync_removals),
     MYSQL_SYSVAR(commit_spin_us),
+    MYSQL_SYSVAR(snapshot_journal_rows),
     MYSQL_SYSVAR(session_mark),
     MYSQL_SYSVAR(debug_crash_point),
     nullptr};
@@ -162,6 +174,7 @@ void apply_system_variables() {
   s.compaction_removed_percent.store(static_cast<int>(compact_removed_percent));
   s.compaction_min_file_bytes.store(compact_min_bytes);
   s.commit_spin_us.store(commit_spin_us);
+  s.snapshot_journal_rows.store(snapshot_journal_rows);
 }
 
 }  // namespace q4m_engine

@@ -25,8 +25,14 @@ struct SnapshotRow {
 
 class SnapshotJournal {
  public:
-  void inserted(uint64_t ticket, RowId first) { inserted_.emplace_back(ticket, first); }
-  void removed(uint64_t ticket, SnapshotRow row) { removed_.push_back(Removed{ticket, std::move(row)}); }
+  // Kept only when a snapshot's point may lie since the last one kept: a point's boundary is
+  // the first insert after it (one entry per snapshot, not per commit).
+  void inserted(uint64_t ticket, RowId first);
+  // Past settings().snapshot_journal_rows rows, the rows kept so far are dropped: the
+  // snapshots that needed them cannot read this table any more (readable()).
+  void removed(uint64_t ticket, SnapshotRow row);
+  // Whether a snapshot at `point` can still be read here.
+  bool readable(uint64_t point) const { return point >= lost_before_; }
   // Rows with this id or a higher one were inserted after `point`.
   RowId boundary(uint64_t point) const;
   // The rows removed after `point` that were there at it.
@@ -43,6 +49,7 @@ class SnapshotJournal {
   };
   std::vector<std::pair<uint64_t, RowId>> inserted_;  // (ticket, first id), in ticket order
   std::vector<Removed> removed_;
+  uint64_t lost_before_ = 0;  // snapshots at points below it lost rows they needed
 };
 
 }  // namespace q4m

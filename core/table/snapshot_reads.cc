@@ -5,6 +5,7 @@
 
 #include "core/table/snapshots.h"
 #include "core/table/table.h"
+#include "core/util/settings.h"
 
 namespace q4m {
 
@@ -14,6 +15,12 @@ Status Table::snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) {
   // a barrier behind them.
   if (Status s = sync_commits(); !s.ok()) return s;
   auto st = state_.lock();
+  if (!st->journal.readable(point))
+    return Status(ErrorCode::kInvalid,
+                  "file " + path() + ": this consistent snapshot is too old: more than " +
+                      std::to_string(settings().snapshot_journal_rows.load()) +
+                      " rows were removed from the table since it began (queue_snapshot_journal_rows); start "
+                      "it again, raise that variable, or dump with --lock-tables");
   const RowId below = st->journal.boundary(point);
   for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
     const RowEntry& e = st->index.at(pos);

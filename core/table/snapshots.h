@@ -19,6 +19,7 @@ class Snapshots {
   static void end(uint64_t point);
   static bool any();         // a snapshot is open
   static uint64_t oldest();  // the oldest open point; UINT64_MAX if none
+  static uint64_t newest();  // the newest point begun (maybe ended since); 0 if none
 };
 
 }  // namespace q4m

@@ -24,6 +24,9 @@ struct StorageSettings {
   std::atomic<uint64_t> mmap_max{1ull << 30};
   // How long a caller queued behind a group commit spins (yielding) before it sleeps.
   std::atomic<uint32_t> commit_spin_us{300};
+  // Rows removed from one table that it keeps for open consistent snapshots (their reads);
+  // past it the oldest snapshots cannot read the table any more (core/table/snapshots.h).
+  std::atomic<uint64_t> snapshot_journal_rows{4'000'000};
 
   SyncMode sync() const { return static_cast<SyncMode>(sync_mode.load(std::memory_order_relaxed)); }
 };

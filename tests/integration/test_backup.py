@@ -151,6 +151,24 @@ def test_a_consistent_snapshot_reads_the_queue_of_its_point(server):
     query(reader, "COMMIT")
 
 
+def test_a_snapshot_too_old_fails_naming_the_table(server):
+    """Past queue_snapshot_journal_rows rows removed since a snapshot began, its read of the
+    table fails with an error naming it (a dump then fails) instead of reading it wrong."""
+    server.sql("CREATE TABLE test.q (id INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.q VALUES (1), (2), (3), (4)")
+    server.sql("SET GLOBAL queue_snapshot_journal_rows = 2")
+    reader, worker = server.connect(), server.connect()
+    query(reader, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    for _ in range(3):
+        assert value(worker, "SELECT queue_wait('q', 0)") == 1
+    value(worker, "SELECT queue_end()")
+    expect_error(reader, "SELECT id FROM q", "q.Q4M", "consistent snapshot is too old", "queue_snapshot_journal_rows")
+    query(reader, "COMMIT")
+    query(reader, "START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    assert query(reader, "SELECT id FROM q") == [(4,)]
+    query(reader, "COMMIT")
+
+
 def _exactly_once(server, producer, stop, errors):
     """Produces jobs (producer, 1..n) and consumes them exactly once: each consumed job becomes
     an InnoDB row of test.done in the transaction that ends it."""

@@ -6,6 +6,7 @@
 #include "core/table/consumer.h"
 #include "core/table/snapshots.h"
 #include "core/table/transaction.h"
+#include "core/util/settings.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -78,6 +79,52 @@ TEST(a_snapshot_splits_transactions_where_their_commits_were_queued) {
   REQUIRE(before.commit().ok());
   CHECK(at_point(*t, point) == (Rows{"b", "x"}));
   Snapshots::end(point);
+  t.reset();
+  TableRegistry::instance().close_all();
+}
+
+// A table keeps at most queue_snapshot_journal_rows removed rows for open snapshots: past it
+// the snapshots that needed them get an error naming the table (never a wrong read), and a
+// snapshot begun after reads as before.
+TEST(a_snapshot_that_lost_removed_rows_fails_instead_of_reading_wrong) {
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b", "c", "d", "e"});
+  REQUIRE(t);
+  const uint64_t saved = settings().snapshot_journal_rows.load();
+  settings().snapshot_journal_rows.store(2);
+  const uint64_t point = Snapshots::begin();
+  Consumer c;
+  for (int i = 0; i < 3; i++) {
+    REQUIRE(take(c, t));
+    REQUIRE(c.end().ok());
+  }
+  std::vector<SnapshotRow> rows;
+  const Status s = t->snapshot_rows(point, &rows);
+  CHECK(!s.ok());
+  CHECK(s.message().find("too old") != std::string::npos);
+  CHECK(s.message().find(t->path()) != std::string::npos);
+  const uint64_t later = Snapshots::begin();
+  CHECK(at_point(*t, later) == (Rows{"d", "e"}));
+  Snapshots::end(point);
+  Snapshots::end(later);
+  settings().snapshot_journal_rows.store(saved);
+  t.reset();
+  TableRegistry::instance().close_all();
+}
+
+// Many commits while a snapshot is open keep one first-insert entry per snapshot, and each
+// snapshot still splits them right.
+TEST(snapshots_between_many_commits_split_them_right) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  std::vector<uint64_t> points;
+  for (int i = 0; i < 50; i++) {
+    if (i % 10 == 0) points.push_back(Snapshots::begin());
+    REQUIRE(insert1(*t, std::to_string(i)).ok());
+  }
+  for (size_t k = 0; k < points.size(); k++) CHECK_EQ(at_point(*t, points[k]).size(), k * 10);
+  for (uint64_t p : points) Snapshots::end(p);
   t.reset();
   TableRegistry::instance().close_all();
 }
