@@ -79,8 +79,7 @@ struct WriteBatch {
   // ---- results
   // The rows admitted, as indices into *rows (admission starts with all of them).
   std::vector<size_t> admitted;
-  size_t replayed = 0;      // relayed rows received before (dropped: policy/relay.h)
-  std::vector<size_t> replays;  // those rows (indices into *rows, increasing)
+  std::vector<size_t> replays;  // relayed rows received before (dropped: policy/relay.h), increasing
   std::vector<fmt::SourceMark> relay_marks;  // the sources' last ids it sets (records included)
   size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
   std::vector<RowId> ids;   // of the admitted rows, in order

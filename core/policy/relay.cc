@@ -26,7 +26,6 @@ RowId Relay::admitted_last(uint32_t source) const {
 bool Relay::admit(WriteBatch& b, WriterContext&) {
   b.relay_marks.clear();
   b.replays.clear();
-  b.replayed = 0;
   if (!b.relay) return true;
   auto mark_of = [&](uint32_t source) -> fmt::SourceMark* {
     for (fmt::SourceMark& m : b.relay_marks)
@@ -52,7 +51,6 @@ bool Relay::admit(WriteBatch& b, WriterContext&) {
     }
     const RowId last = m ? m->last : admitted_last(tag.source);
     if (tag.id <= last) {  // received before: a replay
-      b.replayed++;
       b.replays.push_back(i);
       continue;
     }

@@ -21,7 +21,7 @@ class Relay : public PolicyBase {
  public:
   // The sources' last ids, and those of the parts still prepared.
   void opened(RecoveredTable& recovered);
-  // Drops the relayed rows received before (b.replayed); b.relay_marks: the sources' new last ids.
+  // Drops the relayed rows received before (b.replays); b.relay_marks: the sources' new last ids.
   bool admit(WriteBatch& b, WriterContext&);
   // The marks (with the record-only ones, WriteBatch::relay_records): SRCID records in the
   // rows' chunk, or TXN_SRCID records in a prepare's, pending until its end.

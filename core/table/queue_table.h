@@ -102,9 +102,6 @@ struct TakeRequest {
   bool provisional = false;
 };
 
-// kInvalid unless relayed source row ids are positive and increase.
-Status check_relayed_ids(const RowId* ids, size_t count);
-
 class QueueTable {
  public:
   virtual ~QueueTable() = default;
@@ -125,9 +122,6 @@ class QueueTable {
   virtual Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id,
                                 const RowId* source_rowids, bool reset, size_t* replayed,
                                 std::vector<size_t>* dropped = nullptr) = 0;
-  // Records `last` as source_id's last relayed id, durably, without rows: what a replica does
-  // for its primary's record (its rows come as ordinary inserts).
-  virtual Status record_relay_source(uint32_t source_id, RowId last) = 0;
   virtual RowId last_relayed_rowid(uint32_t source_id) = 0;  // 0 if none
   // A copy's rows: as insert(), each with what it had been through (history[i] for rows[i]),
   // given in the order they were inserted. Rows with an id keep it: ids must increase, from

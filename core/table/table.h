@@ -65,7 +65,6 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
                 size_t* deduplicated = nullptr) override;
   Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
                         bool reset, size_t* replayed, std::vector<size_t>* dropped = nullptr) override;
-  Status record_relay_source(uint32_t source_id, RowId last) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
   Status insert_with_history(const std::vector<std::string_view>& rows,
                              const std::vector<RowHistory>& history) override;

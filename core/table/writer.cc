@@ -46,6 +46,16 @@ void add_kept_histories(fmt::ChunkBuilder& chunk, WriteBatch& b) {
 
 bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
 
+// kInvalid unless relayed source row ids are positive and increase.
+Status check_relayed_ids(const RowId* ids, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    if (ids[i] == 0 || (i > 0 && ids[i] <= ids[i - 1]))
+      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
+                                             std::to_string(ids[i]) + " at position " + std::to_string(i + 1));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Table::commit(CommitRequest* req) { return after_commit(req, pipeline_.commit(req)); }
@@ -318,26 +328,9 @@ Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t
   req.batch.rows = &rows;
   req.batch.relay = tags.data();
   Status s = commit(&req);
-  if (s.ok()) *replayed = req.batch.replayed;
+  if (s.ok()) *replayed = req.batch.replays.size();
   if (s.ok() && dropped) *dropped = req.batch.dropped_rows();
   return s;
-}
-
-Status check_relayed_ids(const RowId* ids, size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    if (ids[i] == 0 || (i > 0 && ids[i] <= ids[i - 1]))
-      return Status(ErrorCode::kInvalid, "relayed source row ids must be positive and increase; got " +
-                                             std::to_string(ids[i]) + " at position " + std::to_string(i + 1));
-  }
-  return Status::Ok();
-}
-
-Status Table::record_relay_source(uint32_t source_id, RowId last) {
-  const fmt::SourceMark mark{source_id, last, true};
-  CommitRequest req;
-  req.batch.relay_records = &mark;
-  req.batch.relay_record_count = 1;
-  return commit(&req);
 }
 
 RowId Table::last_relayed_rowid(uint32_t source_id) { return writer_.lock()->policies.get<Relay>().last(source_id); }

@@ -1,6 +1,7 @@
 // Relay dedup (queue_set_srcid): durable with the row, rebuilt by recovery,
 // kept by compaction and truncate.
 #include "check.h"
+#include "core/table/transaction.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -172,6 +173,13 @@ TEST(relayed_batch_is_one_chunk) {
   });
 }
 
+// What queue_apply_srcid does outside a transaction: a transaction of its own, committed.
+static Status record_relay_source(const std::shared_ptr<QueueTable>& t, uint32_t source, RowId last) {
+  Transaction txn(1);
+  txn.record_relay(t, source, last);
+  return txn.commit();
+}
+
 // A replica records its primary's relay source without rows (queue_apply_srcid): durably, and
 // later relays of that source are replays up to there.
 TEST(a_recorded_relay_source_needs_no_rows_and_survives_reopen) {
@@ -179,7 +187,7 @@ TEST(a_recorded_relay_source_needs_no_rows_and_survives_reopen) {
   std::string path = dir.file("t");
   auto t = create_and_open(path);
   REQUIRE(t);
-  REQUIRE(t->record_relay_source(5, 42).ok());
+  REQUIRE(record_relay_source(t, 5, 42).ok());
   CHECK_EQ(t->info().rows, 0u);
   CHECK_EQ(t->last_relayed_rowid(5), 42u);
   t.reset();
@@ -192,6 +200,6 @@ TEST(a_recorded_relay_source_needs_no_rows_and_survives_reopen) {
   CHECK(!acc);
   REQUIRE(relay1(*t, "new", 5, 43, false, &acc).ok());
   CHECK(acc);
-  REQUIRE(t->record_relay_source(5, 7).ok());  // as the primary's mode 'w' set it: lower too
+  REQUIRE(record_relay_source(t, 5, 7).ok());  // as the primary's mode 'w' set it: lower too
   CHECK_EQ(t->last_relayed_rowid(5), 7u);
 }
