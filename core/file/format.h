@@ -84,6 +84,8 @@ struct SourceMark {
   uint32_t source = 0;
   RowId last = 0;
   bool reset = false;
+  // The source's last id once this mark applies to `before` (its last id until then).
+  RowId applied_to(RowId before) const { return reset || last > before ? last : before; }
 };
 
 struct Meta {

@@ -176,10 +176,7 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
           if (id > t->next_rowid) t->next_rowid = id;
-          for (const fmt::SourceMark& m : part.relay) {  // as Relay::apply
-            RowId& last = t->sources[m.source];
-            last = m.reset ? m.last : std::max(last, m.last);
-          }
+          for (const fmt::SourceMark& m : part.relay) t->sources[m.source] = m.applied_to(t->sources[m.source]);
           for (RowId removed : it->second.removals) {
             if (!t->index.remove(removed)) continue;
             t->rows_removed++;

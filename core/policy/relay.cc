@@ -75,7 +75,7 @@ void Relay::save() {
 
 void Relay::apply(const fmt::SourceMark& m) {
   RowId& last = sources_[m.source];
-  last = m.reset ? m.last : std::max(last, m.last);
+  last = m.applied_to(last);
 }
 
 void Relay::persist(WriteBatch& b, fmt::ChunkBuilder& chunk) {
