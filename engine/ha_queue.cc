@@ -568,10 +568,8 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
-  // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h); a
-  // consumer in owner mode still reads its own row(s).
-  const q4m::Consumer* viewer = viewer_of(thd);
-  snapshot_scan_ = !copy_scan_ && in_consistent_snapshot(thd) && !(viewer && viewer->owner_mode());
+  // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
+  snapshot_scan_ = !copy_scan_ && reads_snapshot(thd);
   snapshot_next_ = 0;
   snapshot_.clear();
   if (snapshot_scan_) {
@@ -706,17 +704,23 @@ int ha_queue::info(uint flag) {
 
 ha_rows ha_queue::records() {
   THD* thd = ha_thd();
-  const q4m::Consumer* viewer = viewer_of(thd);
-  if (in_consistent_snapshot(thd) && !(viewer && viewer->owner_mode())) {  // COUNT(*) as the scan reads
-    std::vector<q4m::SnapshotRow> rows;
-    q4m::Status st = queue_->snapshot_rows(connection_state(thd).snapshot_point(), &rows);
+  if (reads_snapshot(thd)) {  // COUNT(*) as the scan reads
+    uint64_t rows = 0;
+    q4m::Status st = queue_->snapshot_count(connection_state(thd).snapshot_point(), &rows);
     if (!st.ok()) {
       raise(st);
       return HA_POS_ERROR;
     }
-    return rows.size() + staged_rows();
+    return rows + staged_rows();
   }
-  return queue_->visible_count(viewer) + staged_rows();
+  return queue_->visible_count(viewer_of(thd)) + staged_rows();
+}
+
+// In a transaction started WITH CONSISTENT SNAPSHOT, reads see its point; a consumer in owner
+// mode still reads its own row(s) (Q4M's owner mode).
+bool ha_queue::reads_snapshot(THD* thd) const {
+  const q4m::Consumer* viewer = viewer_of(thd);
+  return in_consistent_snapshot(thd) && !(viewer && viewer->owner_mode());
 }
 
 // The rows the connection's open transaction inserted into this table (still there).

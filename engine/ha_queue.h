@@ -115,6 +115,7 @@ class ha_queue final : public handler {
   std::vector<q4m::SnapshotRow> snapshot_;
   size_t snapshot_next_ = 0;
   int next_in_snapshot(uchar* buf);
+  bool reads_snapshot(THD* thd) const;
   std::string payload_;
 
   // Multi-row INSERT: rows are buffered and committed together.

@@ -162,6 +162,7 @@ class QueueTable {
   // the rows the table held at snapshot `point`, queued or held, whatever became of them
   // since, in id order. Read each with read_snapshot_row() while the snapshot is open.
   virtual Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) = 0;
+  virtual Status snapshot_count(uint64_t point, uint64_t* count) = 0;  // how many (COUNT(*))
   virtual Status read_snapshot_row(const SnapshotRow& row, std::string* payload) = 0;
   // Forgets what no open snapshot needs any more (a snapshot ended): the rows removed since,
   // and the files they were in.

@@ -31,12 +31,6 @@ RowId SnapshotJournal::boundary(uint64_t point) const {
   return first;
 }
 
-void SnapshotJournal::removed_after(uint64_t point, std::vector<SnapshotRow>* out) const {
-  const RowId below = boundary(point);
-  for (const Removed& r : removed_)
-    if (r.ticket > point && r.row.location.id < below) out->push_back(r.row);
-}
-
 void SnapshotJournal::prune(uint64_t oldest) {
   if (oldest >= lost_before_) lost_before_ = 0;  // no open snapshot lost anything
   inserted_.erase(std::remove_if(inserted_.begin(), inserted_.end(),

@@ -35,8 +35,13 @@ class SnapshotJournal {
   bool readable(uint64_t point) const { return point >= lost_before_; }
   // Rows with this id or a higher one were inserted after `point`.
   RowId boundary(uint64_t point) const;
-  // The rows removed after `point` that were there at it.
-  void removed_after(uint64_t point, std::vector<SnapshotRow>* out) const;
+  // fn(row) for each row removed after `point` that was there at it.
+  template <typename Fn>
+  void each_removed_after(uint64_t point, Fn fn) const {
+    const RowId below = boundary(point);
+    for (const Removed& r : removed_)
+      if (r.ticket > point && r.row.location.id < below) fn(r.row);
+  }
   // Forgets what no open snapshot needs: changes at or before `oldest` (every change, when
   // no snapshot is open).
   void prune(uint64_t oldest);

@@ -9,8 +9,8 @@
 
 namespace q4m {
 
-Status Table::snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) {
-  rows->clear();
+template <typename Live, typename Gone>
+Status Table::each_at_point(uint64_t point, Live live, Gone gone) {
   // Every commit queued before the point (its ticket is not above it) is published first:
   // a barrier behind them.
   if (Status s = sync_commits(); !s.ok()) return s;
@@ -25,12 +25,26 @@ Status Table::snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) {
   for (size_t pos = 0, end = st->index.end_pos(); pos < end; pos++) {
     const RowEntry& e = st->index.at(pos);
     if (e.id >= below) break;
-    if (queued(e.state) || held(e.state)) rows->push_back(SnapshotRow{st->locate(e), st->file});
+    if (queued(e.state) || held(e.state)) live(*st, e);
   }
-  st->journal.removed_after(point, rows);
+  st->journal.each_removed_after(point, gone);
+  return Status::Ok();
+}
+
+Status Table::snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) {
+  rows->clear();
+  Status s = each_at_point(
+      point, [&](const State& st, const RowEntry& e) { rows->push_back(SnapshotRow{st.locate(e), st.file}); },
+      [&](const SnapshotRow& r) { rows->push_back(r); });
   std::sort(rows->begin(), rows->end(),
             [](const SnapshotRow& a, const SnapshotRow& b) { return a.location.id < b.location.id; });
-  return Status::Ok();
+  return s;
+}
+
+Status Table::snapshot_count(uint64_t point, uint64_t* count) {
+  *count = 0;
+  return each_at_point(
+      point, [&](const State&, const RowEntry&) { ++*count; }, [&](const SnapshotRow&) { ++*count; });
 }
 
 Status Table::read_snapshot_row(const SnapshotRow& row, std::string* payload) {

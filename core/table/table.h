@@ -75,6 +75,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
   uint64_t visible_count(const Consumer* viewer) override;
   Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) override;
+  Status snapshot_count(uint64_t point, uint64_t* count) override;
   Status read_snapshot_row(const SnapshotRow& row, std::string* payload) override;
   void prune_snapshot_journal() override;
   bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) override;
@@ -340,6 +341,13 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // insert times.
   std::vector<RowId> claim_dead(const Holder* claimer, size_t max, std::vector<uint64_t>* times, Status* dropped,
                                 bool copyable = false);
+
+  // ---- snapshot_reads.cc
+  // live(st, e) for each row held now that the table held at `point` too, in id order, then
+  // gone(row) for each row removed since that it held then: under the state lock, once every
+  // commit queued before the point is published.
+  template <typename Live, typename Gone>
+  Status each_at_point(uint64_t point, Live live, Gone gone);
 
   // ---- holdings.cc
   // Appends a RETURN record for rows that went back to the queue, without a sync of its own.

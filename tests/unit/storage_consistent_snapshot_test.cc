@@ -49,6 +49,9 @@ TEST(a_snapshot_reads_the_rows_of_its_point_whatever_came_after) {
   CHECK(at_point(*t, later) == (Rows{"c", "d", "e"}));
   REQUIRE(t->truncate().ok());
   CHECK(at_point(*t, point) == (Rows{"a", "b", "c", "d"}));
+  uint64_t count = 0;
+  REQUIRE(t->snapshot_count(point, &count).ok());
+  CHECK_EQ(count, 4u);  // COUNT(*) as the scan reads
   CHECK(at_point(*t, later) == (Rows{"c", "d", "e"}));
   Snapshots::end(point);
   Snapshots::end(later);
