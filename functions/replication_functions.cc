@@ -93,19 +93,23 @@ class Item_queue_apply : public Item_queue_action {
   const char* what_;
 };
 
-constexpr const char* kRemoval = "queue_apply_removal";
+// The functions whose third argument names rows ('<id>:<length>:<checksum>,...') that the
+// transaction applies as `Apply` does (removes them, or replaces them by copies).
+using NamedRowsAction = q4m::Status (q4m::Transaction::*)(const std::shared_ptr<q4m::QueueTable>&,
+                                                          const std::vector<q4m::NamedRow>&);
 
-class Item_func_queue_apply_removal final : public Item_queue_apply {
+template <const char* kName, NamedRowsAction Apply>
+class Item_queue_apply_named_rows final : public Item_queue_apply {
  public:
-  Item_func_queue_apply_removal(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kRemoval, "the rows") {}
-  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_removal>(thd, this); }
+  Item_queue_apply_named_rows(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kName, "the rows") {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_queue_apply_named_rows>(thd, this); }
 
  protected:
   bool parse(const std::string& list, std::string* error) override {
     return q4m_engine::parse_named_rows(list, &rows_, error);
   }
   q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
-    return txn.remove_named(table, rows_);
+    return (txn.*Apply)(table, rows_);
   }
   longlong count() const override { return static_cast<longlong>(rows_.size()); }
 
@@ -113,25 +117,10 @@ class Item_func_queue_apply_removal final : public Item_queue_apply {
   std::vector<q4m::NamedRow> rows_;
 };
 
-constexpr const char* kRedrive = "queue_apply_redrive";
-
-class Item_func_queue_apply_redrive final : public Item_queue_apply {
- public:
-  Item_func_queue_apply_redrive(THD* thd, List<Item>& args) : Item_queue_apply(thd, args, kRedrive, "the rows") {}
-  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_redrive>(thd, this); }
-
- protected:
-  bool parse(const std::string& list, std::string* error) override {
-    return q4m_engine::parse_named_rows(list, &rows_, error);
-  }
-  q4m::Status apply(q4m::Transaction& txn, const std::shared_ptr<q4m::QueueTable>& table) override {
-    return txn.redrive_named(table, rows_);
-  }
-  longlong count() const override { return static_cast<longlong>(rows_.size()); }
-
- private:
-  std::vector<q4m::NamedRow> rows_;
-};
+constexpr char kRemoval[] = "queue_apply_removal";
+using Item_func_queue_apply_removal = Item_queue_apply_named_rows<kRemoval, &q4m::Transaction::remove_named>;
+constexpr char kRedrive[] = "queue_apply_redrive";
+using Item_func_queue_apply_redrive = Item_queue_apply_named_rows<kRedrive, &q4m::Transaction::redrive_named>;
 
 constexpr const char* kDedup = "queue_apply_dedup";
 
