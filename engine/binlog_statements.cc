@@ -124,6 +124,10 @@ std::string redrive_statement(const std::string& db, const std::string& table, c
   return "SET @queue_redriven = queue_apply_redrive(" + quoted(db) + "," + quoted(table) + "," + named_rows(rows) + ")";
 }
 
+std::string expiry_statement(const std::string& db, const std::string& table) {
+  return "SELECT queue_expire(" + quoted(db) + "," + quoted(table) + ")";
+}
+
 std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions) {
   std::string list;
   for (size_t p : positions) list += (list.empty() ? "" : ",") + std::to_string(p);

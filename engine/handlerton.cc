@@ -15,6 +15,7 @@
 #include "core/util/blocking.h"
 #include "core/util/stats.h"
 #include "engine/connection_state.h"
+#include "engine/expiry_session.h"
 #include "engine/ha_queue.h"
 #include "engine/sysvars.h"
 #include "engine/table_options.h"
@@ -120,11 +121,13 @@ int engine_init(void* p) {
   hooks.end = blocking_end;
   q4m::set_blocking_hooks(hooks);
   apply_system_variables();
+  start_expiry_session();
   return 0;
 }
 
 int engine_deinit(void*) {
   forget_prepared_marker_if_unused();
+  stop_expiry_session();  // its connection may be in a statement on a table
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   q4m::set_blocking_hooks(q4m::BlockingHooks());

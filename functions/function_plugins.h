@@ -27,6 +27,7 @@ extern Plugin_function queue_apply_removal_plugin;
 extern Plugin_function queue_apply_dedup_plugin;
 extern Plugin_function queue_apply_srcid_plugin;
 extern Plugin_function queue_apply_redrive_plugin;
+extern Plugin_function queue_expire_plugin;
 extern Plugin_function queue_backup_stage_plugin;
 
 }  // namespace q4m_functions

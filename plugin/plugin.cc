@@ -75,6 +75,8 @@ maria_declare_plugin(queue){
                  "queue_apply_srcid(db, tbl, 'source:last'): record a relay source as another server did"),
     Q4M_FUNCTION(queue_apply_redrive_plugin, "queue_apply_redrive",
                  "queue_apply_redrive(db, tbl, rows): replace dead rows by copies as another server did"),
+    Q4M_FUNCTION(queue_expire_plugin, "queue_expire",
+                 "queue_expire(db, tbl): remove the rows MESSAGE_TTL's expiry claimed, in this transaction"),
     Q4M_FUNCTION(queue_backup_stage_plugin, "queue_backup_stage",
                  "queue_backup_stage(dir): the next BACKUP STAGE END copies the QUEUE data files into dir")
 maria_declare_plugin_end;

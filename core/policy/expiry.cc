@@ -1,6 +1,15 @@
 #include "core/policy/expiry.h"
 
+#include <atomic>
+
 namespace q4m {
+
+namespace {
+std::atomic<ExpiryLog*> g_log{nullptr};
+}  // namespace
+
+ExpiryLog* ExpiryLog::get() { return g_log.load(std::memory_order_acquire); }
+void ExpiryLog::set(ExpiryLog* log) { g_log.store(log, std::memory_order_release); }
 
 void Expiry::configure(const TableOptions& options, RowContext& ctx) {
   const uint64_t ms = options.message_ttl.count() > 0 ? static_cast<uint64_t>(options.message_ttl.count()) : 0;
@@ -18,7 +27,7 @@ void Expiry::added(RowEntry& e, std::string_view, RowContext& ctx) {
 }
 
 void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
-  if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms())) return;
+  if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms()) || paused()) return;
   p = Placement{RowState::kClaimed, &remover_};
   ctx.wake_at(ctx.now());  // the next pass removes it
 }
@@ -26,6 +35,7 @@ void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
 SteadyClock::time_point Expiry::due(RowContext& ctx) {
   watched_ = false;
   if (ttl_ms_ == 0) return SteadyClock::time_point::max();
+  if (paused()) return ctx.now() + kPausedPoll;
   size_t claimed = 0;
   for (size_t pos = 0, end = ctx.index.end_pos(); pos < end; pos++) {
     const RowEntry& e = ctx.index.at(pos);

@@ -8,10 +8,34 @@
 // claims them for this policy's holder (like a DELETE's claim: held, so nobody takes them);
 // the table then commits one REMOVE record for them without a sync of its own (after a
 // crash that loses it, the rows are expired again).
+//
+// A server whose changes replicate (the engine's binary log) logs its expiries instead, so
+// that a replica holds the rows its primary holds: the rows stay claimed, and the table asks
+// the ExpiryLog to remove them in a logged transaction of its own (Transaction::remove_expired).
+// A replica expires nothing itself (ExpiryLog::expires): its primary's log removes its rows.
 #pragma once
+#include <string>
+
 #include "core/policy/policy.h"
 
 namespace q4m {
+
+// How this process's expiries leave their tables (none set: each table removes its own, as
+// without replication). Called under table locks: answers without taking the server's.
+class ExpiryLog {
+ public:
+  virtual ~ExpiryLog() = default;
+  // Whether this server expires rows now (a replica does not).
+  virtual bool expires() const = 0;
+  // Whether claimed rows are left to the log's transaction (else the table removes them).
+  virtual bool logged() const = 0;
+  // The table at `path` holds rows claimed for expiry: a transaction of the log's removes them
+  // soon (and again later if it fails: the rows come back claimed).
+  virtual void claimed(const std::string& path) = 0;
+
+  static ExpiryLog* get();
+  static void set(ExpiryLog* log);  // null: none
+};
 
 class Expiry : public PolicyBase {
  public:
@@ -35,6 +59,13 @@ class Expiry : public PolicyBase {
 
  private:
   bool expired(const RowEntry& e, uint64_t wall_ms) const { return ttl_ms_ != 0 && e.time_ms + ttl_ms_ <= wall_ms; }
+  // A replica: rows are left to its primary's log; the timer comes back this often to see
+  // whether it was promoted.
+  static bool paused() {
+    const ExpiryLog* log = ExpiryLog::get();
+    return log && !log->expires();
+  }
+  static constexpr std::chrono::seconds kPausedPoll{1};
   uint64_t ttl_ms_ = 0;   // 0 = rows never expire
   bool watched_ = false;  // the timer knows when the oldest queued row expires
   bool adding_ = false;   // added() asked for a pass, for the commit being published

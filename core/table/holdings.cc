@@ -252,6 +252,32 @@ Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow
   return Status::Ok();
 }
 
+Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) {
+  auto st = state_.lock();
+  if (st->dropped) return dropped_status();
+  const Holder* expiry = st->policies.get<Expiry>().claimer();
+  auto it = st->claims.find(expiry);
+  if (it == st->claims.end()) return Status::Ok();
+  std::vector<RowId>& ids = it->second;  // in claim order: oldest first
+  std::vector<RowEntry*> rows;
+  size_t taken = 0;
+  for (; taken < ids.size() && rows.size() < max; taken++) {
+    RowEntry* e = st->index.find(ids[taken]);
+    if (!e || e->state != RowState::kClaimed || e->holder != expiry) continue;
+    NamedRow r;
+    Status s = name_row(*st, *e, &r);
+    if (!s.ok()) return s;  // all stay the expiry's
+    named->push_back(r);
+    rows.push_back(e);
+  }
+  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(taken));
+  if (ids.empty()) st->claims.erase(it);
+  RowContext ctx = context(*st);
+  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  finish(*st, ctx);
+  return Status::Ok();
+}
+
 Status Table::copy_claimed(const Holder* as, const std::vector<NamedRow>& rows, std::vector<RowCopy>* out) {
   out->clear();
   for (const NamedRow& r : rows) {

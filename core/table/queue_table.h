@@ -265,12 +265,16 @@ class QueueTable {
   // or held). The
   // rows are then held by `as`, claimed for removal.
   // A row named that is not here but was (its id is below the next one) is skipped on a
-  // table with MESSAGE_TTL (expired here: each server expires rows by its own clock).
+  // table with MESSAGE_TTL: a server that expired it itself (a replica expires none while it
+  // is read-only or applies a log; one that is neither acts as a primary).
   virtual Status claim_named(const NamedRow* rows, size_t count, const Holder* as) = 0;
   // queue_purge_dead in a transaction: claims up to `max` dead rows, oldest first, named;
   // `copyable`: only rows whose bytes can be copied (queue_redrive_dead: not the damaged ones).
   virtual Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named,
                                  bool copyable = false) = 0;
+  // Up to `max` of the rows MESSAGE_TTL's expiry claimed (left to a logged transaction:
+  // ExpiryLog), oldest first, are held by `as` now, named.
+  virtual Status claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) = 0;
   // The bytes and insert times of rows `as` claimed (a redrive's copies keep the time).
   struct RowCopy {
     std::string payload;

@@ -244,13 +244,24 @@ SteadyClock::time_point Table::due(SteadyClock::time_point) {
 
 void Table::remove_policy_claims() {
   std::vector<const Holder*> claimers;
+  const Holder* expiry = nullptr;
   {
     auto st = state_.lock();
     st->policies.each([&](const auto& p) {
       if (const Holder* h = p.claimer(); h && st->claims.count(h)) claimers.push_back(h);
     });
+    expiry = st->policies.get<Expiry>().claimer();
   }
+  ExpiryLog* log = ExpiryLog::get();
   for (const Holder* h : claimers) {
+    if (h == expiry && log && !log->expires()) {  // a replica now: its primary's log removes them
+      release_claims(h);
+      continue;
+    }
+    if (h == expiry && log && log->logged()) {  // a logged transaction removes them
+      log->claimed(path());
+      continue;
+    }
     size_t removed = 0;
     // A failed commit puts the rows back (requeue), where the policy claims them again and
     // asks for another pass.

@@ -108,6 +108,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
                      std::vector<NamedRow>* named = nullptr) override;
   Status claim_named(const NamedRow* rows, size_t count, const Holder* as) override;
   Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named, bool copyable = false) override;
+  Status claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) override;
   Status copy_claimed(const Holder* as, const std::vector<NamedRow>& rows, std::vector<RowCopy>* out) override;
   Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, Admission* admission) override;
   Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,

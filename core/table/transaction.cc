@@ -13,7 +13,7 @@ Transaction::~Transaction() { rollback(); }
 Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
   for (Part& p : parts_)
     if (p.table == table) return p;
-  parts_.push_back(Part{table, {}, {}, {}, false, {}, false, 0, {}, 0, 0, 0, nullptr});
+  parts_.push_back(Part{table, {}, {}, {}, false, {}, false, 0, 0, {}, 0, 0, 0, nullptr});
   return parts_.back();
 }
 
@@ -118,6 +118,18 @@ Status Transaction::remove_dead(const std::shared_ptr<QueueTable>& table, size_t
   return log_removal(table, rows, false, count);
 }
 
+Status Transaction::remove_expired(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count) {
+  std::vector<NamedRow> rows;
+  *count = 0;
+  Status s = table->claim_expired_rows(&holder_, max, &rows);
+  if (!s.ok() || rows.empty()) return s;
+  s = log_removal(table, rows, false, count);
+  if (!s.ok()) return s;
+  for (size_t i = log_.size() - rows.size(); i < log_.size(); i++) log_[i].expired = true;
+  part_of(table).expired += rows.size();
+  return s;
+}
+
 Status Transaction::log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
                                 bool consumed, size_t* count) {
   log_claims(table, rows, consumed);
@@ -200,6 +212,7 @@ void Transaction::rollback_to(size_t mark) {
       p.claimed--;
       if (c.consumed) p.consumed--;
       if (c.redriven) p.redriven--;
+      if (c.expired) p.expired--;
     }
   }
   for (size_t i = 0; i < parts_.size(); i++)
@@ -337,6 +350,8 @@ void Transaction::count_ended(const Part& p) {
   p.table->counters().rows_consumed.add(p.consumed);
   p.table->counters().rows_redriven.add(p.redriven);
   global_stats().rows_redriven.add(p.redriven);
+  p.table->counters().rows_expired.add(p.expired);
+  global_stats().rows_expired.add(p.expired);
 }
 
 void Transaction::rollback() {

@@ -52,6 +52,9 @@ class Transaction {
   // The rows `ids` that `owner` owns in `table` become this transaction's, to remove at commit.
   // kLeaseExpired if their lease ran out first (then they went back to the queue).
   Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count);
+  // Up to `max` of the rows of `table` past MESSAGE_TTL that its expiry claimed (left to a
+  // logged transaction: ExpiryLog), oldest first; *count = how many.
+  Status remove_expired(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);
   // The rows another server's binary log says were removed (QueueTable::claim_named).
   Status remove_named(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
   // queue_purge_dead(): up to `max` dead rows of `table`, oldest first; *count = how many.
@@ -144,6 +147,7 @@ class Transaction {
     std::vector<RowHistory> histories;  // what rows[i] carries (a redrive's copy: its insert time)
     bool copies = false;                // a row is a copy
     size_t redriven = 0;                // dead rows it replaces by copies (counted at commit)
+    size_t expired = 0;                 // rows past MESSAGE_TTL it removes (counted at commit)
     std::vector<fmt::SourceMark> records;  // record_relay()
     size_t claimed = 0;             // rows claimed here
     size_t consumed = 0;            // of them, rows its consumer ended (counted at commit)
@@ -157,6 +161,7 @@ class Transaction {
     RowId id;     // a claim's row; an insert's index in rows
     bool record = false;  // a record_relay(), the last of records
     bool redriven = false;  // a claim of a row a copy replaces
+    bool expired = false;   // a claim of a row past MESSAGE_TTL
   };
   Part& part_of(const std::shared_ptr<QueueTable>& table);
   void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
@@ -164,7 +169,7 @@ class Transaction {
   Status log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed,
                      size_t* count);
   Status finish_queued(Part& p);
-  void count_ended(const Part& p);  // its consumed and redriven rows, once it committed
+  void count_ended(const Part& p);  // its consumed, redriven and expired rows, once it committed
   const Part* find(const QueueTable* table) const;
   void clear();
 

@@ -92,7 +92,7 @@ class Cluster:
         """The runbook's step 5: the old primary restarts as a replica (--init-rpl-role=SLAVE:
         its crash recovery cuts from its binary log, and rolls back in the engines, what no
         replica acknowledged) and follows the new one from where its binary log ends."""
-        old_primary.start(extra_args=["--init-rpl-role=SLAVE", "--rpl-semi-sync-master-enabled=OFF"])
+        old_primary.start(extra_args=["--init-rpl-role=SLAVE", "--read-only", "--rpl-semi-sync-master-enabled=OFF"])
         old_primary.sql("SET GLOBAL gtid_slave_pos = @@gtid_binlog_pos")
         replicate_from(old_primary, self.port_of(new_primary))
 

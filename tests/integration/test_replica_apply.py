@@ -7,6 +7,7 @@ twice, none lost, in the primary's order, under the primary's ids."""
 import itertools
 import random
 import threading
+import time
 
 import pymysql
 import pytest
@@ -227,5 +228,62 @@ def test_a_primary_killed_while_relaying_keeps_the_replicas_rows_and_relay_recor
         assert pair.replica.sql(ids) == on_primary, "the replica took a resend"
         st = pair.status()
         assert st["Last_SQL_Errno"] == 0, st
+    finally:
+        pair.destroy()
+
+
+def _produce_ttl_until_killed(primary, producer):
+    try:
+        c = primary.connect()
+        for seq in itertools.count():
+            query(c, "INSERT INTO test.ttl_jobs (producer, seq) VALUES (%s, %s)", (producer, seq))
+    except (pymysql.MySQLError, OSError, AttributeError):  # the primary died
+        pass
+
+
+def _rows_held(server):
+    return int(server.value("SELECT JSON_VALUE(queue_stats('test.ttl_jobs'), '$.rows')"))
+
+
+def _expired_here(server):
+    return server.value("SELECT JSON_VALUE(queue_stats('test.ttl_jobs'), '$.rows_expired')")
+
+
+def test_a_primary_killed_while_expiring_rows_keeps_its_replica_a_copy(server_factory):
+    """MESSAGE_TTL with the binary log on: each expiry is a two-phase transaction of the
+    primary's, logged as the removal of its rows by id. The primary is killed with kill -9 while
+    producers insert and rows expire; its restart expires again what was only claimed. The
+    replica expires nothing itself and applies every logged expiry: with expiry stopped
+    (MESSAGE_TTL=0) it holds the primary's rows, ids included, and after the rest expired on
+    the primary it holds none and its applier never stopped."""
+    pair = Pair(server_factory, replica_args=REPLICA_BINLOG)
+    try:
+        pair.primary.sql("CREATE TABLE test.ttl_jobs (producer INT NOT NULL, seq INT NOT NULL) "
+                         "ENGINE=QUEUE MESSAGE_TTL=1")
+        rng = random.Random(47)
+        for cycle in range(3):
+            workers = [threading.Thread(target=_produce_ttl_until_killed, args=(pair.primary, cycle * 10 + p))
+                       for p in range(4)]
+            for t in workers:
+                t.start()
+            # Past the TTL of the first rows: expiries commit while the primary dies.
+            threading.Event().wait(rng.uniform(1.3, 2.0))
+            assert int(_expired_here(pair.primary)) > 0
+            pair.primary.kill9()
+            for t in workers:
+                t.join(60)
+            pair.primary.start()
+        pair.primary.sql("ALTER TABLE test.ttl_jobs MESSAGE_TTL=0")
+        pair.sync()
+        ids = "SELECT queue_scan_rowid(), producer, seq FROM test.ttl_jobs"
+        assert pair.replica.sql(ids) == pair.primary.sql(ids), "the replica's rows or ids differ from the primary's"
+        assert int(_expired_here(pair.replica)) == 0  # its rows left as the log said
+        pair.primary.sql("ALTER TABLE test.ttl_jobs MESSAGE_TTL=1")
+        deadline = time.monotonic() + 30
+        # Until every row is removed (COUNT(*) skips the rows claimed for an expiry not committed yet).
+        while _rows_held(pair.primary) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pair.sync()
+        assert pair.replica.sql(ids) == [] and pair.status()["Last_SQL_Errno"] == 0, pair.status()
     finally:
         pair.destroy()

@@ -3,6 +3,8 @@
 the replica holds the primary's rows under the same ids; an INSERT's rows appear only after its binlog write, so no
 DELETE of a row reaches the log before its INSERT (tests/integration/test_binlog.py checks what
 is logged)."""
+import json
+import re
 import subprocess
 import time
 
@@ -138,24 +140,56 @@ def test_purged_and_redriven_dead_rows_reach_the_replica(pair):
     assert pair.replica.sql(states)[0] == (4, "queued")
 
 
-def test_a_replica_that_expired_a_row_itself_applies_its_consumption(pair):
-    """MESSAGE_TTL expires rows by each server's own clock (a replica's copy is younger, so it
-    expires no sooner). A replica that lagged past a row's TTL has expired it when the
-    primary's consumption of it arrives: it carries on."""
-    pair.primary.sql("CREATE TABLE test.ttl_jobs (id INT NOT NULL) ENGINE=QUEUE MESSAGE_TTL=2")
-    pair.primary.sql("INSERT INTO test.ttl_jobs VALUES (1)")
-    pair.sync()
-    pair.replica.sql("STOP SLAVE SQL_THREAD")
+def _stats(server, table):
+    return json.loads(server.value(f"SELECT queue_stats('test.{table}')"))
+
+
+def test_an_expiry_reaches_the_replica_as_the_removal_of_those_rows(server_factory):
+    """MESSAGE_TTL with the binary log on: the primary's expiry is a transaction of its own,
+    logged as the removal of the expired rows by id (queue_apply_removal). A replica (read-only,
+    or applying a log) expires nothing itself, so at every point of the log it holds what the
+    primary held there: one that lags keeps a row past its TTL until the primary's expiry of
+    it arrives. Promoted, it expires rows itself again (and logs them for its own replicas)."""
+    pair = Pair(server_factory, replica_args=["--log-bin=replica-bin", "--log-slave-updates"])
     try:
-        c = pair.primary.connect()
-        assert query(c, "SELECT id FROM ttl_jobs WHERE queue_wait('ttl_jobs', 0)") == [(1,)]
-        assert value(c, "SELECT queue_end()") == 1
-        wait_until(lambda: rows(pair.replica, "ttl_jobs") == [], timeout=30, what="the replica's expiry")
+        p, r = pair.primary, pair.replica
+        p.sql("CREATE TABLE test.ttl_jobs (id INT NOT NULL) ENGINE=QUEUE MESSAGE_TTL=2")
+        p.sql("INSERT INTO test.ttl_jobs VALUES (1), (2)")
+        pair.sync()
+        start = p.sql("SHOW MASTER STATUS")[0][:2]
+        r.sql("STOP SLAVE SQL_THREAD")
+        r.sql("SET GLOBAL read_only = ON")  # a replica whose applier stopped expires nothing either
+        try:
+            wait_until(lambda: rows(p, "ttl_jobs") == [], timeout=10, what="the primary's expiry")
+            time.sleep(1.5)  # the replica's rows are past their TTL by then
+            assert rows(r, "ttl_jobs") == [1, 2]
+        finally:
+            r.sql("START SLAVE SQL_THREAD")
+        pair.sync()
+        assert rows_with_ids(r, "ttl_jobs") == rows_with_ids(p, "ttl_jobs")
+        events = p.sql(f"SHOW BINLOG EVENTS IN '{start[0]}' FROM {start[1]}")
+        removals = [e[5] for e in events if "queue_apply_removal('test','ttl_jobs'" in e[5]]
+        assert removals and re.search(r"'1:\d+:\d+,2:\d+:\d+'\)$", removals[0]), events
+        assert _stats(p, "ttl_jobs")["rows_expired"] == 2
+        assert _stats(r, "ttl_jobs")["rows_expired"] == 0  # removed as the log said, not expired
+        # With its applier running and read_only off the replica still leaves expiry to the log.
+        r.sql("SET GLOBAL read_only = OFF")
+        time.sleep(1.2)  # the engine looks at read_only and the applier every second
+        p.sql("INSERT INTO test.ttl_jobs VALUES (3)")
+        wait_until(lambda: rows(p, "ttl_jobs") == [], timeout=10, what="the primary's expiry of row 3")
+        pair.sync()
+        assert rows(r, "ttl_jobs") == [] and _stats(r, "ttl_jobs")["rows_expired"] == 0
+        # Promoted: it expires rows itself.
+        r.sql("STOP SLAVE")
+        r.sql("RESET SLAVE ALL")
+        at = r.sql("SHOW MASTER STATUS")[0][:2]
+        r.sql("INSERT INTO test.ttl_jobs VALUES (4)")
+        wait_until(lambda: rows(r, "ttl_jobs") == [], timeout=10, what="the promoted replica's expiry")
+        assert _stats(r, "ttl_jobs")["rows_expired"] == 1
+        logged = [e[5] for e in r.sql(f"SHOW BINLOG EVENTS IN '{at[0]}' FROM {at[1]}")]
+        assert any("queue_apply_removal('test','ttl_jobs'" in e for e in logged), logged
     finally:
-        pair.replica.sql("START SLAVE SQL_THREAD")
-    pair.primary.sql("INSERT INTO test.ttl_jobs VALUES (2)")
-    pair.sync()
-    assert rows_with_ids(pair.replica, "ttl_jobs") == rows_with_ids(pair.primary, "ttl_jobs")
+        pair.destroy()
 
 
 def test_a_replica_keeps_and_drops_the_duplicates_the_primary_did(pair):

@@ -1,0 +1,186 @@
+#define MYSQL_SERVER 1
+#include <my_global.h>
+#include <my_sys.h>
+#include <sql_class.h>
+#include <log.h>
+#include <mysqld.h>
+#include <rpl_mi.h>
+#include <slave.h>
+#include <mysql/service_sql.h>
+
+#include "engine/expiry_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "core/policy/expiry.h"
+#include "core/util/guarded.h"
+#include "engine/binlog_statements.h"
+#include "engine/sql_errors.h"
+
+namespace q4m_engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ExpirySession final : public q4m::ExpiryLog {
+ public:
+  bool expires() const override { return !opt_readonly && !applier_runs_.load(std::memory_order_relaxed); }
+  bool logged() const override { return mysql_bin_log.is_open(); }
+  void claimed(const std::string& path) override {
+    auto st = state_.lock();
+    if (st->pending.insert(path).second) wake_.notify_one();
+  }
+
+  void start() {
+    auto st = state_.lock();
+    st->stopping = false;
+    thread_ = std::thread([this] { run(); });
+  }
+  void stop() {
+    {
+      auto st = state_.lock();
+      st->stopping = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct State {
+    std::set<std::string> pending;  // table paths with rows claimed for expiry
+    std::map<std::string, Clock::time_point> retry_at;  // paths whose removal failed
+    bool stopping = false;
+  };
+
+  // A replica's applier may start or stop at any time (START SLAVE): looked at every second,
+  // and again before each removal.
+  void refresh() { applier_runs_.store(master_info_index && any_slave_sql_running(false) > 0); }
+
+  void run() {
+    my_thread_init();
+    for (;;) {
+      std::set<std::string> due;
+      {
+        auto st = state_.lock();
+        wake_.wait_for(st.unique_lock(), std::chrono::seconds(1), [&] { return st->stopping || ready(*st); });
+        if (st->stopping) break;
+        const Clock::time_point now = Clock::now();
+        for (auto it = st->pending.begin(); it != st->pending.end();) {
+          auto retry = st->retry_at.find(*it);
+          if (retry != st->retry_at.end() && retry->second > now) {
+            ++it;
+            continue;
+          }
+          due.insert(*it);
+          it = st->pending.erase(it);
+        }
+      }
+      refresh();
+      for (const std::string& path : due) {
+        // Become a replica meanwhile: the table's timer gives the rows back (Table::due).
+        if (!expires()) continue;
+        const bool ok = expire(path);
+        auto st = state_.lock();
+        if (ok) {
+          st->retry_at.erase(path);
+        } else {  // the rows may still be claimed: again in a second
+          st->retry_at[path] = Clock::now() + std::chrono::seconds(1);
+          st->pending.insert(path);
+        }
+      }
+    }
+    if (mysql_) mysql_close(mysql_);
+    mysql_ = nullptr;
+    my_thread_end();
+  }
+
+  bool ready(const State& st) const {
+    const Clock::time_point now = Clock::now();
+    for (const std::string& path : st.pending) {
+      auto retry = st.retry_at.find(path);
+      if (retry == st.retry_at.end() || retry->second <= now) return true;
+    }
+    return false;
+  }
+
+  // One removal transaction for the rows claimed in the table at `path`.
+  bool expire(const std::string& path) {
+    std::string db, table;
+    if (!split_table_path(path, &db, &table)) return true;  // not a table's file: nothing to do
+    if (!mysql_ && !connect()) return false;
+    const std::string query = expiry_statement(db, table);
+    for (;;) {
+      if (mysql_real_query(mysql_, query.data(), static_cast<unsigned long>(query.size())) != 0) {
+        const bool gone = mysql_errno(mysql_) == ER_NO_SUCH_TABLE;  // dropped meanwhile: nothing to retry
+        if (!gone) warn(db + "." + table, mysql_error(mysql_));
+        mysql_close(mysql_);  // a fresh session next time
+        mysql_ = nullptr;
+        return gone;
+      }
+      size_t removed = 0;
+      if (MYSQL_RES* res = mysql_store_result(mysql_)) {
+        if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) removed = strtoull(row[0], nullptr, 10);
+        mysql_free_result(res);
+      }
+      if (removed < kMaxExpiredRowsPerStatement || !expires()) return true;
+    }
+  }
+
+  bool connect() {
+    mysql_ = mysql_init(nullptr);
+    if (!mysql_) return false;
+    // A local session starts with the binary log off for its statements: the removals must
+    // be logged. (It has every privilege, so read_only does not refuse it.)
+    static const char kLogged[] = "SET SESSION sql_log_bin = 1";
+    if (!mysql_real_connect_local(mysql_) || mysql_real_query(mysql_, kLogged, sizeof(kLogged) - 1) != 0) {
+      warn("(connection)", mysql_error(mysql_));
+      mysql_close(mysql_);
+      mysql_ = nullptr;
+      return false;
+    }
+    return true;
+  }
+
+  // Once a minute at most: a failing table is retried every second.
+  void warn(const std::string& what, const char* error) {
+    const Clock::time_point now = Clock::now();
+    if (now < quiet_until_) return;
+    quiet_until_ = now + std::chrono::minutes(1);
+    sql_print_warning("QUEUE: removing the expired rows of %s (MESSAGE_TTL) failed: %s; retrying every second",
+                      what.c_str(), error ? error : "");
+  }
+
+  q4m::Guarded<State> state_;
+  std::condition_variable wake_;
+  std::thread thread_;
+  std::atomic<bool> applier_runs_{false};
+  // The thread's own.
+  MYSQL* mysql_ = nullptr;
+  Clock::time_point quiet_until_;
+};
+
+ExpirySession& session() {
+  static ExpirySession s;
+  return s;
+}
+
+}  // namespace
+
+void start_expiry_session() {
+  session().start();
+  q4m::ExpiryLog::set(&session());
+}
+
+void stop_expiry_session() {
+  q4m::ExpiryLog::set(nullptr);
+  session().stop();
+}
+
+}  // namespace q4m_engine

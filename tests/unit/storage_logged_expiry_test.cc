@@ -1,0 +1,170 @@
+// MESSAGE_TTL on a server whose changes replicate (ExpiryLog, core/policy/expiry.h): rows
+// past their TTL are claimed (no consumer gets them) and left to a logged transaction
+// (Transaction::remove_expired), which names them to the replication log; a replica
+// (ExpiryLog::expires false) claims nothing and keeps its rows until its primary's log
+// removes them, and expires by itself again once promoted.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "core/policy/expiry.h"
+#include "core/table/transaction.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using namespace q4m_test;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct TestExpiryLog : ExpiryLog {
+  std::atomic<bool> primary{true};
+  std::atomic<int> calls{0};
+  bool expires() const override { return primary.load(); }
+  bool logged() const override { return true; }
+  void claimed(const std::string&) override { calls++; }
+};
+
+// Installed for one test: every table of the process sees it.
+struct LogScope {
+  TestExpiryLog log;
+  LogScope() { ExpiryLog::set(&log); }
+  ~LogScope() { ExpiryLog::set(nullptr); }
+};
+
+struct NamedRemovals : ReplicationLog {
+  std::vector<NamedRow> rows;
+  Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
+    rows.insert(rows.end(), r.begin(), r.end());
+    return Status::Ok();
+  }
+  Status deduplicated(const QueueTable&, const std::vector<size_t>&) override { return Status::Ok(); }
+  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
+  Status redriven(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
+};
+
+bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(expired_rows_wait_claimed_for_the_logged_transaction_that_names_them) {
+  LogScope scope;
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"old1", "old2"});
+  REQUIRE(t);
+  std::this_thread::sleep_for(milliseconds(1200));
+  RowId young = 0;
+  REQUIRE(insert1(*t, "young", &young).ok());
+  set_option(*t, &TableOptions::message_ttl, milliseconds(1000));
+  // Claimed, not removed: the log was told, and no consumer gets them.
+  CHECK(scope.log.calls.load() > 0);
+  CHECK_EQ(t->info().rows, 3u);
+  CHECK_EQ(t->counters().rows_expired.get(), 0u);
+  {
+    Consumer c;
+    REQUIRE(take(c, t));
+    CHECK_EQ(c.owned_rowid(), young);
+    CHECK(c.abort().ok());
+  }
+  // A rolled-back removal gives them back, where the expiry claims them again.
+  NamedRemovals named;
+  {
+    Transaction txn(7);
+    txn.set_replication_log(&named);
+    size_t n = 0;
+    REQUIRE(txn.remove_expired(t, 100, &n).ok());
+    CHECK_EQ(n, 2u);
+    const int before = scope.log.calls.load();
+    txn.rollback();
+    REQUIRE(eventually([&] { return scope.log.calls.load() > before; }));
+  }
+  named.rows.clear();
+  Transaction txn(7);
+  txn.set_replication_log(&named);
+  size_t n = 0;
+  REQUIRE(txn.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 2u);
+  REQUIRE(named.rows.size() == 2u);
+  CHECK(named.rows[0].id < young && named.rows[1].id < young);
+  CHECK_EQ(named.rows[0].length, 4u);
+  REQUIRE(txn.commit().ok());
+  CHECK_EQ(t->info().rows, 1u);
+  CHECK_EQ(t->counters().rows_expired.get(), 2u);
+  // Nothing more to remove: a second transaction names none.
+  Transaction again(7);
+  again.set_replication_log(&named);
+  REQUIRE(again.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 0u);
+  CHECK_EQ(named.rows.size(), 2u);
+}
+
+TEST(a_replica_keeps_its_rows_past_the_ttl_until_it_is_promoted) {
+  LogScope scope;
+  scope.log.primary = false;
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b"});
+  REQUIRE(t);
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
+  std::this_thread::sleep_for(milliseconds(400));  // several reaper passes past the TTL
+  CHECK_EQ(t->info().rows, 2u);
+  CHECK_EQ(scope.log.calls.load(), 0);
+  {
+    Consumer c;  // a row given back past its TTL stays queued too
+    REQUIRE(take(c, t));
+    CHECK(c.abort().ok());
+  }
+  Transaction txn(7);
+  size_t n = 0;
+  REQUIRE(txn.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 0u);
+  txn.rollback();
+  // Promoted: the timer, which kept looking, claims them within a second or so.
+  scope.log.primary = true;
+  REQUIRE(eventually([&] { return scope.log.calls.load() > 0; }));
+  Transaction removal(7);
+  REQUIRE(removal.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 2u);
+  REQUIRE(removal.commit().ok());
+  CHECK_EQ(t->info().rows, 0u);
+}
+
+TEST(a_removal_takes_at_most_its_max_oldest_first_and_leaves_the_rest_claimed) {
+  LogScope scope;
+  TempDir dir;
+  auto t = table_with(dir.file("t"), {"a", "b", "c"});
+  REQUIRE(t);
+  set_option(*t, &TableOptions::message_ttl, milliseconds(100));
+  REQUIRE(eventually([&] { return scope.log.calls.load() > 0; }));
+  NamedRemovals named;
+  Transaction first(7);
+  first.set_replication_log(&named);
+  size_t n = 0;
+  REQUIRE(first.remove_expired(t, 2, &n).ok());
+  CHECK_EQ(n, 2u);
+  REQUIRE(first.commit().ok());
+  REQUIRE(named.rows.size() == 2u);
+  CHECK(named.rows[0].id < named.rows[1].id);
+  CHECK_EQ(t->info().rows, 1u);
+  Consumer c;
+  CHECK(!take(c, t));  // the third is still claimed
+  Transaction second(7);
+  second.set_replication_log(&named);
+  REQUIRE(second.remove_expired(t, 2, &n).ok());
+  CHECK_EQ(n, 1u);
+  REQUIRE(second.commit().ok());
+  REQUIRE(named.rows.size() == 3u);
+  CHECK(named.rows[1].id < named.rows[2].id);
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->counters().rows_expired.get(), 3u);
+}
