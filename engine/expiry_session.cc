@@ -84,8 +84,9 @@ class ExpirySession final : public q4m::ExpiryLog {
       }
       refresh();
       for (const std::string& path : due) {
-        // Become a replica meanwhile: the table's timer gives the rows back (Table::due).
-        if (!expires()) continue;
+        // Become a replica meanwhile: the table's timer gives the rows back (Table::due). At
+        // shutdown the rows stay claimed (expired again after the restart).
+        if (!expires() || abort_loop) continue;
         const bool ok = expire(path);
         auto st = state_.lock();
         if (ok) {

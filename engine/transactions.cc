@@ -178,6 +178,22 @@ q4m::Transaction* binlogged_statement_transaction(THD* thd) {
   return &join(thd, false);
 }
 
+bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transaction&)>& change,
+                           q4m::Status* status) {
+  bool failed = false;
+  q4m::Transaction* txn = joined_transaction(thd, &failed);
+  if (failed) return false;
+  if (!txn) txn = binlogged_statement_transaction(thd);
+  if (txn) {
+    *status = change(*txn);
+    return true;
+  }
+  q4m::Transaction now(thd->thread_id);  // no transaction, no binary log: at once
+  *status = change(now);
+  if (status->ok()) *status = now.commit();
+  return true;
+}
+
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {
   q4m::Transaction* txn = joined_transaction(thd, failed);
   if (!txn && !*failed) txn = binlogged_statement_transaction(thd);

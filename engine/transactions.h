@@ -5,12 +5,14 @@
 // as it always has) unless the binary log records the statement: then it acts at its own
 // commit, two-phase with the binlog (binlogged_statement_transaction).
 #pragma once
+#include <functional>
 #include <string>
 
 class THD;
 struct handlerton;
 
 namespace q4m {
+class Status;
 class Transaction;
 }
 
@@ -26,6 +28,12 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed);
 // does (a replica would stop with error 1032), and a row consumed on the primary is removed
 // on a replica too (engine/binlog_statements.h). Registers the engine for the statement.
 q4m::Transaction* binlogged_statement_transaction(THD* thd);
+// Runs `change` in the transaction thd's statement joins (joined_transaction(), else
+// binlogged_statement_transaction()), or, with neither, in a transaction of its own committed
+// at once. False with an SQL error raised if joining failed; else *status is what `change`
+// (or that commit) returned.
+bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transaction&)>& change,
+                           q4m::Status* status);
 // joined_transaction() (or, in autocommit with the binary log on,
 // binlogged_statement_transaction()) for the end of the rows the connection owns: it also takes
 // the owned table's metadata lock until its own end, as a statement that wrote the table would

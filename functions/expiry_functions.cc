@@ -49,19 +49,15 @@ class Item_func_queue_expire final : public Item_queue_action {
     TableArgument a{kExpire, 2, name, false, DELETE_ACL};
     if (!resolve_table_names(thd, a, db, name, &t)) return 0;
     if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
-    bool failed = false;
-    q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
-    if (failed) return 0;
-    if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
     size_t count = 0;
     q4m::Status st;
-    if (txn) {
-      st = txn->remove_expired(t.subscription.table, q4m_engine::kMaxExpiredRowsPerStatement, &count);
-    } else {  // no transaction, no binary log: at once
-      q4m::Transaction now(thd->thread_id);
-      st = now.remove_expired(t.subscription.table, q4m_engine::kMaxExpiredRowsPerStatement, &count);
-      if (st.ok()) st = now.commit();
-    }
+    if (!q4m_engine::change_in_transaction(
+            thd,
+            [&](q4m::Transaction& txn) {
+              return txn.remove_expired(t.subscription.table, q4m_engine::kMaxExpiredRowsPerStatement, &count);
+            },
+            &st))
+      return 0;
     if (!st.ok()) {
       q4m_engine::raise_table_error(t.label, st);
       return 0;

@@ -66,18 +66,10 @@ class Item_queue_apply : public Item_queue_action {
     TableArgument a{name_, 2, name, false, DELETE_ACL};
     if (!resolve_table_names(thd, a, db, name, &t)) return 0;
     if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
-    bool failed = false;
-    q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
-    if (failed) return 0;
-    if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
     q4m::Status st;
-    if (txn) {
-      st = apply(*txn, t.subscription.table);
-    } else {  // no transaction, no binary log: at once
-      q4m::Transaction now(thd->thread_id);
-      st = apply(now, t.subscription.table);
-      if (st.ok()) st = now.commit();
-    }
+    if (!q4m_engine::change_in_transaction(
+            thd, [&](q4m::Transaction& txn) { return apply(txn, t.subscription.table); }, &st))
+      return 0;
     if (!st.ok()) {
       my_printf_error(q4m_engine::sql_errno_for(st.code()),
                       "%s(): table '%s': %s (this server's queue is not the one whose binary log named the "

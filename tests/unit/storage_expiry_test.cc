@@ -14,20 +14,6 @@ using namespace q4m;
 using namespace q4m_test;
 using std::chrono::milliseconds;
 
-namespace {
-
-// Polls `done` until it holds or 10 s pass (the reaper runs on its own thread).
-bool eventually(const std::function<bool()>& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
-
-}  // namespace
-
 TEST(rows_already_past_the_ttl_are_removed_before_configure_returns) {
   TempDir dir;
   auto t = table_with(dir.file("t"), {"old1", "old2"});

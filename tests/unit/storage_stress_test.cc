@@ -1,7 +1,9 @@
 // Mixed concurrent load (inserts, consumers that end or abort, with or without a delay,
 // compaction — concurrent and blocking — and automatic compaction) must leave a file whose reopen equals the
 // state in memory: no row lost, none duplicated, none resurrected.
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <random>
 #include <set>
@@ -88,7 +90,10 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate, bool unsynce
         t->truncate();
       }
     });
+  // 800 ms, and on until a compaction ran (on a loaded machine the truncates kept the file
+  // below compaction's size for the whole 800 ms: 3 of 300 runs beside other work).
   std::this_thread::sleep_for(milliseconds(800));
+  for (int i = 0; i < 200 && t->counters().compactions.get() == 0; i++) std::this_thread::sleep_for(milliseconds(50));
   stop = true;
   for (auto& th : threads) th.join();
   cfg.use_concurrent_compaction = old_concurrent;
@@ -115,7 +120,17 @@ void run_mixed_load(bool concurrent_compaction, bool with_truncate, bool unsynce
   Status s;
   t = reopen(path, &s);
   REQUIRE(t);
-  CHECK(scan(*t) == in_memory);
+  const auto reopened = scan(*t);
+  CHECK(reopened == in_memory);
+  if (reopened != in_memory) {  // what a rare failure needs to be understood (seen once in CI)
+    std::fprintf(stderr, "  in memory %zu rows, reopened %zu rows\n", in_memory.size(), reopened.size());
+    for (size_t i = 0; i < std::max(in_memory.size(), reopened.size()) && i < 8; i++)
+      std::fprintf(stderr, "    %zu: memory %llu %.12s | reopened %llu %.12s\n", i,
+                   i < in_memory.size() ? (unsigned long long)in_memory[i].first : 0ULL,
+                   i < in_memory.size() ? in_memory[i].second.c_str() : "-",
+                   i < reopened.size() ? (unsigned long long)reopened[i].first : 0ULL,
+                   i < reopened.size() ? reopened[i].second.c_str() : "-");
+  }
   CHECK_EQ(t->counters().rows_inserted.get(), ins);
   CHECK_EQ(t->counters().rows_removed.get(), rem);
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -213,6 +214,17 @@ inline q4m::RowId take_and_delay(q4m::Consumer& a, const std::shared_ptr<q4m::Qu
 inline int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// Polls `done` until it holds (true) or 10 s pass (false): for what a table's timer (the
+// reaper's own thread) does.
+inline bool eventually(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 struct SyncModeScope {  // tests run with sync none unless they say otherwise
