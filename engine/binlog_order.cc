@@ -2,6 +2,7 @@
 #include <my_global.h>
 #include <sql_class.h>
 #include <log.h>
+#include <log_event.h>
 
 #include "engine/binlog_order.h"
 
@@ -13,40 +14,43 @@ namespace q4m_engine {
 
 namespace {
 
-// Event header (v4): timestamp u32, type u8, server_id u32, length u32, next position u32,
-// flags u16. An Xid event's body is the transaction's my_xid (8 bytes, as the server wrote it).
-constexpr size_t kHeader = 19;
-constexpr unsigned char kXidEvent = 16;
-constexpr unsigned char kStartEncryptionEvent = 164;
-constexpr char kMagic[4] = {'\xfe', 'b', 'i', 'n'};
-
-uint32_t u32(const char* p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;  // little endian, as the format (and this x86_64 build) has it
-}
-
-// Appends the my_xid of each Xid event of `path`, in order; false if it cannot be read.
+// Appends the my_xid of each Xid event of `path`, in order; false if it cannot be read. The
+// server's own reader: it checks checksums and decrypts an encrypted binary log
+// (encrypt_binlog) from its Start_encryption event on, as the server's recovery does.
 bool read_xids(const std::string& path, std::vector<uint64_t>* out) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4];
-  if (!in.read(magic, 4) || memcmp(magic, kMagic, 4) != 0) return false;
-  std::vector<char> body;
-  char h[kHeader];
-  while (in.read(h, kHeader)) {
-    const unsigned char type = static_cast<unsigned char>(h[4]);
-    const uint32_t length = u32(h + 9);
-    if (length < kHeader || length > (1u << 30)) break;  // a torn tail
-    body.resize(length - kHeader);
-    if (!in.read(body.data(), static_cast<std::streamsize>(body.size()))) break;
-    if (type == kStartEncryptionEvent) return false;
-    if (type == kXidEvent && body.size() >= 8) {
-      uint64_t xid;
-      memcpy(&xid, body.data(), 8);
-      out->push_back(xid);
+  IO_CACHE cache;
+  const char* error = nullptr;
+  const File file = open_binlog(&cache, path.c_str(), &error);
+  if (file < 0) return false;
+  Format_description_log_event first(BINLOG_VERSION);
+  Format_description_log_event* format = nullptr;
+  bool ok = true;
+  int read_error = 0;
+  for (;;) {
+    Log_event* ev = Log_event::read_log_event(&cache, &read_error, format ? format : &first,
+                                              opt_master_verify_checksum);
+    if (!ev) break;  // the end, or a torn tail
+    switch (ev->get_type_code()) {
+      case FORMAT_DESCRIPTION_EVENT:
+        delete format;
+        format = static_cast<Format_description_log_event*>(ev);
+        continue;  // kept: it reads what follows
+      case START_ENCRYPTION_EVENT:
+        if (!format || format->start_decryption(static_cast<Start_encryption_log_event*>(ev))) ok = false;
+        break;
+      case XID_EVENT:
+        out->push_back(static_cast<Xid_log_event*>(ev)->xid);
+        break;
+      default:
+        break;
     }
+    delete ev;
+    if (!ok) break;
   }
-  return true;
+  delete format;
+  end_io_cache(&cache);
+  mysql_file_close(file, MYF(0));
+  return ok;
 }
 
 }  // namespace

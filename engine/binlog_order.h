@@ -12,8 +12,8 @@
 namespace q4m_engine {
 
 // my_xid -> its rank in the binary log (files and offsets in order), for the Xid events of the
-// newest `files` binary log files; empty if there is no binary log or it cannot be read (an
-// encrypted one: the engine's own order stands then).
+// newest `files` binary log files (an encrypted one too); empty if there is no binary log
+// or it cannot be read (the engine's own order stands then).
 std::unordered_map<uint64_t, uint64_t> binlog_commit_order(int files = 3);
 
 }  // namespace q4m_engine

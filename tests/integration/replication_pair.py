@@ -17,11 +17,11 @@ def _free_port():
 class Pair:
     """A primary (binary log on, listening on a 127.0.0.1 port) and a replica of it."""
 
-    def __init__(self, server_factory, replica_at_startup=True, replica_args=()):
+    def __init__(self, server_factory, replica_at_startup=True, replica_args=(), primary_args=()):
         self.port = _free_port()
         self.primary = server_factory.new(extra_args=[
             "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={self.port}",
-            "--server-id=1", "--log-bin=primary-bin", "--binlog-format=MIXED"])
+            "--server-id=1", "--log-bin=primary-bin", "--binlog-format=MIXED", *primary_args])
         self.replica = None
         try:
             # The replica applies each logged statement inside a transaction (with its

@@ -6,8 +6,10 @@ transactions) on the primary meanwhile. The rows are compared as the queue holds
 twice, none lost, in the primary's order, under the primary's ids."""
 import itertools
 import random
+import shutil
 import threading
 import time
+from pathlib import Path
 
 import pymysql
 import pytest
@@ -20,6 +22,7 @@ ROWS_PER_PRODUCER = 600
 # The replica logs what it applies (log_slave_updates), as a replica that may be promoted must:
 # its binary log then coordinates its commits.
 REPLICA_BINLOG = ["--log-bin=replica-bin", "--log-slave-updates"]
+SERVER_PLUGIN_DIR = Path("/usr/lib/mysql/plugin")  # the Debian package's
 
 
 def _produce(primary, producer, removed, errors):
@@ -137,13 +140,26 @@ def _kill_primary_under(pair, workers, rng):
     pair.primary.start()
 
 
-def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory):
+def _encrypted_binlog_args(server_factory, tmp_path):
+    """An encrypted binary log (encrypt_binlog) with a key from file_key_management, the
+    server's own key plugin (copied next to ours: the servers load plugins from there)."""
+    shutil.copy(SERVER_PLUGIN_DIR / "file_key_management.so", server_factory.plugin_dir)
+    keys = tmp_path / "binlog-keys.txt"
+    keys.write_text("1;" + "a7" * 32 + "\n")
+    return ["--plugin-load-add=file_key_management", f"--file-key-management-filename={keys}",
+            "--encrypt-binlog=ON"]
+
+
+@pytest.mark.parametrize("encrypted", [False, True], ids=["binlog", "encrypted-binlog"])
+def test_a_primary_killed_and_restarted_keeps_the_replicas_ids(server_factory, tmp_path, encrypted):
     """Transactions prepared when the primary dies are committed by its restart's recovery in
-    the binary log's order, so the ids it gives their rows are those the replica gave them: the
-    replica applies the consumption of every row after the restart (it stops if an id names
-    other bytes there)."""
-    pair = Pair(server_factory, replica_args=REPLICA_BINLOG)
+    the binary log's order (read back with the server's reader, which decrypts an encrypted
+    log), so the ids it gives their rows are those the replica gave them: the replica applies
+    the consumption of every row after the restart (it stops if an id names other bytes there)."""
+    pair = Pair(server_factory, replica_args=REPLICA_BINLOG,
+                primary_args=_encrypted_binlog_args(server_factory, tmp_path) if encrypted else ())
     try:
+        assert pair.primary.value("SELECT @@encrypt_binlog") == encrypted
         pair.primary.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
         acked = set()
         rng = random.Random(31)
