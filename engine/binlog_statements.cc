@@ -125,7 +125,7 @@ std::string redrive_statement(const std::string& db, const std::string& table, c
 }
 
 std::string expiry_statement(const std::string& db, const std::string& table) {
-  return "SELECT queue_expire(" + quoted(db) + "," + quoted(table) + ")";
+  return "SET @queue_expired = queue_expire(" + quoted(db) + "," + quoted(table) + ")";
 }
 
 std::string dedup_statement(const std::string& db, const std::string& table, const std::vector<size_t>& positions) {

@@ -39,7 +39,9 @@ std::string removal_statement(const std::string& db, const std::string& table, c
 // The statement that redrives `rows` of db.table on another server (queue_apply_redrive).
 std::string redrive_statement(const std::string& db, const std::string& table, const std::vector<q4m::NamedRow>& rows);
 // The statement the engine's own connection runs to remove db.table's expired rows, logged
-// as their removal (engine/expiry_session.h).
+// as their removal (engine/expiry_session.h); @queue_expired holds how many then. (A SET: an
+// error inside a SELECT comes after its result's columns, which a local connection reads as
+// a result, not as the error.)
 std::string expiry_statement(const std::string& db, const std::string& table);
 // Parses the third argument of these statements; false (with *error) if it is not one.
 bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows, std::string* error);

@@ -119,16 +119,20 @@ class ExpirySession final : public q4m::ExpiryLog {
     const std::string query = expiry_statement(db, table);
     for (;;) {
       if (mysql_real_query(mysql_, query.data(), static_cast<unsigned long>(query.size())) != 0) {
-        const bool gone = mysql_errno(mysql_) == ER_NO_SUCH_TABLE;  // dropped meanwhile: nothing to retry
-        if (!gone) warn(db + "." + table, mysql_error(mysql_));
+        const unsigned error = mysql_errno(mysql_);
+        const bool gone = error == ER_NO_SUCH_TABLE;  // dropped meanwhile: nothing to retry
+        if (!gone && error != ER_LOCK_WAIT_TIMEOUT) warn(db + "." + table, mysql_error(mysql_));
         mysql_close(mysql_);  // a fresh session next time
         mysql_ = nullptr;
         return gone;
       }
+      static const char kCount[] = "SELECT @queue_expired";
       size_t removed = 0;
-      if (MYSQL_RES* res = mysql_store_result(mysql_)) {
-        if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) removed = strtoull(row[0], nullptr, 10);
-        mysql_free_result(res);
+      if (mysql_real_query(mysql_, kCount, sizeof(kCount) - 1) == 0) {
+        if (MYSQL_RES* res = mysql_store_result(mysql_)) {
+          if (MYSQL_ROW row = mysql_fetch_row(res); row && row[0]) removed = strtoull(row[0], nullptr, 10);
+          mysql_free_result(res);
+        }
       }
       if (removed < kMaxExpiredRowsPerStatement || !expires()) return true;
     }
@@ -138,8 +142,12 @@ class ExpirySession final : public q4m::ExpiryLog {
     mysql_ = mysql_init(nullptr);
     if (!mysql_) return false;
     // A local session starts with the binary log off for its statements: the removals must
-    // be logged. (It has every privilege, so read_only does not refuse it.)
-    static const char kLogged[] = "SET SESSION sql_log_bin = 1";
+    // be logged. Each statement commits at once whatever the server's defaults, and waits at
+    // most a second for a table another session locked (LOCK TABLES, a dump): the other
+    // tables' expiries go on, that one is retried. (The session has every privilege, so
+    // read_only does not refuse it.)
+    static const char kLogged[] =
+        "SET SESSION sql_log_bin = 1, autocommit = 1, tx_read_only = 0, lock_wait_timeout = 1";
     if (!mysql_real_connect_local(mysql_) || mysql_real_query(mysql_, kLogged, sizeof(kLogged) - 1) != 0) {
       warn("(connection)", mysql_error(mysql_));
       mysql_close(mysql_);

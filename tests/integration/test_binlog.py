@@ -5,6 +5,7 @@ pick other rows on a replica), DDL as statements, without "unsafe statement" war
 rows by id, in its transaction; taking a row and queue_abort() log nothing.
 docs/replication.md states this contract."""
 import re
+import time
 
 import pymysql
 import pytest
@@ -222,3 +223,32 @@ def test_an_xa_transaction_that_inserts_a_duplicate_fails_its_prepare(binlog_ser
     assert cur.fetchall() == ()
     cur.execute("SELECT id FROM xq")
     assert cur.fetchall() == ((1,), (2,))
+
+
+def test_an_expiry_is_a_logged_transaction_of_its_own(server_factory):
+    """With the binary log on, MESSAGE_TTL's expiry is a transaction of the engine's own
+    session, logged as the removal of the expired rows by id (queue_apply_removal). It commits
+    on a server whose sessions start with autocommit=0 too, and a table another session holds
+    with LOCK TABLES holds back that table's expiry only (the session waits a second for it,
+    then retries), not the other tables'."""
+    s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1", "--autocommit=0"])
+    c = s.connect()
+    cur = c.cursor()
+    start = binlog_position(cur)
+    for t in ("xa", "xb"):
+        query(c, f"CREATE TABLE {t} (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
+        query(c, f"INSERT INTO {t} VALUES (1), (2)")
+    query(c, "COMMIT")
+    held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
+    locker = s.connect()
+    query(locker, "LOCK TABLES xb WRITE")
+    try:
+        wait_until(lambda: held("xa") == 0, timeout=10, what="xa's expiry")
+        time.sleep(1.5)
+        assert held("xb") == 2  # claimed, not removed: its table is locked
+    finally:
+        query(locker, "UNLOCK TABLES")
+    wait_until(lambda: held("xb") == 0, timeout=10, what="xb's expiry once unlocked")
+    events = binlog_events(cur, start)
+    assert removals_logged(events, "xa") == [[(1, 6), (2, 6)]], events
+    assert removals_logged(events, "xb") == [[(1, 6), (2, 6)]], events
