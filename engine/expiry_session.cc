@@ -31,7 +31,9 @@ using Clock = std::chrono::steady_clock;
 
 class ExpirySession final : public q4m::ExpiryLog {
  public:
-  bool expires() const override { return !opt_readonly && !applier_runs_.load(std::memory_order_relaxed); }
+  bool expires() const override {
+    return !opt_readonly && !applier_runs_.load(std::memory_order_relaxed) && !stopped_.load(std::memory_order_relaxed);
+  }
   bool logged() const override { return mysql_bin_log.is_open(); }
   void claimed(const std::string& path) override {
     auto st = state_.lock();
@@ -41,9 +43,13 @@ class ExpirySession final : public q4m::ExpiryLog {
   void start() {
     auto st = state_.lock();
     st->stopping = false;
+    stopped_ = false;
     thread_ = std::thread([this] { run(); });
   }
+  // No expiry from now on (not even unlogged); the thread ends its statement, closes its
+  // connection and exits. Again: nothing to do.
   void stop() {
+    stopped_ = true;
     {
       auto st = state_.lock();
       st->stopping = true;
@@ -170,6 +176,7 @@ class ExpirySession final : public q4m::ExpiryLog {
   std::condition_variable wake_;
   std::thread thread_;
   std::atomic<bool> applier_runs_{false};
+  std::atomic<bool> stopped_{false};
   // The thread's own.
   MYSQL* mysql_ = nullptr;
   Clock::time_point quiet_until_;
@@ -187,9 +194,11 @@ void start_expiry_session() {
   q4m::ExpiryLog::set(&session());
 }
 
-void stop_expiry_session() {
-  q4m::ExpiryLog::set(nullptr);
+void stop_expiry_session() { session().stop(); }
+
+void forget_expiry_session() {
   session().stop();
+  q4m::ExpiryLog::set(nullptr);
 }
 
 }  // namespace q4m_engine

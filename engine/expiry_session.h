@@ -23,7 +23,11 @@ constexpr size_t kMaxExpiredRowsPerStatement = 10000;
 
 // At the engine's init: installs the ExpiryLog and starts its thread.
 void start_expiry_session();
-// At its deinit, before the tables close: ends the thread and its connection.
+// At the server's shutdown, once its connections are closed and before the binary log is
+// (handlerton pre_shutdown; closing the session's connection later crashed the server in the
+// binary log's close_connection): ends the thread and its connection, and expiry stops.
 void stop_expiry_session();
+// At the engine's deinit, once its tables are closed: stops it (if not yet) and uninstalls it.
+void forget_expiry_session();
 
 }  // namespace q4m_engine

@@ -112,6 +112,7 @@ int engine_init(void* p) {
   hton->kill_query = kill_query;
   hton->show_status = show_status;
   hton->panic = panic;
+  hton->pre_shutdown = stop_expiry_session;
   hton->table_options = queue_table_options;
   install_transaction_hooks(hton);
   install_xa_hooks(hton);
@@ -127,9 +128,10 @@ int engine_init(void* p) {
 
 int engine_deinit(void*) {
   forget_prepared_marker_if_unused();
-  stop_expiry_session();  // its connection may be in a statement on a table
+  stop_expiry_session();  // (UNINSTALL PLUGIN: no pre_shutdown came) its connection may be in a statement on a table
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
+  forget_expiry_session();
   q4m::set_blocking_hooks(q4m::BlockingHooks());
   queue_hton = nullptr;
   return 0;

@@ -252,3 +252,18 @@ def test_an_expiry_is_a_logged_transaction_of_its_own(server_factory):
     events = binlog_events(cur, start)
     assert removals_logged(events, "xa") == [[(1, 6), (2, 6)]], events
     assert removals_logged(events, "xb") == [[(1, 6), (2, 6)]], events
+
+
+def test_a_server_whose_engine_session_expired_rows_shuts_down_and_restarts_cleanly(server_factory):
+    """The engine's expiry session is closed at the server's shutdown while the binary log is
+    still open (closing it later crashed the shutdown with signal 11 in the binary log's
+    close_connection); the rows it expired stay expired after the restart."""
+    s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1"], at_startup=True)
+    c = s.connect()
+    query(c, "CREATE TABLE xs (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
+    query(c, "INSERT INTO xs VALUES (1), (2)")
+    expired = "SELECT JSON_VALUE(queue_stats('test.xs'), '$.rows_expired')"
+    wait_until(lambda: s.value(expired) == "2", timeout=10, what="the expiry")
+    s.stop()  # raises if the server crashed on its way down
+    s.start()
+    assert s.value("SELECT COUNT(*) FROM test.xs") == 0
