@@ -253,28 +253,39 @@ Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow
 }
 
 Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) {
-  auto st = state_.lock();
-  if (st->dropped) return dropped_status();
-  const Holder* expiry = st->policies.get<Expiry>().claimer();
-  auto it = st->claims.find(expiry);
-  if (it == st->claims.end()) return Status::Ok();
-  std::vector<RowId>& ids = it->second;  // in claim order: oldest first
-  std::vector<RowEntry*> rows;
-  size_t taken = 0;
-  for (; taken < ids.size() && rows.size() < max; taken++) {
-    RowEntry* e = st->index.find(ids[taken]);
-    if (!e || e->state != RowState::kClaimed || e->holder != expiry) continue;
-    NamedRow r;
-    Status s = name_row(*st, *e, &r);
-    if (!s.ok()) return s;  // all stay the expiry's
-    named->push_back(r);
-    rows.push_back(e);
+  std::vector<RowId> ids;
+  {
+    auto st = state_.lock();
+    if (st->dropped) return dropped_status();
+    const Holder* expiry = st->policies.get<Expiry>().claimer();
+    auto it = st->claims.find(expiry);
+    if (it == st->claims.end()) return Status::Ok();
+    std::vector<RowId>& claimed = it->second;  // in claim order: oldest first
+    size_t taken = 0;
+    RowContext ctx = context(*st);
+    for (; taken < claimed.size() && ids.size() < max; taken++) {
+      RowEntry* e = st->index.find(claimed[taken]);
+      if (!e || e->state != RowState::kClaimed || e->holder != expiry) continue;
+      move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+      ids.push_back(e->id);
+    }
+    claimed.erase(claimed.begin(), claimed.begin() + static_cast<std::ptrdiff_t>(taken));
+    if (claimed.empty()) st->claims.erase(it);
+    finish(*st, ctx);
   }
-  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(taken));
-  if (ids.empty()) st->claims.erase(it);
-  RowContext ctx = context(*st);
-  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
-  finish(*st, ctx);
+  // Their bytes are read (for the names' checksums) without the table's lock: with thousands
+  // of rows, consumers would wait meanwhile.
+  for (RowId id : ids) {
+    std::string payload;
+    bool found = false;
+    Status s = read(id, &payload, &found, as);
+    if (!s.ok()) {  // they go back, where the expiry claims them again
+      named->clear();
+      release_claims(as, ids.data(), ids.size());
+      return s;
+    }
+    if (found) named->push_back(NamedRow{id, static_cast<uint32_t>(payload.size()), fmt::row_checksum(id, payload)});
+  }
   return Status::Ok();
 }
 
