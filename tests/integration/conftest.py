@@ -39,6 +39,8 @@ def plugin_dir(tmp_root):
 class _ServerFactory:
     def __init__(self, tmp_root, pristine, plugin_dir):
         self.tmp_root, self.pristine, self.plugin_dir, self.n = tmp_root, pristine, plugin_dir, 0
+        self.servers = []  # every server made: none outlives the session (a test that forgot
+        # its destroy() left mariadbd processes running after the run)
 
     def new(self, extra_args=(), install=True, at_startup=False):
         """A started server with the plugin: installed while it runs (INSTALL SONAME), or with
@@ -47,6 +49,7 @@ class _ServerFactory:
         self.n += 1
         args = list(extra_args) + (["--plugin-load-add=ha_queue.so"] if at_startup else [])
         s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir)
+        self.servers.append(s)
         s.start()
         if install and not at_startup:
             s.install_plugin()
@@ -55,7 +58,10 @@ class _ServerFactory:
 
 @pytest.fixture(scope="session")
 def server_factory(tmp_root, pristine, plugin_dir):
-    return _ServerFactory(tmp_root, pristine, plugin_dir)
+    factory = _ServerFactory(tmp_root, pristine, plugin_dir)
+    yield factory
+    for s in factory.servers:
+        s.kill9()
 
 
 @pytest.fixture(scope="session")

@@ -232,26 +232,29 @@ def test_an_expiry_is_a_logged_transaction_of_its_own(server_factory):
     with LOCK TABLES holds back that table's expiry only (the session waits a second for it,
     then retries), not the other tables'."""
     s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1", "--autocommit=0"])
-    c = s.connect()
-    cur = c.cursor()
-    start = binlog_position(cur)
-    for t in ("xa", "xb"):
-        query(c, f"CREATE TABLE {t} (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
-        query(c, f"INSERT INTO {t} VALUES (1), (2)")
-    query(c, "COMMIT")
-    held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
-    locker = s.connect()
-    query(locker, "LOCK TABLES xb WRITE")
     try:
-        wait_until(lambda: held("xa") == 0, timeout=10, what="xa's expiry")
-        time.sleep(1.5)
-        assert held("xb") == 2  # claimed, not removed: its table is locked
+        c = s.connect()
+        cur = c.cursor()
+        start = binlog_position(cur)
+        for t in ("xa", "xb"):
+            query(c, f"CREATE TABLE {t} (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
+            query(c, f"INSERT INTO {t} VALUES (1), (2)")
+        query(c, "COMMIT")
+        held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
+        locker = s.connect()
+        query(locker, "LOCK TABLES xb WRITE")
+        try:
+            wait_until(lambda: held("xa") == 0, timeout=10, what="xa's expiry")
+            time.sleep(1.5)
+            assert held("xb") == 2  # claimed, not removed: its table is locked
+        finally:
+            query(locker, "UNLOCK TABLES")
+        wait_until(lambda: held("xb") == 0, timeout=10, what="xb's expiry once unlocked")
+        events = binlog_events(cur, start)
+        assert removals_logged(events, "xa") == [[(1, 6), (2, 6)]], events
+        assert removals_logged(events, "xb") == [[(1, 6), (2, 6)]], events
     finally:
-        query(locker, "UNLOCK TABLES")
-    wait_until(lambda: held("xb") == 0, timeout=10, what="xb's expiry once unlocked")
-    events = binlog_events(cur, start)
-    assert removals_logged(events, "xa") == [[(1, 6), (2, 6)]], events
-    assert removals_logged(events, "xb") == [[(1, 6), (2, 6)]], events
+        s.destroy()
 
 
 def test_a_server_whose_engine_session_expired_rows_shuts_down_and_restarts_cleanly(server_factory):
@@ -259,14 +262,17 @@ def test_a_server_whose_engine_session_expired_rows_shuts_down_and_restarts_clea
     still open (closing it later crashed the shutdown with signal 11 in the binary log's
     close_connection); the rows it expired stay expired after the restart."""
     s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1"], at_startup=True)
-    c = s.connect()
-    query(c, "CREATE TABLE xs (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
-    query(c, "INSERT INTO xs VALUES (1), (2)")
-    expired = "SELECT JSON_VALUE(queue_stats('test.xs'), '$.rows_expired')"
-    wait_until(lambda: s.value(expired) == "2", timeout=10, what="the expiry")
-    s.stop()  # raises if the server crashed on its way down
-    s.start()
-    assert s.value("SELECT COUNT(*) FROM test.xs") == 0
+    try:
+        c = s.connect()
+        query(c, "CREATE TABLE xs (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
+        query(c, "INSERT INTO xs VALUES (1), (2)")
+        expired = "SELECT JSON_VALUE(queue_stats('test.xs'), '$.rows_expired')"
+        wait_until(lambda: s.value(expired) == "2", timeout=10, what="the expiry")
+        s.stop()  # raises if the server crashed on its way down
+        s.start()
+        assert s.value("SELECT COUNT(*) FROM test.xs") == 0
+    finally:
+        s.destroy()
 
 
 def test_rows_claimed_for_an_expiry_of_a_renamed_table_are_removed_under_its_new_name(server_factory):
@@ -274,17 +280,20 @@ def test_rows_claimed_for_an_expiry_of_a_renamed_table_are_removed_under_its_new
     to it (here: while LOCK TABLES held it, so the session gave up on the old name), the rows
     are removed under the new name, not kept claimed for good."""
     s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1"])
-    c = s.connect()
-    query(c, "CREATE TABLE xr (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
-    query(c, "INSERT INTO xr VALUES (1), (2)")
-    held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
-    owned = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.owned_rows')"))  # noqa: E731
-    locker = s.connect()
-    query(locker, "LOCK TABLES xr WRITE")
     try:
-        wait_until(lambda: owned("xr") == 2, timeout=10, what="the rows claimed for the expiry")
-        time.sleep(1.5)  # the session tried and gave up on xr meanwhile
-        query(locker, "ALTER TABLE xr RENAME TO xr2")
+        c = s.connect()
+        query(c, "CREATE TABLE xr (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
+        query(c, "INSERT INTO xr VALUES (1), (2)")
+        held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
+        owned = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.owned_rows')"))  # noqa: E731
+        locker = s.connect()
+        query(locker, "LOCK TABLES xr WRITE")
+        try:
+            wait_until(lambda: owned("xr") == 2, timeout=10, what="the rows claimed for the expiry")
+            time.sleep(1.5)  # the session tried and gave up on xr meanwhile
+            query(locker, "ALTER TABLE xr RENAME TO xr2")
+        finally:
+            query(locker, "UNLOCK TABLES")
+        wait_until(lambda: held("xr2") == 0, timeout=10, what="the expiry under the new name")
     finally:
-        query(locker, "UNLOCK TABLES")
-    wait_until(lambda: held("xr2") == 0, timeout=10, what="the expiry under the new name")
+        s.destroy()
