@@ -10,13 +10,14 @@
 
 #include "engine/expiry_session.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
-#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/policy/expiry.h"
 #include "core/util/guarded.h"
@@ -37,7 +38,8 @@ class ExpirySession final : public q4m::ExpiryLog {
   bool logged() const override { return mysql_bin_log.is_open(); }
   void claimed(const std::string& path) override {
     auto st = state_.lock();
-    if (st->pending.insert(path).second) wake_.notify_one();
+    // A table waiting for its retry keeps its time.
+    if (st->pending.emplace(path, Clock::now()).second) wake_.notify_one();
   }
 
   void start() {
@@ -60,31 +62,31 @@ class ExpirySession final : public q4m::ExpiryLog {
 
  private:
   struct State {
-    std::set<std::string> pending;  // table paths with rows claimed for expiry
-    std::map<std::string, Clock::time_point> retry_at;  // paths whose removal failed
+    // Table paths with rows claimed for expiry, and when to remove them (now, or a second
+    // after a failed try).
+    std::map<std::string, Clock::time_point> pending;
     bool stopping = false;
   };
 
   // A replica's applier may start or stop at any time (START SLAVE): looked at every second,
-  // and again before each removal.
+  // and before each round of removals.
   void refresh() { applier_runs_.store(master_info_index && any_slave_sql_running(false) > 0); }
 
   void run() {
     my_thread_init();
     for (;;) {
-      std::set<std::string> due;
+      std::vector<std::string> due;
       {
         auto st = state_.lock();
         wake_.wait_for(st.unique_lock(), std::chrono::seconds(1), [&] { return st->stopping || ready(*st); });
         if (st->stopping) break;
         const Clock::time_point now = Clock::now();
         for (auto it = st->pending.begin(); it != st->pending.end();) {
-          auto retry = st->retry_at.find(*it);
-          if (retry != st->retry_at.end() && retry->second > now) {
+          if (it->second > now) {
             ++it;
             continue;
           }
-          due.insert(*it);
+          due.push_back(it->first);
           it = st->pending.erase(it);
         }
       }
@@ -93,14 +95,9 @@ class ExpirySession final : public q4m::ExpiryLog {
         // Become a replica meanwhile: the table's timer gives the rows back (Table::due). At
         // shutdown the rows stay claimed (expired again after the restart).
         if (!expires() || abort_loop) continue;
-        const bool ok = expire(path);
-        auto st = state_.lock();
-        if (ok) {
-          st->retry_at.erase(path);
-        } else {  // the rows may still be claimed: again in a second
-          st->retry_at[path] = Clock::now() + std::chrono::seconds(1);
-          st->pending.insert(path);
-        }
+        if (expire(path)) continue;
+        // The rows may still be claimed: again in a second (whenever the table asks again).
+        state_.lock()->pending[path] = Clock::now() + std::chrono::seconds(1);
       }
     }
     if (mysql_) mysql_close(mysql_);
@@ -108,13 +105,9 @@ class ExpirySession final : public q4m::ExpiryLog {
     my_thread_end();
   }
 
-  bool ready(const State& st) const {
+  static bool ready(const State& st) {
     const Clock::time_point now = Clock::now();
-    for (const std::string& path : st.pending) {
-      auto retry = st.retry_at.find(path);
-      if (retry == st.retry_at.end() || retry->second <= now) return true;
-    }
-    return false;
+    return std::any_of(st.pending.begin(), st.pending.end(), [&](const auto& p) { return p.second <= now; });
   }
 
   // One removal transaction for the rows claimed in the table at `path`.

@@ -4,9 +4,9 @@
 // removal is a transaction of its own, so that the binary log has it, in its place among the
 // other commits, as the removal of those rows by id. A thread of the engine runs it over a
 // local connection (MariaDB's SQL service, mysql_real_connect_local: a session with every
-// privilege): SET @queue_expired = queue_expire('<db>', '<table>'), which commits two-phase with the log
-// like a consumption and logs queue_apply_removal for its rows. A failure leaves the rows
-// claimed again for the next try, a second later.
+// privilege): SET @queue_expired = queue_expire('<db>', '<table>'), which commits two-phase
+// with the log like a consumption and logs queue_apply_removal for its rows. A failure
+// leaves the rows claimed again for the next try, a second later.
 //
 // A replica expires nothing itself (expires() false while the server is read-only or a
 // replica applier runs): the removals its primary logged are its expiries, so it holds

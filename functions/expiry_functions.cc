@@ -1,11 +1,11 @@
-// queue_expire(db, table): removes the rows of db.table that MESSAGE_TTL's expiry claimed
-// (at most kMaxExpiredRowsPerStatement, oldest first: one statement stays a few hundred KB in the binary log),
-// in the statement's transaction, and returns how many. With the binary log on the engine's
-// own connection runs it (engine/expiry_session.h), so that an expiry commits like a
-// consumption, two-phase, logged as the removal of those rows by id (queue_apply_removal):
-// a replica removes the same rows in the same place of the log instead of expiring by its
-// own clock. Without the binary log each table removes its expired rows itself, and this
-// finds none to remove.
+// queue_expire(db, table): removes the rows of db.table that MESSAGE_TTL's expiry claimed (at
+// most kMaxExpiredRowsPerStatement, oldest first: one statement stays a few hundred KB in the
+// binary log), in the statement's transaction, and returns how many. With the binary log on
+// the engine's own connection runs it (engine/expiry_session.h), so that an expiry commits
+// like a consumption, two-phase, logged as the removal of those rows by id
+// (queue_apply_removal): a replica removes the same rows in the same place of the log instead
+// of expiring by its own clock. Without the binary log each table removes its expired rows
+// itself, and this finds none to remove.
 #define MYSQL_SERVER 1
 #include <my_global.h>
 #include <sql_class.h>
@@ -29,7 +29,6 @@ namespace {
 
 constexpr const char* kExpire = "queue_expire";
 
-
 class Item_func_queue_expire final : public Item_queue_action {
  public:
   Item_func_queue_expire(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
@@ -43,7 +42,8 @@ class Item_func_queue_expire final : public Item_queue_action {
  protected:
   longlong run(THD* thd) override {
     std::string db, name;
-    if (!parse_string(args[0], kExpire, 1, "the database", &db) || !parse_string(args[1], kExpire, 2, "the table", &name))
+    if (!parse_string(args[0], kExpire, 1, "the database", &db) ||
+        !parse_string(args[1], kExpire, 2, "the table", &name))
       return 0;
     ResolvedTable t;
     TableArgument a{kExpire, 2, name, false, DELETE_ACL};
