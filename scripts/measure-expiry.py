@@ -6,18 +6,12 @@ the engine's own session removes them, 10,000 a transaction, each logged as the 
 its rows by id (docs/replication.md); off, the table removes them itself.
 A measurement, not a test: it prints figures. Usage: scripts/measure-expiry.py [--rows N]"""
 import argparse
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
-from q4m_server import Server, make_pristine_datadir, snapshot_plugin  # noqa: E402
-
-
-def held(server):
-    return json.loads(server.value("SELECT queue_stats('test.q')"))["rows"]
+from q4m_server import Server, scratch  # noqa: E402
 
 
 def measure(root, pristine, plugin_dir, binlog, rows):
@@ -35,7 +29,7 @@ def measure(root, pristine, plugin_dir, binlog, rows):
         t0 = time.monotonic()
         server.sql("ALTER TABLE test.q MESSAGE_TTL=1")
         altered = time.monotonic() - t0
-        while held(server):
+        while server.queue_stats("test.q")["rows"]:
             time.sleep(0.01)
         elapsed = time.monotonic() - t0
         removals = 0
@@ -52,11 +46,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=200000)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="q4m-expiry-"))
-    pristine = root / "pristine"
-    make_pristine_datadir(pristine)
-    plugin_dir = root / "plugin"
-    snapshot_plugin(plugin_dir)
+    root, pristine, plugin_dir = scratch("q4m-expiry-")
     for binlog in (False, True):
         altered, elapsed, removals = measure(root, pristine, plugin_dir, binlog, args.rows)
         print(f"binary log {'on ' if binlog else 'off'}: {args.rows} rows expired in {elapsed:.2f} s "

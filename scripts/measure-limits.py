@@ -9,13 +9,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
-from q4m_server import Server, make_pristine_datadir, snapshot_plugin  # noqa: E402
+from q4m_server import Server, scratch  # noqa: E402
 
 
 def cpu_seconds(pid):
@@ -67,11 +66,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--consumers", type=int, default=16)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="q4m-limits-"))
-    pristine = root / "pristine"
-    make_pristine_datadir(pristine)
-    plugin_dir = root / "plugin"
-    snapshot_plugin(plugin_dir)
+    root, pristine, plugin_dir = scratch("q4m-limits-")
     server = Server(root / "s", pristine, plugin_dir=plugin_dir).start()
     try:
         server.install_plugin()

@@ -4,10 +4,12 @@ One pristine datadir is made per test session (mariadb-install-db is the slow pa
 each Server copies it, so every server starts from the same clean state.
 Servers listen only on their own unix socket (--skip-networking).
 """
+import json
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,6 +58,14 @@ def make_pristine_datadir(dest: Path):
         raise RuntimeError(f"mariadb-install-db failed (rc={rc}):\n{log.read_text()[-3000:]}")
     # A directory in the datadir is a database.
     (dest / "test").mkdir()
+
+
+def scratch(prefix):
+    """A temp dir for servers outside the test suite (scripts that measure): (root, a pristine
+    datadir, a snapshot of build/plugin), as the suite's fixtures make them."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    make_pristine_datadir(root / "pristine")
+    return root, root / "pristine", snapshot_plugin(root / "plugin")
 
 
 def snapshot_plugin(dest: Path):
@@ -216,6 +226,10 @@ class Server:
         rows = self.sql(query, args, conn)
         assert len(rows) == 1 and len(rows[0]) == 1, f"{query!r} returned {rows!r}"
         return rows[0][0]
+
+    def queue_stats(self, table):
+        """queue_stats('db.table') as a dict: the table's counters (docs/sql-api.md)."""
+        return json.loads(self.value("SELECT queue_stats(%s)", (table,)))
 
     def check_alive(self, context=""):
         if self.proc is not None and self.proc.poll() is not None:

@@ -240,7 +240,7 @@ def test_an_expiry_is_a_logged_transaction_of_its_own(server_factory):
             query(c, f"CREATE TABLE {t} (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
             query(c, f"INSERT INTO {t} VALUES (1), (2)")
         query(c, "COMMIT")
-        held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
+        held = lambda t: s.queue_stats(f"test.{t}")["rows"]  # noqa: E731
         locker = s.connect()
         query(locker, "LOCK TABLES xb WRITE")
         try:
@@ -266,8 +266,7 @@ def test_a_server_whose_engine_session_expired_rows_shuts_down_and_restarts_clea
         c = s.connect()
         query(c, "CREATE TABLE xs (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
         query(c, "INSERT INTO xs VALUES (1), (2)")
-        expired = "SELECT JSON_VALUE(queue_stats('test.xs'), '$.rows_expired')"
-        wait_until(lambda: s.value(expired) == "2", timeout=10, what="the expiry")
+        wait_until(lambda: s.queue_stats("test.xs")["rows_expired"] == 2, timeout=10, what="the expiry")
         s.stop()  # raises if the server crashed on its way down
         s.start()
         assert s.value("SELECT COUNT(*) FROM test.xs") == 0
@@ -284,8 +283,8 @@ def test_rows_claimed_for_an_expiry_of_a_renamed_table_are_removed_under_its_new
         c = s.connect()
         query(c, "CREATE TABLE xr (v INT) ENGINE=QUEUE MESSAGE_TTL=1")
         query(c, "INSERT INTO xr VALUES (1), (2)")
-        held = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.rows')"))  # noqa: E731
-        owned = lambda t: int(s.value(f"SELECT JSON_VALUE(queue_stats('test.{t}'), '$.owned_rows')"))  # noqa: E731
+        held = lambda t: s.queue_stats(f"test.{t}")["rows"]  # noqa: E731
+        owned = lambda t: s.queue_stats(f"test.{t}")["owned_rows"]  # noqa: E731
         locker = s.connect()
         query(locker, "LOCK TABLES xr WRITE")
         try:

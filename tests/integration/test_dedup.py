@@ -4,7 +4,6 @@ DEDUP_WINDOW seconds ago (default 300) succeeds but the row is not queued, wheth
 earlier row is still queued or long consumed; a note (code 1062) says how many rows were
 dropped. The keys come back from the data file after a restart or kill -9, and compaction
 keeps the keys of consumed rows."""
-import json
 import threading
 import time
 
@@ -19,7 +18,7 @@ JOBS = ("CREATE TABLE test.jobs (job_key VARCHAR(64) NULL, body TEXT) ENGINE=QUE
 
 
 def _stats(server):
-    return json.loads(server.value("SELECT queue_stats('test.jobs')"))
+    return server.queue_stats("test.jobs")
 
 
 def _take_all(c, columns="job_key, body"):

@@ -38,7 +38,7 @@ def _take(c, timeout=0, name="jobs", cond=None):
 
 
 def _stats(server, name="jobs"):
-    return json.loads(server.value(f"SELECT queue_stats('test.{name}')"))
+    return server.queue_stats(f"test.{name}")
 
 
 def _cpu_seconds(pid):

@@ -4,7 +4,6 @@ and adds none of its rows, so producers feel back-pressure instead of the queue 
 without bound (Redis Streams' MAXLEN trims old entries instead: here nothing queued is ever
 dropped). Queued, owned, delayed and dead rows all count. ALTER TABLE changes the limit in
 place; the limit is part of the table definition, so it holds after a restart or kill -9."""
-import json
 import threading
 
 import pymysql
@@ -15,7 +14,7 @@ ER_RECORD_FILE_FULL = 1114
 
 
 def _stats(server, table="test.q"):
-    return json.loads(server.value(f"SELECT queue_stats('{table}')"))
+    return server.queue_stats(table)
 
 
 def _consume(c, n, table="q"):

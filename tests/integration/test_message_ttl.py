@@ -3,7 +3,6 @@
 comes back to the queue after its TTL, it is removed then. The insert time is part of the
 row, so the age survives restarts and kill -9, and an ALTER TABLE that only changes the TTL
 keeps the rows as they are."""
-import json
 import time
 
 from sqlcheck import expect_error, query, value, wait_until
@@ -14,7 +13,7 @@ ER_ALTER_OPERATION_NOT_SUPPORTED = 1845
 
 
 def _stats(server, table="test.q"):
-    return json.loads(server.value(f"SELECT queue_stats('{table}')"))
+    return server.queue_stats(table)
 
 
 def _global_expired(server):

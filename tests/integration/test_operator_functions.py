@@ -23,7 +23,7 @@ def _dead_table(server, n, table="jobs"):
 
 
 def _stats(server, table="jobs"):
-    return json.loads(server.value(f"SELECT queue_stats('test.{table}')"))
+    return server.queue_stats(f"test.{table}")
 
 
 def _user(server, name, grants):

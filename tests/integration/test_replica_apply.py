@@ -8,14 +8,13 @@ import itertools
 import random
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import pymysql
 import pytest
 
 from replication_pair import Pair
-from sqlcheck import consume_job, query
+from sqlcheck import consume_job, query, wait_until
 
 PRODUCERS = 4
 ROWS_PER_PRODUCER = 600
@@ -257,14 +256,6 @@ def _produce_ttl_until_killed(primary, producer):
         pass
 
 
-def _rows_held(server):
-    return int(server.value("SELECT JSON_VALUE(queue_stats('test.ttl_jobs'), '$.rows')"))
-
-
-def _expired_here(server):
-    return server.value("SELECT JSON_VALUE(queue_stats('test.ttl_jobs'), '$.rows_expired')")
-
-
 def test_a_primary_killed_while_expiring_rows_keeps_its_replica_a_copy(server_factory):
     """MESSAGE_TTL with the binary log on: each expiry is a two-phase transaction of the
     primary's, logged as the removal of its rows by id. The primary is killed with kill -9 while
@@ -284,7 +275,7 @@ def test_a_primary_killed_while_expiring_rows_keeps_its_replica_a_copy(server_fa
                 t.start()
             # Past the TTL of the first rows: expiries commit while the primary dies.
             threading.Event().wait(rng.uniform(1.3, 2.0))
-            assert int(_expired_here(pair.primary)) > 0
+            assert pair.primary.queue_stats("test.ttl_jobs")["rows_expired"] > 0
             pair.primary.kill9()
             for t in workers:
                 t.join(60)
@@ -293,12 +284,11 @@ def test_a_primary_killed_while_expiring_rows_keeps_its_replica_a_copy(server_fa
         pair.sync()
         ids = "SELECT queue_scan_rowid(), producer, seq FROM test.ttl_jobs"
         assert pair.replica.sql(ids) == pair.primary.sql(ids), "the replica's rows or ids differ from the primary's"
-        assert int(_expired_here(pair.replica)) == 0  # its rows left as the log said
+        assert pair.replica.queue_stats("test.ttl_jobs")["rows_expired"] == 0  # its rows left as the log said
         pair.primary.sql("ALTER TABLE test.ttl_jobs MESSAGE_TTL=1")
-        deadline = time.monotonic() + 30
-        # Until every row is removed (COUNT(*) skips the rows claimed for an expiry not committed yet).
-        while _rows_held(pair.primary) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # Every row removed (COUNT(*) skips the rows claimed for an expiry not committed yet).
+        wait_until(lambda: pair.primary.queue_stats("test.ttl_jobs")["rows"] == 0, timeout=30,
+                   what="the primary's expiry of every row")
         pair.sync()
         assert pair.replica.sql(ids) == [] and pair.status()["Last_SQL_Errno"] == 0, pair.status()
     finally:

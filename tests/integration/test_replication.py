@@ -3,7 +3,6 @@
 the replica holds the primary's rows under the same ids; an INSERT's rows appear only after its binlog write, so no
 DELETE of a row reaches the log before its INSERT (tests/integration/test_binlog.py checks what
 is logged)."""
-import json
 import re
 import subprocess
 import time
@@ -141,7 +140,7 @@ def test_purged_and_redriven_dead_rows_reach_the_replica(pair):
 
 
 def _stats(server, table):
-    return json.loads(server.value(f"SELECT queue_stats('test.{table}')"))
+    return server.queue_stats(f"test.{table}")
 
 
 def test_an_expiry_reaches_the_replica_as_the_removal_of_those_rows(server_factory):

@@ -36,17 +36,6 @@ struct LogScope {
   ~LogScope() { ExpiryLog::set(nullptr); }
 };
 
-struct NamedRemovals : ReplicationLog {
-  std::vector<NamedRow> rows;
-  Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
-    rows.insert(rows.end(), r.begin(), r.end());
-    return Status::Ok();
-  }
-  Status deduplicated(const QueueTable&, const std::vector<size_t>&) override { return Status::Ok(); }
-  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
-  Status redriven(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
-};
-
 }  // namespace
 
 TEST(expired_rows_wait_claimed_for_the_logged_transaction_that_names_them) {
@@ -69,7 +58,7 @@ TEST(expired_rows_wait_claimed_for_the_logged_transaction_that_names_them) {
     CHECK(c.abort().ok());
   }
   // A rolled-back removal gives them back, where the expiry claims them again.
-  NamedRemovals named;
+  RecordedRemovals named;
   {
     Transaction txn(7);
     txn.set_replication_log(&named);
@@ -138,7 +127,7 @@ TEST(a_removal_takes_at_most_its_max_oldest_first_and_leaves_the_rest_claimed) {
   std::this_thread::sleep_for(milliseconds(300));
   set_option(*t, &TableOptions::message_ttl, milliseconds(100));  // claims all three at once
   CHECK(scope.log.calls.load() > 0);
-  NamedRemovals named;
+  RecordedRemovals named;
   Transaction first(7);
   first.set_replication_log(&named);
   size_t n = 0;

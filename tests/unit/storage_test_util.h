@@ -16,6 +16,7 @@
 #include "core/table/queue_table.h"
 #include "core/util/settings.h"
 #include "core/table/registry.h"
+#include "core/table/transaction.h"
 
 namespace q4m_test {
 
@@ -226,6 +227,27 @@ inline bool eventually(const std::function<bool()>& done) {
   }
   return true;
 }
+
+// The engine's binary log side (engine/binlog_statements.h), as a recorder: what a
+// transaction tells its ReplicationLog.
+struct RecordedRemovals : q4m::ReplicationLog {
+  std::vector<q4m::NamedRow> rows;
+  std::vector<size_t> deduplicated_positions;
+  q4m::Status removed(const q4m::QueueTable&, const std::vector<q4m::NamedRow>& r) override {
+    rows.insert(rows.end(), r.begin(), r.end());
+    return q4m::Status::Ok();
+  }
+  q4m::Status deduplicated(const q4m::QueueTable&, const std::vector<size_t>& positions) override {
+    deduplicated_positions.insert(deduplicated_positions.end(), positions.begin(), positions.end());
+    return q4m::Status::Ok();
+  }
+  q4m::Status relayed(const q4m::QueueTable&, uint32_t, q4m::RowId) override { return q4m::Status::Ok(); }
+  std::vector<q4m::NamedRow> redriven_rows;
+  q4m::Status redriven(const q4m::QueueTable&, const std::vector<q4m::NamedRow>& r) override {
+    redriven_rows.insert(redriven_rows.end(), r.begin(), r.end());
+    return q4m::Status::Ok();
+  }
+};
 
 struct SyncModeScope {  // tests run with sync none unless they say otherwise
   explicit SyncModeScope(q4m::SyncMode m) : old(q4m::settings().sync_mode.load()) {

@@ -253,26 +253,6 @@ TEST(a_lost_unsynced_end_leaves_its_part_prepared_not_lost) {
   TableRegistry::instance().close_all();
 }
 
-// The engine's binary log side (engine/binlog_statements.h), as a recorder.
-struct RecordedRemovals : ReplicationLog {
-  std::vector<NamedRow> rows;
-  std::vector<size_t> deduplicated_positions;
-  Status removed(const QueueTable&, const std::vector<NamedRow>& r) override {
-    rows.insert(rows.end(), r.begin(), r.end());
-    return Status::Ok();
-  }
-  Status deduplicated(const QueueTable&, const std::vector<size_t>& positions) override {
-    deduplicated_positions.insert(deduplicated_positions.end(), positions.begin(), positions.end());
-    return Status::Ok();
-  }
-  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
-  std::vector<NamedRow> redriven_rows;
-  Status redriven(const QueueTable&, const std::vector<NamedRow>& r) override {
-    redriven_rows.insert(redriven_rows.end(), r.begin(), r.end());
-    return Status::Ok();
-  }
-};
-
 // DEDUP_COLUMN under a binary log: the primary's prepare reports the positions it dropped;
 // a replica (decided) drops none itself, only the positions the primary's log names.
 TEST(a_replica_drops_the_duplicates_the_primary_dropped_and_no_others) {
