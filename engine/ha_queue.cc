@@ -207,6 +207,11 @@ int ha_queue::create(const char* name, TABLE* form, HA_CREATE_INFO* info) {
     return HA_ERR_UNSUPPORTED;
   }
   q4m::Status st = q4m::TableRegistry::instance().create(data_file_path(name));
+  if (st.ok() && info->auto_increment_value > 1) {  // AUTO_INCREMENT=N: new rows' ids start there
+    std::shared_ptr<q4m::QueueTable> q;
+    st = q4m::TableRegistry::instance().acquire(data_file_path(name), &q);
+    if (st.ok()) st = q->raise_id_floor(info->auto_increment_value);
+  }
   return st.ok() ? 0 : raise_status_error(st);
 }
 
@@ -229,6 +234,7 @@ int ha_queue::open(const char* name, int, uint) {
     options = std::move(unlimited);
   }
   queue_->configure(std::move(options));
+  row_id_column_ = definition_of(table_share)->row_id_column;
   return 0;
 }
 
@@ -249,10 +255,27 @@ enum_alter_inplace_result ha_queue::check_if_supported_inplace_alter(TABLE* alte
   return HA_ALTER_INPLACE_NO_LOCK;
 }
 
-bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_info*, bool commit) {
+bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_info* ha_alter_info, bool commit) {
+  if (!commit || !queue_) return false;
+  const HA_CREATE_INFO* to = ha_alter_info->create_info;
+  if ((to->used_fields & HA_CREATE_USED_AUTO) && to->auto_increment_value > 1) {  // never lowers it
+    q4m::Status st = queue_->raise_id_floor(to->auto_increment_value);
+    if (!st.ok()) {
+      raise(st);
+      return true;
+    }
+  }
   // Statements that open the table later hand the queue the same options (configure()).
-  if (commit && queue_) queue_->configure(options_of(altered_table->s));
+  queue_->configure(options_of(altered_table->s));
   return false;
+}
+
+void ha_queue::update_create_info(HA_CREATE_INFO* info) {
+  if (row_id_column_ < 0 || !queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
+  THD* thd = ha_thd();
+  info->auto_increment_value = reads_snapshot(thd)
+                                   ? queue_->snapshot_upcoming_id(connection_state(thd).snapshot_point())
+                                   : queue_->ids().upcoming();
 }
 
 int ha_queue::close() {
@@ -305,17 +328,43 @@ int ha_queue::end_bulk_insert() {
 q4m::Status ha_queue::commit_bulk_rows() {
   if (bulk_rows_.empty()) return q4m::Status::Ok();
   std::vector<std::string_view> views(bulk_rows_.begin(), bulk_rows_.end());
-  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_) : insert_rows(views);
+  const q4m::RowId* asked = bulk_asked_.empty() ? nullptr : bulk_asked_.data();
+  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_, asked) : insert_rows(views, asked);
   bulk_rows_.clear();
   bulk_histories_.clear();
+  bulk_asked_.clear();
   bulk_bytes_ = 0;
   return st;
 }
 
+// The id the row in table->record[0] asks for in the ROW_ID_COLUMN (0: none): an error if
+// it is below the next one.
+int ha_queue::ask_id(q4m::RowId* asked) {
+  *asked = asked_id(table, table->record[0], row_id_column_);
+  if (*asked == 0) return 0;
+  std::string why;
+  if (relaying_ || has_pending_relay()) {
+    why = "asks for row id " + std::to_string(*asked) + " in a relayed INSERT (queue_set_srcid), whose rows get "
+          "ids of their own; give NULL or 0";
+  } else if (asks_.admit(ha_thd()->query_id, queue_->ids(), *asked, &why)) {
+    return 0;
+  }
+  my_printf_error(ER_WRONG_VALUE_FOR_VAR, "QUEUE table '%s': ROW_ID_COLUMN `%s` %s", MYF(0), table_label().c_str(),
+                  table->field[row_id_column_]->field_name.str, why.c_str());
+  error_raised_ = true;
+  return HA_ERR_UNSUPPORTED;
+}
+
 int ha_queue::write_row(const uchar* buf) {
-  encode_row(table, buf, &encoded_);
+  encode_row(table, buf, row_id_column_, &encoded_);
+  q4m::RowId asked = 0;
+  if (row_id_column_ >= 0) {
+    if (int error = ask_id(&asked)) return error;
+    if (asked && bulk_asked_.size() < bulk_rows_.size()) bulk_asked_.resize(bulk_rows_.size());
+  }
   if (copy_target_) {
     bulk_histories_.push_back(copied_history());
+    if (asked || !bulk_asked_.empty()) bulk_asked_.push_back(asked);
     return buffer_row();
   }
   bool failed = false;
@@ -323,7 +372,7 @@ int ha_queue::write_row(const uchar* buf) {
   if (!txn && !failed) txn = binlogged_statement_transaction(ha_thd());
   if (txn) {  // written at its commit
     if (relaying_ || take_pending_relay()) return stage_relayed_row(*txn);
-    txn->insert(queue_, std::move(encoded_));
+    txn->insert(queue_, std::move(encoded_), asked);
     encoded_ = std::string();
     return 0;
   }
@@ -338,15 +387,18 @@ int ha_queue::write_row(const uchar* buf) {
     take_pending_relay();
   }
   if (relaying_) return write_relayed_row();
-  if (bulk_insert_) return buffer_row();
+  if (bulk_insert_) {
+    if (asked || !bulk_asked_.empty()) bulk_asked_.push_back(asked);
+    return buffer_row();
+  }
   std::vector<std::string_view> rows{encoded_};
-  q4m::Status st = insert_rows(rows);
+  q4m::Status st = insert_rows(rows, asked ? &asked : nullptr);
   return st.ok() ? 0 : raise(st);
 }
 
-q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows) {
+q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows, const q4m::RowId* asked) {
   size_t duplicates = 0;
-  q4m::Status st = queue_->insert(rows, nullptr, &duplicates);
+  q4m::Status st = queue_->insert(rows, nullptr, &duplicates, asked);
   if (st.ok() && duplicates > 0) {
     // Accepted, as SQS accepts a message whose deduplication id it has seen: a producer's
     // retry must not fail. The note tells a client that looks.
@@ -678,7 +730,7 @@ int ha_queue::read_into(uchar* buf, q4m::RowId id) {
   ConnectionState* cs = find_connection_state(ha_thd());
   // (A connection that never used a queue function has no state, and nothing asks.)
   if (cs) cs->note_row_read(ha_thd()->query_id, id, queue_.get());
-  if (decode_row(table, payload_, buf)) return 0;
+  if (decode_row(table, payload_, row_id_column_, is_staged(id) ? 0 : id, buf)) return 0;
   std::string msg = "QUEUE table '" + table_label() + "': row " + std::to_string(id) + " (" +
                     std::to_string(payload_.size()) + " bytes) in " + queue_->path() +
                     " does not match the table definition";

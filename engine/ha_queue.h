@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/table/queue_table.h"
+#include "engine/asked_ids.h"
 #include "engine/connection_state.h"
 #include "engine/copy_scan.h"
 
@@ -57,6 +58,9 @@ class ha_queue final : public handler {
   bool backup_read(THD* thd) const;  // a dump's scan (rows in flight are seen)
   int rnd_next(uchar* buf) override;
   int rnd_pos(uchar* buf, uchar* pos) override;
+  // SHOW CREATE TABLE of a table with a ROW_ID_COLUMN: AUTO_INCREMENT = the id the next row
+  // gets (at the point of a consistent snapshot: what a dump restores).
+  void update_create_info(HA_CREATE_INFO* info) override;
   void position(const uchar* record) override;
 
   int info(uint flag) override;
@@ -81,7 +85,7 @@ class ha_queue final : public handler {
  private:
   q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
   // An INSERT's rows into the queue; notes the rows DEDUP_COLUMN dropped as duplicates.
-  q4m::Status insert_rows(const std::vector<std::string_view>& rows);
+  q4m::Status insert_rows(const std::vector<std::string_view>& rows, const q4m::RowId* asked);
   int write_relayed_row();  // a row declared by queue_set_srcid()
   int buffer_row();         // encoded_, for commit_bulk_rows()
   q4m::RowHistory copied_history();  // of the row a copying ALTER writes into its new table
@@ -125,6 +129,11 @@ class ha_queue final : public handler {
   // histories, one per buffered row.
   bool copy_target_ = false;
   std::vector<q4m::RowHistory> bulk_histories_;
+  // ROW_ID_COLUMN: its position (-1: none), and the id each buffered row asks for in it.
+  int row_id_column_ = -1;
+  std::vector<q4m::RowId> bulk_asked_;
+  AskedIds asks_;
+  int ask_id(q4m::RowId* asked);
   size_t bulk_bytes_ = 0;
   std::string encoded_;
   // The ids declared by queue_set_srcid(), taken from the connection at the statement's

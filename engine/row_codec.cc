@@ -33,14 +33,31 @@ bool next_column(std::string_view payload, size_t* pos, std::string_view* out) {
   return true;
 }
 
+// Where field f's null bit is in a record (null_ptr points into record[0]).
+size_t null_byte_of(const TABLE* table, const Field* f) { return static_cast<size_t>(f->null_ptr - table->record[0]); }
+
 }  // namespace
 
-void encode_row(const TABLE* table, const uchar* record, std::string* out) {
+static bool decode_columns(const TABLE* table, std::string_view payload, uchar* record);
+
+void encode_row(const TABLE* table, const uchar* record, int id_column, std::string* out) {
   const my_ptrdiff_t offset = record - table->record[0];
   q4m::RowPayloadWriter writer(out);
-  writer.begin(bytes(record, table->s->null_bytes));
+  const Field* id_field = id_column >= 0 ? table->field[id_column] : nullptr;
+  if (id_field && id_field->null_ptr) {  // stored as 0, not NULL
+    std::string nulls(reinterpret_cast<const char*>(record), table->s->null_bytes);
+    nulls[null_byte_of(table, id_field)] &= static_cast<char>(~id_field->null_bit);
+    writer.begin(nulls);
+  } else {
+    writer.begin(bytes(record, table->s->null_bytes));
+  }
+  static const uchar kZero[8] = {};
   for (Field** fp = table->field; *fp; fp++) {
     const Field* f = *fp;
+    if (f == id_field) {
+      writer.add(bytes(kZero, sizeof(kZero)));
+      continue;
+    }
     if (f->is_null_in_record(record)) continue;
     const uchar* p = f->ptr + offset;
     switch (column_kind(f)) {
@@ -60,7 +77,28 @@ void encode_row(const TABLE* table, const uchar* record, std::string* out) {
   }
 }
 
-bool decode_row(const TABLE* table, std::string_view payload, uchar* record) {
+uint64_t asked_id(const TABLE* table, const uchar* record, int id_column) {
+  if (id_column < 0) return 0;
+  const Field* f = table->field[id_column];
+  if (f->is_null_in_record(record)) return 0;
+  return uint8korr(f->ptr + (record - table->record[0]));
+}
+
+bool decode_row(const TABLE* table, std::string_view payload, int id_column, uint64_t id, uchar* record) {
+  if (!decode_columns(table, payload, record)) return false;
+  if (id_column < 0) return true;
+  Field* f = table->field[id_column];
+  uchar* p = f->ptr + (record - table->record[0]);
+  int8store(p, id);
+  if (f->null_ptr) {
+    uchar& nulls = record[null_byte_of(table, f)];
+    nulls = id ? (nulls & ~f->null_bit) : (nulls | f->null_bit);
+  }
+  return true;
+}
+
+// The record's columns from the payload, the ROW_ID_COLUMN's stored 0 too.
+static bool decode_columns(const TABLE* table, std::string_view payload, uchar* record) {
   const TABLE_SHARE* share = table->s;
   if (payload.size() < share->null_bytes) return false;
   // Start from the defaults so NULL columns hold well-defined bytes.

@@ -24,6 +24,7 @@ std::shared_ptr<const TableDefinition> make_definition(const TABLE_SHARE* share)
   d->path = std::string(share->normalized_path.str, share->normalized_path.length) + q4m::kDataFileExtension;
   d->version.assign(reinterpret_cast<const char*>(share->tabledef_version.str), share->tabledef_version.length);
   d->options = options_of(share);
+  d->row_id_column = row_id_column_of(share);
   return d;
 }
 

@@ -16,6 +16,7 @@ struct TableDefinition {
   std::string path;     // the data file
   std::string version;  // tabledef_version: what a condition was compiled for
   std::shared_ptr<const q4m::TableOptions> options;
+  int row_id_column = -1;  // ROW_ID_COLUMN's position (-1: none)
 };
 
 // The definition of a QUEUE table's share, made on first use.

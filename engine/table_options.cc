@@ -30,6 +30,7 @@ ha_create_table_option queue_table_options[] = {
     HA_TOPTION_NUMBER("MAX_IN_FLIGHT", max_in_flight, 0, 0, 1000000000, 1),
     HA_TOPTION_STRING("MAX_RATE", max_rate),
     HA_TOPTION_NUMBER("MAX_BURST", max_burst, 1, 1, 1000000000, 1),
+    HA_TOPTION_STRING("ROW_ID_COLUMN", row_id_column),
     HA_TOPTION_END,
 };
 
@@ -148,6 +149,36 @@ bool dedup_column_of(const TABLE_SHARE* share, const TABLE* table, std::shared_p
   return key_column_of(share, table, "DEDUP_COLUMN", name, "a dedup key", out, error);
 }
 
+// The ROW_ID_COLUMN of `share`: *out = -1 if the option is not set. False, with *error, if it
+// names no column, a column that is not BIGINT UNSIGNED, or a column another option reads
+// (the column's stored bytes are not its value: the row's id replaces them on every read).
+bool row_id_column_of(const TABLE_SHARE* share, const TABLE* table, int* out, std::string* error) {
+  *out = -1;
+  const ha_table_option_struct* o = share->option_struct;
+  const char* name = o ? o->row_id_column : nullptr;
+  if (!name || !*name) return true;
+  const int i = column_named(share, "ROW_ID_COLUMN", name, error);
+  if (i < 0) return false;
+  const Field* f = share->field[i];
+  if (f->real_type() != MYSQL_TYPE_LONGLONG || !(f->flags & UNSIGNED_FLAG)) {
+    *error = std::string("ROW_ID_COLUMN: column `") + f->field_name.str + "` is " + sql_type_of(share, table, i) +
+             ", not BIGINT UNSIGNED (a row id)";
+    return false;
+  }
+  const std::pair<const char*, const char*> others[] = {{"VISIBLE_AT_COLUMN", o->visible_at_column},
+                                                        {"MESSAGE_GROUP_COLUMN", o->message_group_column},
+                                                        {"DEDUP_COLUMN", o->dedup_column}};
+  for (const auto& [option, other] : others) {
+    if (other && my_strcasecmp(system_charset_info, other, f->field_name.str) == 0) {
+      *error = std::string("ROW_ID_COLUMN: column `") + f->field_name.str + "` is the " + option +
+               " too; the row id column holds no value of its own (it reads as the row's id)";
+      return false;
+    }
+  }
+  *out = i;
+  return true;
+}
+
 // Whether the table definition spells out option `name` (not just its default).
 bool option_given(const TABLE_SHARE* share, const char* name) {
   for (const engine_option_value* o = share->option_list; o; o = o->next)
@@ -177,6 +208,8 @@ bool check_options(const TABLE* table, std::string* error) {
   if (!message_group_column_of(share, table, &message_group, error)) return false;
   std::shared_ptr<const q4m::KeyColumn> dedup;
   if (!dedup_column_of(share, table, &dedup, error)) return false;
+  int row_id = -1;
+  if (!row_id_column_of(share, table, &row_id, error)) return false;
   if (!dedup && option_given(share, "DEDUP_WINDOW")) {  // it would be ignored
     *error = "DEDUP_WINDOW needs DEDUP_COLUMN, the column whose value tells a duplicate";
     return false;
@@ -251,6 +284,12 @@ std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share) {
   return o;
 }
 
+int row_id_column_of(const TABLE_SHARE* share) {
+  int i = -1;
+  std::string error;
+  return row_id_column_of(share, nullptr, &i, &error) ? i : -1;
+}
+
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to) {
   auto visible_at = [](const ha_table_option_struct* o) {
     return std::string(o && o->visible_at_column ? o->visible_at_column : "");
@@ -261,7 +300,11 @@ bool options_change_in_place(const ha_table_option_struct* from, const ha_table_
   auto dedup = [](const ha_table_option_struct* o) {
     return std::string(o && o->dedup_column ? o->dedup_column : "");
   };
-  return my_strcasecmp(system_charset_info, visible_at(from).c_str(), visible_at(to).c_str()) == 0 &&
+  auto row_id = [](const ha_table_option_struct* o) {
+    return std::string(o && o->row_id_column ? o->row_id_column : "");
+  };
+  return my_strcasecmp(system_charset_info, row_id(from).c_str(), row_id(to).c_str()) == 0 &&
+         my_strcasecmp(system_charset_info, visible_at(from).c_str(), visible_at(to).c_str()) == 0 &&
          my_strcasecmp(system_charset_info, group(from).c_str(), group(to).c_str()) == 0 &&
          my_strcasecmp(system_charset_info, dedup(from).c_str(), dedup(to).c_str()) == 0;
 }

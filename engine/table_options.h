@@ -11,6 +11,8 @@
 //   MAX_IN_FLIGHT=n          rows of the table out at once (default 0: no limit).
 //   MAX_RATE='r[/unit]'      hand-outs per second (or minute, hour) of the whole table,
 //   MAX_BURST=n              from a token bucket of n (default 1).
+//   ROW_ID_COLUMN='col'      a BIGINT UNSIGNED column that reads as the row's id; an INSERT
+//                            may ask for an id in it (a restored dump keeps its rows' ids).
 // and one of the server's own: MAX_ROWS=n, the most rows the table holds (an INSERT past it
 // fails with "table is full", as a MEMORY table's does).
 #pragma once
@@ -37,6 +39,7 @@ struct ha_table_option_struct {
   ulonglong max_in_flight;
   const char* max_rate;
   ulonglong max_burst;
+  const char* row_id_column;
 };
 
 namespace q4m_engine {
@@ -49,6 +52,9 @@ extern ha_create_table_option queue_table_options[];
 // MESSAGE_TTL='abc' for 0).
 bool check_options(const TABLE* table, std::string* error);
 
+// The position of the ROW_ID_COLUMN of `share`, or -1 (none, or one create() would refuse).
+int row_id_column_of(const TABLE_SHARE* share);
+
 // What a table's options ask of its queue, as `share` says (a column an option names that
 // create() would refuse is left unset). engine/table_definition.h keeps one per share.
 std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share);
@@ -57,8 +63,8 @@ std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share);
 // options that the queue reads at open changed (MESSAGE_TTL, MAX_DELIVERIES, DEDUP_WINDOW,
 // the limits: GROUP_CONCURRENCY, GROUP_RATE, GROUP_BURST, MAX_IN_FLIGHT, MAX_RATE, MAX_BURST).
 // VISIBLE_AT_COLUMN decides which queued rows start delayed, MESSAGE_GROUP_COLUMN which rows
-// wait for which, and DEDUP_COLUMN which keys the window holds, so changing one of them
-// copies the rows. (MAX_ROWS, a server option, also changes in place.)
+// wait for which, DEDUP_COLUMN which keys the window holds and ROW_ID_COLUMN which bytes a
+// row stores, so changing one of them copies the rows. (MAX_ROWS, a server option, also changes in place.)
 bool options_change_in_place(const ha_table_option_struct* from, const ha_table_option_struct* to);
 
 }  // namespace q4m_engine

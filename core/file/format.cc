@@ -91,6 +91,13 @@ void ChunkBuilder::add_meta(const Meta& m) {
   put_u64(out_, m.next_rowid);
   put_u64(out_, m.rows_inserted);
   put_u64(out_, m.rows_removed);
+  if (m.id_floor > m.next_rowid) add_id_floor(m.id_floor);
+}
+
+void ChunkBuilder::add_id_floor(RowId floor) {
+  reserve_record(kIdFloorSize);
+  out_->push_back(static_cast<char>(kIdFloor));
+  put_u64(out_, floor);
 }
 
 void ChunkBuilder::add_returns(const ReturnedRow* rows, size_t count) {
@@ -132,6 +139,16 @@ void ChunkBuilder::add_txn_srcid(uint64_t txn, const SourceMark& mark) {
   put_u32(out_, mark.source);
   put_u64(out_, mark.last);
   out_->push_back(mark.reset ? 1 : 0);
+}
+
+static_assert(kTxnAskHeaderSize == kTxnRemoveHeaderSize, "TXN_ASK has TXN_REMOVE's layout: type, count, txn, ids");
+
+void ChunkBuilder::add_txn_ask(uint64_t txn, const RowId* asked, size_t count) {
+  reserve_record(kTxnAskHeaderSize + 8 * count);
+  out_->push_back(static_cast<char>(kTxnAsk));
+  put_u32(out_, static_cast<uint32_t>(count));
+  put_u64(out_, txn);
+  for (size_t i = 0; i < count; i++) put_u64(out_, asked[i]);
 }
 
 void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) {
@@ -229,6 +246,7 @@ bool RecordReader::next(Record* r) {
       r->checksum = get_u32(body_.data() + r->payload_pos + r->length);
       return true;
     case kTxnRemove:
+    case kTxnAsk:  // the same layout
       if (!need(kTxnRemoveHeaderSize)) return false;
       r->count = get_u32(p + 1);
       r->txn = get_u64(p + 5);
@@ -250,6 +268,11 @@ bool RecordReader::next(Record* r) {
       r->committed = p[9] != 0;
       r->first_rowid = get_u64(p + 10);
       pos_ += kTxnEndSize;
+      return true;
+    case kIdFloor:
+      if (!need(kIdFloorSize)) return false;
+      r->rowid = get_u64(p + 1);
+      pos_ += kIdFloorSize;
       return true;
     case kTxnSrcId:
       if (!need(kTxnSrcIdSize)) return false;

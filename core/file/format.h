@@ -18,8 +18,10 @@
 //           | TXN_REMOVE u8 9 | u32 count | u64 txn | u64 rowid[count]                     (version 6)
 //           | TXN_PREPARE u8 10 | u64 txn | u32 len | xid[len]                              (version 6)
 //           | TXN_SRCID u8 12 | u64 txn | u32 source_id | u64 last_rowid | u8 reset            (version 7)
+//           | TXN_ASK u8 14 | u32 count | u64 txn | u64 asked_id[count]                  (version 8)
 //           and its outcome, later:
 //           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
+//           | ID_FLOOR u8 13 | u64 floor                                                   (version 8)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +34,8 @@ namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
 // Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
-// 7 TXN_SRCID).
-constexpr uint32_t kFormatVersion = 7;
+// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK).
+constexpr uint32_t kFormatVersion = 8;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -49,7 +51,7 @@ constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 
 enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
-  kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12,
+  kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12, kIdFloor = 13, kTxnAsk = 14,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -67,6 +69,8 @@ constexpr size_t kTxnRemoveHeaderSize = 1 + 4 + 8;   // then the ids
 constexpr size_t kTxnPrepareHeaderSize = 1 + 8 + 4;  // then the xid's bytes
 constexpr size_t kTxnEndSize = 1 + 8 + 1 + 8;
 constexpr size_t kTxnSrcIdSize = 1 + 8 + 4 + 8 + 1;
+constexpr size_t kIdFloorSize = 1 + 8;
+constexpr size_t kTxnAskHeaderSize = 1 + 4 + 8;  // then one id per row of the part (0: none asked)
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -92,6 +96,9 @@ struct Meta {
   RowId next_rowid = 1;
   uint64_t rows_inserted = 0;
   uint64_t rows_removed = 0;
+  // Not in the META record: add_meta() follows it with an ID_FLOOR record while the floor is
+  // above next_rowid (id_sequence.h), so every file rewrite keeps it.
+  RowId id_floor = 0;
 };
 
 inline void put_u32(std::string* o, uint32_t v) {
@@ -170,8 +177,14 @@ class ChunkBuilder {
   void add_txn_prepare(uint64_t txn, std::string_view xid);
   // A relay source's last id, which the part sets if it commits (before its TXN_PREPARE).
   void add_txn_srcid(uint64_t txn, const SourceMark& mark);
-  // Its outcome: committed (its rows get ids first_rowid, first_rowid + 1, ...) or not.
+  // The ids its rows ask for (ROW_ID_COLUMN), one per TXN_ROW in order, 0 for none; none of
+  // them asking, no record (before its TXN_PREPARE).
+  void add_txn_ask(uint64_t txn, const RowId* asked, size_t count);
+  // Its outcome: committed (its rows get ids from first_rowid on, as IdSequence gives them:
+  // first_rowid, first_rowid + 1, ... unless a row asked for one or the floor is above) or not.
   void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
+  // The least id a row that asks for none gets from here on (CREATE/ALTER ... AUTO_INCREMENT).
+  void add_id_floor(RowId floor);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -209,7 +222,8 @@ struct Record {
   uint64_t time_ms = 0;
   size_t payload_pos = 0;  // offset of the payload inside the body
   uint32_t length = 0;
-  // kRemove: `count` ids starting at body offset ids_pos; kReturn: `count` entries there
+  // kRemove, kTxnAsk (with txn): `count` ids starting at body offset ids_pos; kReturn:
+  // `count` entries there; kIdFloor: the floor in rowid
   uint32_t count = 0;
   size_t ids_pos = 0;
   // kSrcId, kTxnSrcId (with txn and reset)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/file/block_reader.h"
+#include "core/row/id_sequence.h"
 #include "core/util/crc32c.h"
 #include "core/util/stats.h"
 
@@ -145,6 +146,15 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         t->next_txn = std::max(t->next_txn, rec.txn + 1);
         break;
       }
+      case fmt::kIdFloor:
+        t->id_floor = std::max(t->id_floor, rec.rowid);
+        break;
+      case fmt::kTxnAsk: {
+        PreparedPart& part = t->prepared[rec.txn];
+        for (uint32_t i = 0; i < rec.count; i++) part.asked.push_back(rr.removed_id(rec, i));
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
       case fmt::kTxnSrcId: {
         PreparedPart& part = t->prepared[rec.txn];
         part.relay.push_back(fmt::SourceMark{rec.source_id, rec.last_rowid, rec.reset});
@@ -162,12 +172,13 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         auto it = t->prepared.find(rec.txn);
         if (it == t->prepared.end()) break;  // ended before (a compaction keeps no ended part)
         if (rec.committed) {
-          RowId id = rec.first_rowid;
+          IdSequence ids{rec.first_rowid, t->id_floor};  // the ids the writer gave
           const PreparedPart& part = it->second;
           for (size_t k = 0; k < part.rows.size(); k++) {
             RowEntry e = part.rows[k];
+            const RowId id = ids.give(k < part.asked.size() ? part.asked[k] : 0);
             if (id <= *last_row) return corrupt(f, pos, "row id " + std::to_string(id) + " is not increasing");
-            e.id = *last_row = id++;
+            e.id = *last_row = id;
             t->index.append(e);
             t->rows_inserted++;
             // Its record's checksum could not cover its id: known from its bytes, now checked
@@ -175,7 +186,7 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             const uint32_t sum = fmt::row_checksum(e.id, part.payloads[k]);
             t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
-          if (id > t->next_rowid) t->next_rowid = id;
+          if (ids.next > t->next_rowid) t->next_rowid = ids.next;
           for (const fmt::SourceMark& m : part.relay) t->sources[m.source] = m.applied_to(t->sources[m.source]);
           for (RowId removed : it->second.removals) {
             if (!t->index.remove(removed)) continue;

@@ -29,6 +29,7 @@ struct PreparedPart {
   std::vector<RowEntry> rows;
   std::vector<RowId> removals;
   std::vector<fmt::SourceMark> relay;  // the relay sources' last ids it sets (TXN_SRCID)
+  std::vector<RowId> asked;  // the id each row asks for (TXN_ASK; empty: none asks)
   bool prepared = false;  // its TXN_PREPARE was read
   std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
@@ -37,6 +38,7 @@ struct PreparedPart {
 struct RecoveredTable {
   RowIndex index;
   RowId next_rowid = 1;
+  RowId id_floor = 0;  // ID_FLOOR: the least id a row that asks for none gets
   SourceMap sources;
   uint64_t rows_inserted = 0;
   uint64_t rows_removed = 0;

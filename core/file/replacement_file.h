@@ -32,6 +32,7 @@ class ReplacementFile {
     return flushed_ + chunk_.add_txn_row(txn, time_ms, payload, checksum);
   }
   void add_txn_remove(uint64_t txn, const std::vector<RowId>& ids) { chunk_.add_txn_remove(txn, ids.data(), ids.size()); }
+  void add_txn_ask(uint64_t txn, const std::vector<RowId>& asked) { chunk_.add_txn_ask(txn, asked.data(), asked.size()); }
   void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }
   void add_txn_srcid(uint64_t txn, const fmt::SourceMark& mark) { chunk_.add_txn_srcid(txn, mark); }
   Status flush_if_over(uint64_t flush_bytes);

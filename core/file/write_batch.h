@@ -36,6 +36,10 @@ struct WriteBatch {
   // history has an id keeps it (ids must increase, from the table's next id on); the rest get
   // new ids. The insert time is kept and the rest goes into a RETURN record under the ids.
   const RowHistory* history = nullptr;
+  // The id each row asks for (ROW_ID_COLUMN; 0: none), one per row (null: none asks). A row
+  // gets it if no id at or above it was given yet (IdSequence), else the next id. With a
+  // prepare, a TXN_ASK record keeps them until the end; with an end, the part's.
+  const RowId* asked = nullptr;
   // Relayed rows (queue_set_srcid): relay[i] says whose row rows[i] is (null: none is);
   // policy/relay.h drops the ones received before.
   const RelayTag* relay = nullptr;
@@ -63,8 +67,8 @@ struct WriteBatch {
   //  kPrepare: its rows (TXN_ROW, no ids yet) and removals (TXN_REMOVE) are written with the
   //            prepare (TXN_PREPARE, `xid`); the leader gives it its id (`txn`). Nothing of it
   //            is applied: its rows are not in the table and its removed rows stay claimed.
-  //  kEnd:     part `txn` ends (TXN_END): committed, its `end_rows` rows get ids from
-  //            first_rowid on (set by the leader) and its removals apply; or rolled back.
+  //  kEnd:     part `txn` ends (TXN_END): committed, its `end_rows` rows get ids (`ids`,
+  //            from first_rowid on, set by the leader) and its removals apply; or rolled back.
   enum class Phase : uint8_t { kNone, kPrepare, kEnd };
   Phase phase = Phase::kNone;
   uint64_t txn = 0;
@@ -72,6 +76,9 @@ struct WriteBatch {
   bool commit = false;
   size_t end_rows = 0;
   RowId first_rowid = 0;
+  // ID_FLOOR record: rows that ask for no id get ids from here on (CREATE/ALTER TABLE ...
+  // AUTO_INCREMENT=N); 0, or not above the table's floor: none.
+  RowId id_floor = 0;
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
@@ -82,7 +89,7 @@ struct WriteBatch {
   std::vector<size_t> replays;  // relayed rows received before (dropped: policy/relay.h), increasing
   std::vector<fmt::SourceMark> relay_marks;  // the sources' last ids it sets (records included)
   size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
-  std::vector<RowId> ids;   // of the admitted rows, in order
+  std::vector<RowId> ids;   // of the admitted rows, in order (an end: of its part's rows)
   std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
   // The histories of copied rows that the chunk keeps, under their ids.
   std::vector<fmt::ReturnedRow> histories_kept;

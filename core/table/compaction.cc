@@ -118,6 +118,7 @@ Status Table::compact_now() {
     if (!w->broken.ok()) return w->broken;
     generation = w->generation;
     start.next_rowid = w->next_rowid;
+    start.id_floor = w->id_floor;
     start.rows_inserted = counters_.rows_inserted.get();
     start.rows_removed = counters_.rows_removed.get();
     auto st = state_.lock();
@@ -177,7 +178,7 @@ Status Table::compact_now() {
     {
       auto st = state_.lock();
       file = st->file;
-      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr, p.relay};
+      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr, p.relay, p.asked};
     }
     for (const auto& [id, p] : parts) {
       std::vector<uint64_t>& offsets = part_offsets[id];
@@ -189,12 +190,14 @@ Status Table::compact_now() {
                                           fmt::get_u32(bytes.data() + e.length)));
       }
       if (!p.removals.empty()) out.add_txn_remove(id, p.removals);
+      if (!p.asked.empty()) out.add_txn_ask(id, p.asked);
       for (const fmt::SourceMark& m : p.relay) out.add_txn_srcid(id, m);
       out.add_txn_prepare(id, p.xid);
     }
   }
   fmt::Meta final_meta;  // authoritative counters as of the end of the copy
   final_meta.next_rowid = w->next_rowid;
+  final_meta.id_floor = w->id_floor;
   final_meta.rows_inserted = counters_.rows_inserted.get();
   final_meta.rows_removed = counters_.rows_removed.get();
   out.add_meta(final_meta);

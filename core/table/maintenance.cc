@@ -39,6 +39,7 @@ Status Table::truncate() {
   if (!s.ok()) return s;
   fmt::Meta meta;  // ids keep growing; relay dedup state is kept
   meta.next_rowid = w->next_rowid;
+  meta.id_floor = w->id_floor;
   meta.rows_inserted = counters_.rows_inserted.get();
   meta.rows_removed = counters_.rows_removed.get() + live;
   out.add_meta(meta);
@@ -146,9 +147,10 @@ void Table::close() {
   SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
-  // A snapshot holds no prepared part: with one, the next open reads the file (TXN_* records).
+  // A snapshot holds no prepared part and no id floor: with one, the next open reads the file
+  // (TXN_* records, ID_FLOOR; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        st->prepared.empty() && write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && w->id_floor <= w->next_rowid && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

@@ -3,6 +3,8 @@
 // Between the two its rows are in no index and the rows it removes stay claimed, by a holder
 // of its own, so that the transaction's connection may go (an XA transaction prepared and
 // detached) and a restart finds the part again (recovery reads TXN_* records).
+#include <algorithm>
+
 #include "core/table/table.h"
 
 namespace q4m {
@@ -35,6 +37,9 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
   p.xid.assign(b.xid);
   p.holder = std::make_unique<Holder>();
   p.relay = b.relay_marks;
+  if (b.asked)
+    for (size_t i : b.admitted) p.asked.push_back(b.asked[i]);
+  if (std::all_of(p.asked.begin(), p.asked.end(), [](RowId id) { return id == 0; })) p.asked.clear();  // no TXN_ASK
   for (size_t k = 0; k < b.offsets.size(); k++) {
     RowEntry e;
     e.offset = base + b.offsets[k];
@@ -66,10 +71,9 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
       ++*removed;
     }
     release(st, ctx);
-    RowId id = b.first_rowid;
     for (size_t k = 0; k < p.rows.size(); k++) {
       RowEntry e = p.rows[k];
-      e.id = id++;
+      e.id = b.ids[k];  // the writer's (IdSequence)
       st.index.append(e);
       ++*inserted;
       RowEntry& added = *st.index.find(e.id);
@@ -77,7 +81,7 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
       st.known_sums.add(e.id, fmt::row_checksum(e.id, payload));  // its record's covers id 0
       if (place_new(st, added, payload, nullptr, ctx)) placed_elsewhere = true;
     }
-    if (b.first_rowid + p.rows.size() > next_rowid_.load()) next_rowid_.store(b.first_rowid + p.rows.size());
+    if (!b.ids.empty() && b.ids.back() + 1 > next_rowid_.load()) next_rowid_.store(b.ids.back() + 1);
   } else {
     for (const RowId id : p.removals) {
       RowEntry* e = st.index.find(id);
@@ -95,6 +99,7 @@ struct PartEnd final : QueueTable::QueuedEnd {
   std::vector<std::string> payloads;
   std::vector<std::string_view> views;
   std::vector<fmt::ReturnedRow> returns;
+  std::vector<RowId> asked;
 };
 
 }  // namespace
@@ -110,6 +115,7 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
     auto it = st->prepared.find(id);
     if (it == st->prepared.end()) return Status(ErrorCode::kNotFound, "file " + path() + ": no prepared part " + std::to_string(id));
     rows = it->second.rows;
+    e.asked = it->second.asked;
     if (!committed) {  // the removed rows come back: their delivery counts as after queue_abort()
       for (RowId r : it->second.removals)
         if (const RowEntry* re = st->index.find(r); re && re->deliveries > 0) e.returns.push_back(fmt::ReturnedRow{r, re->deliveries, 0});
@@ -128,6 +134,7 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
   e.req.batch.txn = id;
   e.req.batch.commit = committed;
   e.req.batch.end_rows = rows.size();
+  if (!e.asked.empty()) e.req.batch.asked = e.asked.data();
   e.req.batch.rows = &e.views;
   e.req.batch.returns = e.returns.data();
   e.req.batch.return_count = e.returns.size();
@@ -175,6 +182,7 @@ void Table::restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx) {
     p.xid = std::move(part.xid);
     p.rows = std::move(part.rows);
     p.relay = std::move(part.relay);
+    p.asked = std::move(part.asked);
     p.holder = std::make_unique<Holder>();
     pending_rows_.fetch_add(p.rows.size());
     for (RowId r : part.removals) {  // held until the part ends, as before the restart

@@ -23,6 +23,7 @@
 #include "core/policy/table_stats.h"
 #include "core/row/filter.h"
 #include "core/row/history.h"
+#include "core/row/id_sequence.h"
 #include "core/row/holder.h"
 #include "core/row/row_id.h"
 #include "core/table/snapshot_journal.h"
@@ -111,8 +112,9 @@ class QueueTable {
   // concurrent insert/remove on this table), then hands rows to waiters. `ids` (optional)
   // receives the assigned row ids. With a DEDUP_COLUMN, rows whose key was inserted within
   // the window are not written: *deduplicated (optional) counts them, and `ids` has none.
+  // `asked` (optional): the id each row asks for (WriteBatch::asked).
   virtual Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
-                        size_t* deduplicated = nullptr) = 0;
+                        size_t* deduplicated = nullptr, const RowId* asked = nullptr) = 0;
   // Relay dedup (queue_set_srcid): rows[i] is row source_rowids[i] of source_id; the ids
   // strictly increase. Rows whose id is not newer than the last one recorded for source_id
   // were received before: they are dropped (always a prefix, counted in *replayed). The rest
@@ -127,7 +129,7 @@ class QueueTable {
   // given in the order they were inserted. Rows with an id keep it: ids must increase, from
   // the table's next id on (else kInvalid, nothing written).
   virtual Status insert_with_history(const std::vector<std::string_view>& rows,
-                                     const std::vector<RowHistory>& history) = 0;
+                                     const std::vector<RowHistory>& history, const RowId* asked = nullptr) = 0;
 
   // The end of a copying ALTER TABLE (core/table/takeover.cc): this table, which the copy
   // filled with `old`'s rows by insert_with_history(), becomes the queue `old` was. With
@@ -208,6 +210,14 @@ class QueueTable {
   virtual RowView row_view(RowId id, const Consumer* viewer) = 0;
 
   virtual TableStats info() = 0;
+  // Where row ids stand (instant): the next id and the floor (id_sequence.h).
+  virtual IdSequence ids() const = 0;
+  // Rows that ask for no id get ids from `floor` on (CREATE/ALTER TABLE ... AUTO_INCREMENT),
+  // durably (ID_FLOOR record); a floor at or below the table's changes nothing.
+  virtual Status raise_id_floor(RowId floor) = 0;
+  // The id the next row asking for none got at a consistent snapshot's point (SHOW CREATE
+  // TABLE's AUTO_INCREMENT in a dump's transaction).
+  virtual RowId snapshot_upcoming_id(uint64_t point) = 0;
   // The rows connections own now, in row-id order (rows claimed by a running DELETE are not
   // listed). Not one atomic snapshot: the index is read in slices.
   virtual std::vector<OwnedRowInfo> owned_rows() = 0;
@@ -293,6 +303,8 @@ class QueueTable {
     // in: what the rows carry (a redrive's copies: their insert times), one per row (null:
     // new rows).
     const RowHistory* history = nullptr;
+    // in: the id each row asks for (WriteBatch::asked), one per row (null: none asks).
+    const RowId* asked = nullptr;
     // in: relay sources' last ids the part sets without rows (queue_apply_srcid).
     std::vector<fmt::SourceMark> relay_records;
     // out: the rows (indices into the part's rows) dropped as duplicates or replays.
@@ -305,6 +317,7 @@ class QueueTable {
       b.decided = decided;
       b.insert_time_ms = insert_time_ms;
       b.history = history;
+      b.asked = asked;
       b.relay = relay;
       b.relay_records = relay_records.data();
       b.relay_record_count = relay_records.size();

@@ -2,6 +2,7 @@
 // below the first id a commit after the point inserted, and the rows commits after the
 // point removed (SnapshotJournal), each read from the file it was in.
 #include <algorithm>
+#include <limits>
 
 #include "core/table/snapshots.h"
 #include "core/table/table.h"
@@ -45,6 +46,15 @@ Status Table::snapshot_count(uint64_t point, uint64_t* count) {
   *count = 0;
   return each_at_point(
       point, [&](const State&, const RowEntry&) { ++*count; }, [&](const SnapshotRow&) { ++*count; });
+}
+
+RowId Table::snapshot_upcoming_id(uint64_t point) {
+  // The first id a commit after the point gave (rows ask for ids at or above the next one,
+  // so it is never below); none: the table's now. After the barrier, as a read.
+  const Status s = sync_commits();
+  auto st = state_.lock();
+  const RowId after = s.ok() ? st->journal.boundary(point) : std::numeric_limits<RowId>::max();
+  return after == std::numeric_limits<RowId>::max() ? ids().upcoming() : after;
 }
 
 Status Table::read_snapshot_row(const SnapshotRow& row, std::string* payload) {

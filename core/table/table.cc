@@ -114,12 +114,14 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
     auto w = writer_.lock();
     w->file = file;
     w->next_rowid = rec.next_rowid;
+    w->id_floor = rec.id_floor;
     w->next_txn = rec.next_txn;
     w->policies.each([&](auto& p) { p.opened(rec); });
   }
   rows_ = rec.index.live();
   live_bytes_ = rec.index.live_bytes();
   next_rowid_ = rec.next_rowid;
+  id_floor_ = rec.id_floor;
   torn_tail_bytes_ = rec.dropped_tail_bytes;
   counters_.rows_inserted.value = rec.rows_inserted;
   counters_.rows_removed.value = rec.rows_removed;
@@ -289,7 +291,7 @@ TableStats Table::info() {
   const uint64_t now = now_ms();
   if (const RowEntry* e = st->index.first_live()) i.oldest_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;
-  i.next_rowid = next_rowid_.load();
+  i.next_rowid = ids().upcoming();
   i.torn_tail_bytes = torn_tail_bytes_;
   st->policies.each([&](const auto& p) { p.report(i); });
   return i;

@@ -62,12 +62,12 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // QueueTable
   Status insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids,
-                size_t* deduplicated = nullptr) override;
+                size_t* deduplicated = nullptr, const RowId* asked = nullptr) override;
   Status insert_relayed(const std::vector<std::string_view>& rows, uint32_t source_id, const RowId* source_rowids,
                         bool reset, size_t* replayed, std::vector<size_t>* dropped = nullptr) override;
   RowId last_relayed_rowid(uint32_t source_id) override;
-  Status insert_with_history(const std::vector<std::string_view>& rows,
-                             const std::vector<RowHistory>& history) override;
+  Status insert_with_history(const std::vector<std::string_view>& rows, const std::vector<RowHistory>& history,
+                             const RowId* asked = nullptr) override;
   Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
   const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
@@ -90,6 +90,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status purge_dead(size_t max, size_t* purged) override;
   RowView row_view(RowId id, const Consumer* viewer) override;
   TableStats info() override;
+  IdSequence ids() const override { return IdSequence{next_rowid_.load(), id_floor_.load()}; }
+  Status raise_id_floor(RowId floor) override;
+  RowId snapshot_upcoming_id(uint64_t point) override;
   std::vector<OwnedRowInfo> owned_rows() override;
   std::vector<HeldGroupInfo> held_groups(size_t max) override;
   TableCounters& counters() override { return counters_; }
@@ -141,6 +144,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   struct Writer {
     std::shared_ptr<DataFile> file;  // appended to by the leader
     RowId next_rowid = 1;
+    RowId id_floor = 0;  // ID_FLOOR (id_sequence.h)
     std::string buffer;  // reused chunk buffer
     Status broken;       // sticky: after a failed sync the file's content is unknown
     uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
@@ -169,6 +173,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::vector<RowId> removals;
       std::unique_ptr<Holder> holder;
       std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
+      std::vector<RowId> asked;  // its TXN_ASK record: the id each row asks for (empty: none)
     };
     std::map<uint64_t, Prepared> prepared;
     // What commits changed while a consistent snapshot is open (snapshots.h); `ticket`: the
@@ -392,6 +397,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
   std::atomic<uint64_t> pending_rows_{0};  // rows of prepared parts (MAX_ROWS counts them)
   std::atomic<RowId> next_rowid_{1};
+  std::atomic<RowId> id_floor_{0};
   std::atomic<bool> dropped_{false};
   std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)

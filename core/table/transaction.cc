@@ -13,7 +13,9 @@ Transaction::~Transaction() { rollback(); }
 Transaction::Part& Transaction::part_of(const std::shared_ptr<QueueTable>& table) {
   for (Part& p : parts_)
     if (p.table == table) return p;
-  parts_.push_back(Part{table, {}, {}, {}, false, {}, false, 0, 0, {}, 0, 0, 0, nullptr});
+  Part p;
+  p.table = table;
+  parts_.push_back(std::move(p));
   return parts_.back();
 }
 
@@ -23,19 +25,21 @@ const Transaction::Part* Transaction::find(const QueueTable* table) const {
   return nullptr;
 }
 
-void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string row) {
-  insert_relayed(table, std::move(row), RelayTag{});
+void Transaction::insert(const std::shared_ptr<QueueTable>& table, std::string row, RowId asked) {
+  stage(part_of(table), std::move(row), RelayTag{}, nullptr, asked);
 }
 
 void Transaction::insert_relayed(const std::shared_ptr<QueueTable>& table, std::string row, const RelayTag& tag) {
   stage(part_of(table), std::move(row), tag, nullptr);
 }
 
-void Transaction::stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history) {
+void Transaction::stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history, RowId asked) {
   p.rows.push_back(std::move(row));
   p.unstaged.push_back(false);
   p.tags.push_back(tag);
   if (tag.id) p.relays = true;
+  p.asked.push_back(asked);
+  if (asked) p.asks = true;
   RowHistory h;
   h.copy = false;  // a new row
   if (history) {
@@ -244,15 +248,20 @@ std::vector<RowHistory> Transaction::histories_of(const Part& p) const {
   return p.copies ? still_staged<RowHistory>(p.unstaged, p.histories) : std::vector<RowHistory>();
 }
 
-QueueTable::Admission Transaction::admission_of(const Part& p, std::vector<RelayTag>* tags,
-                                                std::vector<RowHistory>* histories) const {
+std::vector<RowId> Transaction::asked_of(const Part& p) const {
+  return p.asks ? still_staged<RowId>(p.unstaged, p.asked) : std::vector<RowId>();
+}
+
+QueueTable::Admission Transaction::admission_of(const Part& p, Staged* staged) const {
   QueueTable::Admission a;
   a.decided = decided_;
   a.insert_time_ms = insert_time_ms_;
-  *tags = tags_of(p);
-  a.relay = tags->empty() ? nullptr : tags->data();
-  *histories = histories_of(p);
-  a.history = histories->empty() ? nullptr : histories->data();
+  staged->tags = tags_of(p);
+  a.relay = staged->tags.empty() ? nullptr : staged->tags.data();
+  staged->histories = histories_of(p);
+  a.history = staged->histories.empty() ? nullptr : staged->histories.data();
+  staged->asked = asked_of(p);
+  a.asked = staged->asked.empty() ? nullptr : staged->asked.data();
   a.relay_records = p.records;
   return a;
 }
@@ -281,11 +290,10 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
-    std::vector<RelayTag> tags;
-    std::vector<RowHistory> histories;
-    QueueTable::Admission admission = admission_of(p, &tags, &histories);
+    Staged staged;
+    QueueTable::Admission admission = admission_of(p, &staged);
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
-    if (s.ok()) note_replays(p, tags, admission);
+    if (s.ok()) note_replays(p, staged.tags, admission);
     if (s.ok() && replication_log_ && !admission.dropped.empty())
       s = replication_log_->deduplicated(*p.table, admission.dropped);
     for (size_t k = 0; s.ok() && replication_log_ && k < admission.relayed.size(); k++)
@@ -330,11 +338,10 @@ Status Transaction::commit(const QueueTable** failed_table) {
     }
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
-    std::vector<RelayTag> tags;
-    std::vector<RowHistory> histories;
-    QueueTable::Admission admission = admission_of(p, &tags, &histories);  // one phase: no binary log coordinates it, none is told
+    Staged staged;
+    QueueTable::Admission admission = admission_of(p, &staged);  // one phase: no binary log coordinates it, none is told
     Status s = p.table->commit_part(&holder_, rows, &admission);
-    if (s.ok()) note_replays(p, tags, admission);
+    if (s.ok()) note_replays(p, staged.tags, admission);
     if (s.ok()) count_ended(p);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);

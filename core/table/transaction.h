@@ -48,7 +48,9 @@ class Transaction {
   const Holder& holder() const { return holder_; }
 
   // ---- changes
-  void insert(const std::shared_ptr<QueueTable>& table, std::string row);
+  // `asked`: the id the row asks for (ROW_ID_COLUMN; 0: none), given at the commit if free
+  // (core/row/id_sequence.h).
+  void insert(const std::shared_ptr<QueueTable>& table, std::string row, RowId asked = 0);
   // The rows `ids` that `owner` owns in `table` become this transaction's, to remove at commit.
   // kLeaseExpired if their lease ran out first (then they went back to the queue).
   Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count);
@@ -146,6 +148,8 @@ class Transaction {
     bool relays = false;            // a tag has an id
     std::vector<RowHistory> histories;  // what rows[i] carries (a redrive's copy: its insert time)
     bool copies = false;                // a row is a copy
+    std::vector<RowId> asked;           // the id rows[i] asks for (0: none)
+    bool asks = false;                  // a row asks for one
     size_t redriven = 0;                // dead rows it replaces by copies (counted at commit)
     size_t expired = 0;                 // rows past MESSAGE_TTL it removes (counted at commit)
     std::vector<fmt::SourceMark> records;  // record_relay()
@@ -176,17 +180,23 @@ class Transaction {
   std::vector<std::string_view> rows_of(const Part& p) const;
   std::vector<RelayTag> tags_of(const Part& p) const;  // as rows_of()
   std::vector<RowHistory> histories_of(const Part& p) const;  // as rows_of()
-  void stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history);
+  std::vector<RowId> asked_of(const Part& p) const;  // as rows_of()
+  void stage(Part& p, std::string row, const RelayTag& tag, const RowHistory* history, RowId asked = 0);
   // The claimed `rows` of `table` (not logged yet) go at the end; copies of them are staged.
   Status redrive(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows);
 
   Holder holder_;
   std::vector<Part> parts_;
   std::vector<Change> log_;
-  // How part `p`'s staged rows are admitted (set_decided, their tags and histories: *tags
-  // and *histories hold them).
-  QueueTable::Admission admission_of(const Part& p, std::vector<RelayTag>* tags,
-                                     std::vector<RowHistory>* histories) const;
+  // What the admission of a part's staged rows points into.
+  struct Staged {
+    std::vector<RelayTag> tags;
+    std::vector<RowHistory> histories;
+    std::vector<RowId> asked;
+  };
+  // How part `p`'s staged rows are admitted (set_decided, their tags, histories and asked
+  // ids, which *staged holds).
+  QueueTable::Admission admission_of(const Part& p, Staged* staged) const;
   void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a);
   std::vector<Replays> replays_;
 

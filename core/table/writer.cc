@@ -15,20 +15,20 @@ namespace {
 
 // A copy's rows that keep their ids (RowHistory::id) must come in increasing order, from the
 // table's next id on: else b.status says why and none of the request's rows is written.
-bool kept_ids_fit(WriteBatch& b, RowId next) {
+bool kept_ids_fit(WriteBatch& b, IdSequence ids) {
   for (size_t i = 0; i < b.rows->size(); i++) {
     const RowId id = b.history[i].id;
     if (id == 0) {
-      next++;
+      ids.give(b.asked ? b.asked[i] : 0);
       continue;
     }
-    if (id < next) {
+    if (id < ids.next) {
       b.status = Status(ErrorCode::kInvalid, "copied row id " + std::to_string(id) +
-                                                 " is below the table's next row id " + std::to_string(next) +
+                                                 " is below the table's next row id " + std::to_string(ids.next) +
                                                  ": ids must increase");
       return false;
     }
-    next = id + 1;
+    ids.next = id + 1;
   }
   return true;
 }
@@ -42,6 +42,14 @@ void add_kept_histories(fmt::ChunkBuilder& chunk, WriteBatch& b) {
     if (h.deliveries > 0 || h.due_ms > 0) b.histories_kept.push_back(fmt::ReturnedRow{b.ids[k], h.deliveries, h.due_ms});
   }
   if (!b.histories_kept.empty()) chunk.add_returns(b.histories_kept.data(), b.histories_kept.size());
+}
+
+// A prepared part's rows that ask for ids: one TXN_ASK record for its admitted rows.
+void add_asked_ids(fmt::ChunkBuilder& chunk, const WriteBatch& b) {
+  std::vector<RowId> asked;
+  for (size_t i : b.admitted) asked.push_back(b.asked[i]);
+  if (std::any_of(asked.begin(), asked.end(), [](RowId id) { return id != 0; }))
+    chunk.add_txn_ask(b.txn, asked.data(), asked.size());
 }
 
 bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
@@ -84,7 +92,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   const SyncMode mode = settings().sync();
   const bool sync = mode != SyncMode::kNone &&
                     std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
-  RowId next = w->next_rowid;
+  IdSequence ids{w->next_rowid, w->id_floor};
   w->buffer.clear();
   // Flagged `unsynced` (docs/file-format.md): a chunk no sync follows, and also the first
   // synced chunk after such chunks, since a power cut before its sync ends may keep it and
@@ -93,10 +101,15 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
+    if (b.id_floor > ids.floor) {
+      ids.floor = b.id_floor;
+      chunk.add_id_floor(b.id_floor);
+    }
     if (b.phase == WriteBatch::Phase::kEnd) {  // its admission ran at prepare
       if (b.commit) {
-        b.first_rowid = next;
-        next += b.end_rows;
+        b.first_rowid = ids.next;  // recovery gives the same ids from it (TXN_ASK, ID_FLOOR)
+        b.ids.clear();
+        for (size_t k = 0; k < b.end_rows; k++) b.ids.push_back(ids.give(b.asked ? b.asked[k] : 0));
         w->policies.each([&](auto& p) { p.committed(b); });
       } else {
         w->policies.each([&](auto& p) { p.withdraw(b); });
@@ -107,7 +120,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     }
     const bool prepare = b.phase == WriteBatch::Phase::kPrepare;
     if (b.inserts()) {
-      if (b.history && !kept_ids_fit(b, next)) continue;
+      if (b.history && !kept_ids_fit(b, ids)) continue;
       b.admitted.resize(b.rows->size());
       std::iota(b.admitted.begin(), b.admitted.end(), size_t{0});
       const bool admitted = w->policies.until_refused([&](auto& p) { return p.admit(b, ctx); },
@@ -119,12 +132,16 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
           b.offsets.push_back(chunk.add_txn_row(b.txn, b.inserted_at(i, ctx.now_ms), (*b.rows)[i]));
           continue;
         }
-        const RowId id = b.history && b.history[i].id ? b.history[i].id : next;  // a copy keeps its ids
-        next = id + 1;
+        RowId id = b.history ? b.history[i].id : 0;  // a copy keeps its ids
+        if (id != 0)
+          ids.next = id + 1;
+        else
+          id = ids.give(b.asked ? b.asked[i] : 0);
         b.ids.push_back(id);
         b.offsets.push_back(chunk.add_row(id, b.inserted_at(i, ctx.now_ms), (*b.rows)[i]));
       }
       if (b.history) add_kept_histories(chunk, b);
+      if (prepare && b.asked) add_asked_ids(chunk, b);
     } else if (prepare) {
       b.txn = w->next_txn++;
     }
@@ -176,8 +193,10 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     }
     return;
   }
-  w->next_rowid = next;
-  next_rowid_.store(next);
+  w->next_rowid = ids.next;
+  w->id_floor = ids.floor;
+  next_rowid_.store(ids.next);
+  id_floor_.store(ids.floor);
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
@@ -239,8 +258,8 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
     if (!r || !r->batch.status.ok()) continue;  // answered before the sync / refused: nothing written
     const WriteBatch& b = r->batch;
     st->ticket = r->ticket;
-    if (journaling && b.phase == WriteBatch::Phase::kEnd && b.commit && b.end_rows)
-      st->journal.inserted(r->ticket, b.first_rowid);
+    if (journaling && b.phase == WriteBatch::Phase::kEnd && b.commit && !b.ids.empty())
+      st->journal.inserted(r->ticket, b.ids[0]);
     if (journaling && b.phase == WriteBatch::Phase::kNone && !b.ids.empty()) st->journal.inserted(r->ticket, b.ids[0]);
     if (b.phase == WriteBatch::Phase::kPrepare) {
       publish_prepared(*st, b, base, now, ctx);
@@ -290,20 +309,23 @@ Status Table::check_row_lengths(const std::vector<std::string_view>& rows) const
   return Status::Ok();
 }
 
-Status Table::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids, size_t* deduplicated) {
+Status Table::insert(const std::vector<std::string_view>& rows, std::vector<RowId>* ids, size_t* deduplicated,
+                     const RowId* asked) {
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
   if (ids) ids->clear();
   if (deduplicated) *deduplicated = 0;
   if (rows.empty()) return Status::Ok();
   CommitRequest req;
   req.batch.rows = &rows;
+  req.batch.asked = asked;
   Status s = commit(&req);
   if (s.ok() && ids) *ids = std::move(req.batch.ids);
   if (s.ok() && deduplicated) *deduplicated = req.batch.deduplicated;
   return s;
 }
 
-Status Table::insert_with_history(const std::vector<std::string_view>& rows, const std::vector<RowHistory>& history) {
+Status Table::insert_with_history(const std::vector<std::string_view>& rows, const std::vector<RowHistory>& history,
+                                  const RowId* asked) {
   if (history.size() != rows.size())
     return Status(ErrorCode::kInvalid, "insert_with_history: " + std::to_string(rows.size()) + " rows but " +
                                            std::to_string(history.size()) + " histories");
@@ -312,6 +334,7 @@ Status Table::insert_with_history(const std::vector<std::string_view>& rows, con
   CommitRequest req;
   req.batch.rows = &rows;
   req.batch.history = history.data();
+  req.batch.asked = asked;
   return commit(&req);
 }
 
@@ -331,6 +354,13 @@ Status Table::insert_relayed(const std::vector<std::string_view>& rows, uint32_t
   if (s.ok()) *replayed = req.batch.replays.size();
   if (s.ok() && dropped) *dropped = req.batch.dropped_rows();
   return s;
+}
+
+Status Table::raise_id_floor(RowId floor) {
+  if (floor <= id_floor_.load()) return Status::Ok();
+  CommitRequest req;
+  req.batch.id_floor = floor;
+  return commit(&req);
 }
 
 RowId Table::last_relayed_rowid(uint32_t source_id) { return writer_.lock()->policies.get<Relay>().last(source_id); }
