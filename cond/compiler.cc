@@ -228,6 +228,9 @@ class Compiler {
     const ColumnInfo& col = schema_.columns[index];
     if (col.compressed)
       return fail(a.pos, "column '" + col.name + "' is COMPRESSED: conditions cannot read its value");
+    if (col.row_id)
+      return fail(a.pos, "column '" + col.name + "' is the table's ROW_ID_COLUMN: conditions cannot read it (a row's "
+                         "id is not in its stored bytes)");
     Node n;
     Cls cls = Cls::kInt;
     Domain domain = Domain::kNumber;

@@ -337,16 +337,14 @@ q4m::Status ha_queue::commit_bulk_rows() {
   return st;
 }
 
-// The id the row in table->record[0] asks for in the ROW_ID_COLUMN (0: none): an error if
-// it is below the next one.
-int ha_queue::ask_id(q4m::RowId* asked) {
-  *asked = asked_id(table, table->record[0], row_id_column_);
-  if (*asked == 0) return 0;
+// Whether row `buf` may ask for id `asked` (> 0) in the ROW_ID_COLUMN: an error if it is
+// below the next one, or the row is relayed.
+int ha_queue::check_asked_id(q4m::RowId asked) {
   std::string why;
   if (relaying_ || has_pending_relay()) {
-    why = "asks for row id " + std::to_string(*asked) + " in a relayed INSERT (queue_set_srcid), whose rows get "
+    why = "asks for row id " + std::to_string(asked) + " in a relayed INSERT (queue_set_srcid), whose rows get "
           "ids of their own; give NULL or 0";
-  } else if (asks_.admit(ha_thd()->query_id, queue_->ids(), *asked, &why)) {
+  } else if (asks_.admit(ha_thd()->query_id, queue_->ids(), asked, &why)) {
     return 0;
   }
   my_printf_error(ER_WRONG_VALUE_FOR_VAR, "QUEUE table '%s': ROW_ID_COLUMN `%s` %s", MYF(0), table_label().c_str(),
@@ -357,11 +355,14 @@ int ha_queue::ask_id(q4m::RowId* asked) {
 
 int ha_queue::write_row(const uchar* buf) {
   encode_row(table, buf, row_id_column_, &encoded_);
-  q4m::RowId asked = 0;
-  if (row_id_column_ >= 0) {
-    if (int error = ask_id(&asked)) return error;
-    if (asked && bulk_asked_.size() < bulk_rows_.size()) bulk_asked_.resize(bulk_rows_.size());
+  // A copying ALTER's rows from a QUEUE table keep the ids their histories carry (or get new
+  // ones under ORDER BY) whatever the column says; from another engine, the column's values
+  // are asked for (ids that do not increase become new ones).
+  const q4m::RowId asked = asked_id(table, buf, row_id_column_);
+  if (asked && !copy_target_) {
+    if (int error = check_asked_id(asked)) return error;
   }
+  if (asked && bulk_asked_.size() < bulk_rows_.size()) bulk_asked_.resize(bulk_rows_.size());
   if (copy_target_) {
     bulk_histories_.push_back(copied_history());
     if (asked || !bulk_asked_.empty()) bulk_asked_.push_back(asked);

@@ -133,7 +133,7 @@ class ha_queue final : public handler {
   int row_id_column_ = -1;
   std::vector<q4m::RowId> bulk_asked_;
   AskedIds asks_;
-  int ask_id(q4m::RowId* asked);
+  int check_asked_id(q4m::RowId asked);
   size_t bulk_bytes_ = 0;
   std::string encoded_;
   // The ids declared by queue_set_srcid(), taken from the connection at the statement's

@@ -5,6 +5,7 @@
 #include <table.h>
 
 #include "engine/schema.h"
+#include "engine/table_options.h"
 
 namespace q4m_engine {
 
@@ -42,6 +43,7 @@ q4m::TableSchema schema_of(const TABLE_SHARE* share) {
   schema.table_name.append(share->table_name.str, share->table_name.length);
   schema.null_bytes = share->null_bytes;
   const uchar* record = share->default_values;
+  const int row_id = row_id_column_of(share);
   for (uint i = 0; i < share->fields; i++) {
     const Field* f = share->field[i];
     q4m::ColumnInfo c;
@@ -52,6 +54,7 @@ q4m::TableSchema schema_of(const TABLE_SHARE* share) {
     c.is_unsigned = (f->flags & UNSIGNED_FLAG) != 0;
     c.decimals = f->decimals();
     c.compressed = f->compression_method() != nullptr;
+    c.row_id = static_cast<int>(i) == row_id;
     const bool text = c.kind == q4m::ColumnKind::kChar || variable;
     if (const CHARSET_INFO* cs = text ? f->charset() : nullptr; cs && cs != &my_charset_bin) {
       c.collate_compare = [cs](std::string_view a, std::string_view b) {

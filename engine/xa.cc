@@ -4,6 +4,7 @@
 #include <handler.h>
 
 #include "engine/xa.h"
+#include "engine/participant_logs.h"
 
 #include <algorithm>
 #include <atomic>
@@ -68,7 +69,7 @@ bool xid_of(const std::string& k, XID* xid) {
   return true;
 }
 
-int prepare(handlerton*, THD* thd, bool all) {
+int prepare(handlerton* hton, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction()) return 0;
   // The end of one statement inside a transaction: nothing to make durable yet.
@@ -85,6 +86,7 @@ int prepare(handlerton*, THD* thd, bool all) {
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
   if (s.ok()) {
     note_replays(thd, *cs->transaction());
+    cs->participants() = other_participants(thd, all, hton);
     crash_at(CrashPoint::kAfterPrepare);
     return 0;
   }

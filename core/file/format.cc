@@ -116,12 +116,16 @@ size_t ChunkBuilder::add_txn_row(uint64_t txn, uint64_t time_ms, std::string_vie
   return add_payload_record(kTxnRow, txn, time_ms, payload, checksum);
 }
 
-void ChunkBuilder::add_txn_remove(uint64_t txn, const RowId* ids, size_t count) {
+void ChunkBuilder::add_txn_ids(RecordType type, uint64_t txn, const RowId* ids, size_t count) {
   reserve_record(kTxnRemoveHeaderSize + 8 * count);
-  out_->push_back(static_cast<char>(kTxnRemove));
+  out_->push_back(static_cast<char>(type));
   put_u32(out_, static_cast<uint32_t>(count));
   put_u64(out_, txn);
   for (size_t i = 0; i < count; i++) put_u64(out_, ids[i]);
+}
+
+void ChunkBuilder::add_txn_remove(uint64_t txn, const RowId* ids, size_t count) {
+  add_txn_ids(kTxnRemove, txn, ids, count);
 }
 
 void ChunkBuilder::add_txn_prepare(uint64_t txn, std::string_view xid) {
@@ -144,11 +148,7 @@ void ChunkBuilder::add_txn_srcid(uint64_t txn, const SourceMark& mark) {
 static_assert(kTxnAskHeaderSize == kTxnRemoveHeaderSize, "TXN_ASK has TXN_REMOVE's layout: type, count, txn, ids");
 
 void ChunkBuilder::add_txn_ask(uint64_t txn, const RowId* asked, size_t count) {
-  reserve_record(kTxnAskHeaderSize + 8 * count);
-  out_->push_back(static_cast<char>(kTxnAsk));
-  put_u32(out_, static_cast<uint32_t>(count));
-  put_u64(out_, txn);
-  for (size_t i = 0; i < count; i++) put_u64(out_, asked[i]);
+  add_txn_ids(kTxnAsk, txn, asked, count);
 }
 
 void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) {

@@ -191,6 +191,8 @@ class ChunkBuilder {
 
  private:
   void reserve_record(size_t size);  // opens a chunk or splits a full one
+  // TXN_REMOVE and TXN_ASK: type, count, the transaction, the ids.
+  void add_txn_ids(RecordType type, uint64_t txn, const RowId* ids, size_t count);
   // ROW and TXN_ROW: type, the row id or transaction, time, payload, checksum; returns the
   // payload's offset in the chunk.
   size_t add_payload_record(uint8_t type, uint64_t key, uint64_t time_ms, std::string_view payload,

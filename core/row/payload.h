@@ -39,6 +39,7 @@ struct ColumnInfo {
   uint32_t null_byte = 0;    // offset in the null_bytes area
   uint8_t null_mask = 0;     // 0 = NOT NULL column
   bool compressed = false;   // a COMPRESSED column: its bytes are not the value
+  bool row_id = false;       // the ROW_ID_COLUMN: it stores 0 and reads as the row's id
   // kChar/kVarchar/kBlob under a collation: compares two values as SQL does (<0, 0, >0:
   // 'a' = 'A' under a _ci collation, trailing spaces ignored under a PAD SPACE one). Null:
   // byte for byte (BINARY, VARBINARY, BLOB). Made by the engine; the core only calls it.

@@ -547,3 +547,51 @@ def test_a_replica_seeded_from_a_dump_taken_under_load_keeps_the_primarys_ids(se
         if replica is not None:
             replica.destroy()
         primary.destroy()
+
+
+def test_a_condition_on_the_row_id_column_is_refused(server):
+    """A row stores 0 in its ROW_ID_COLUMN (the id is not in its bytes): a condition would read
+    0, so queue_wait() refuses one naming that column; other columns still filter."""
+    server.sql(ROW_ID_TABLE)
+    server.sql("INSERT INTO test.q (v) VALUES (1), (2)")
+    c = server.connect()
+    expect_error(c, "SELECT queue_wait('test.q:qid = 2', 0)", "test.q", "column 'qid' is the table's ROW_ID_COLUMN")
+    assert value(c, "SELECT queue_wait('test.q:v = 2', 0)") == 1
+    assert query(c, "SELECT qid, v FROM test.q") == [(2, 2)]
+    assert value(c, "SELECT queue_end()") == 1
+
+
+def test_an_alter_adds_the_column_to_a_table_whose_rows_keep_their_ids(server):
+    """ALTER TABLE ... ADD qid ..., ROW_ID_COLUMN='qid' copies the rows, which keep their ids, and
+    the column reads them; ALTER TABLE ... ENGINE=InnoDB keeps the ids as the column's values."""
+    server.sql("CREATE TABLE test.p (v INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.p VALUES (1), (2), (3), (4)")
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('test.p', 0)") == 1
+    assert value(c, "SELECT queue_end()") == 1  # row 1 consumed: ids 2, 3, 4 stay
+    before = server.sql("SELECT queue_scan_rowid(), v FROM test.p")
+    assert [i for i, _ in before] == [2, 3, 4]
+    server.sql("ALTER TABLE test.p ADD qid BIGINT UNSIGNED INVISIBLE, ROW_ID_COLUMN='qid'")
+    assert server.sql("SELECT qid, v FROM test.p") == before
+    _assert_column_is_the_row_id(server, "p")
+    server.sql("INSERT INTO test.p (v) VALUES (5)")
+    assert server.sql("SELECT qid, v FROM test.p")[-1] == (5, 5)
+    server.sql("ALTER TABLE test.p ENGINE=InnoDB")
+    assert server.sql("SELECT qid, v FROM test.p ORDER BY qid") == before + [(5, 5)]
+
+
+def test_a_copying_alter_of_a_row_id_table_keeps_or_renews_ids_as_without_the_column(server):
+    """ALTER TABLE ... ORDER BY gives the rows new ids (as for any QUEUE table, with a note), which
+    the column then reads, instead of failing on the old ids it read in another order; a table of
+    another engine whose column holds increasing ids keeps them as row ids when it becomes a queue."""
+    server.sql(ROW_ID_TABLE)
+    server.sql("INSERT INTO test.q (v, qid) VALUES (1, 10), (2, 20), (3, 30)")
+    server.sql("ALTER TABLE test.q ORDER BY v DESC")
+    rows = server.sql("SELECT qid, v FROM test.q")
+    assert [v for _, v in rows] == [3, 2, 1] and [i for i, _ in rows] == [31, 32, 33], rows
+    _assert_column_is_the_row_id(server)
+    server.sql("CREATE TABLE test.i (v INT, qid BIGINT UNSIGNED) ENGINE=InnoDB")
+    server.sql("INSERT INTO test.i VALUES (1, 10), (2, 20), (3, 15)")
+    server.sql("ALTER TABLE test.i ENGINE=QUEUE ROW_ID_COLUMN='qid'")
+    assert server.sql("SELECT qid, v FROM test.i") == [(10, 1), (20, 2), (21, 3)]  # 15 < 21: the next id
+    _assert_column_is_the_row_id(server, "i")
