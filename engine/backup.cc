@@ -3,6 +3,7 @@
 #include <sql_class.h>
 #include <handler.h>
 #include <log.h>
+#include <mdl.h>
 
 #include "engine/backup.h"
 
@@ -12,6 +13,7 @@
 #include <mutex>
 
 #include "core/file/data_file.h"
+#include "core/table/commit_gate.h"
 #include "core/table/registry.h"
 #include "engine/data_files.h"
 
@@ -52,6 +54,44 @@ void end_backup() {
   if (!s.ok()) sql_print_error("QUEUE: backup manifest in %s: %s", dir.c_str(), s.message().c_str());
 }
 
+// The backup commit lock around a one-phase commit of a connection's statement. A thread with
+// no THD (the table's own timer: expiry with the binary log off) and a statement that holds
+// the lock already (its transaction's commit in the server took it) pass as they are.
+class BackupCommitGate final : public q4m::CommitGate {
+ public:
+  q4m::Status enter(void** pass) override {
+    *pass = nullptr;
+    THD* thd = current_thd;
+    if (!thd || thd->backup_commit_lock) return q4m::Status::Ok();
+    auto* held = new Held;  // (MDL_request allocates only on a MEM_ROOT)
+    MDL_REQUEST_INIT(&held->request, MDL_key::BACKUP, "", "", MDL_BACKUP_COMMIT, MDL_EXPLICIT);
+    if (thd->mdl_context.acquire_lock(&held->request, thd->variables.lock_wait_timeout)) {
+      delete held;
+      const bool killed = thd->killed != NOT_KILLED;
+      thd->clear_error();  // the caller raises its own, naming the table
+      if (killed) return q4m::Status(q4m::ErrorCode::kInterrupted, "interrupted");
+      return q4m::Status(q4m::ErrorCode::kBlocked,
+                         "a backup holds commits (BACKUP STAGE BLOCK_COMMIT, or FLUSH TABLES WITH READ LOCK) "
+                         "longer than lock_wait_timeout; nothing was changed, retry");
+    }
+    *pass = held;
+    return q4m::Status::Ok();
+  }
+  void leave(void* pass) override {
+    auto* held = static_cast<Held*>(pass);
+    if (!held) return;
+    current_thd->mdl_context.release_lock(held->request.ticket);
+    delete held;
+  }
+
+ private:
+  struct Held {
+    MDL_request request;
+  };
+};
+
+BackupCommitGate gate;
+
 }  // namespace
 
 void stage_next_backup(const std::string& dir) {
@@ -59,6 +99,11 @@ void stage_next_backup(const std::string& dir) {
   stage_dir = dir;
 }
 
-void install_backup_hooks(handlerton* hton) { hton->end_backup = end_backup; }
+void install_backup_hooks(handlerton* hton) {
+  hton->end_backup = end_backup;
+  q4m::CommitGate::set(&gate);
+}
+
+void uninstall_backup_hooks() { q4m::CommitGate::set(nullptr); }
 
 }  // namespace q4m_engine

@@ -17,6 +17,11 @@ namespace q4m_engine {
 // writable by the server) and writes `dir`/q4m-backup.done listing them.
 void stage_next_backup(const std::string& dir);
 
+// Also sets the core's CommitGate: a one-phase QUEUE commit that changes rows takes the
+// server's backup commit lock (MDL_BACKUP_COMMIT, as ha_commit_trans() does for a transaction)
+// while it is written, so a backup's BLOCK_COMMIT (or FLUSH TABLES WITH READ LOCK) holds it
+// back from the point on, as it holds InnoDB's commits; the copies at END are of that point.
 void install_backup_hooks(handlerton* hton);
+void uninstall_backup_hooks();
 
 }  // namespace q4m_engine

@@ -129,6 +129,7 @@ int engine_init(void* p) {
 int engine_deinit(void*) {
   forget_prepared_marker_if_unused();
   stop_expiry_session();  // (UNINSTALL PLUGIN: no pre_shutdown came) its connection may be in a statement on a table
+  uninstall_backup_hooks();
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   forget_expiry_session();

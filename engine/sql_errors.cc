@@ -23,6 +23,7 @@ unsigned sql_errno_for(q4m::ErrorCode code) {
     case q4m::ErrorCode::kLeaseExpired: return ER_LOCK_WAIT_TIMEOUT;
     case q4m::ErrorCode::kRowsMoved: return ER_LOCK_WAIT_TIMEOUT;  // as an expired lease: not removed, retry
     case q4m::ErrorCode::kLocked: return ER_CANT_LOCK;  // the file is open in another server
+    case q4m::ErrorCode::kBlocked: return ER_LOCK_WAIT_TIMEOUT;  // as an InnoDB commit a backup holds back
     // One row's bytes, not the table: the handler error stays a generic one (HA_ERR_CRASHED
     // would tell the server, and the user, that the table needs a repair).
     case q4m::ErrorCode::kDamaged: return ER_FILE_CORRUPT;

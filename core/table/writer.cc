@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/table/commit_gate.h"
 #include "core/table/snapshots.h"
 #include "core/table/table.h"
 #include "core/util/blocking.h"
@@ -66,7 +67,19 @@ Status check_relayed_ids(const RowId* ids, size_t count) {
 
 }  // namespace
 
-Status Table::commit(CommitRequest* req) { return after_commit(req, pipeline_.commit(req)); }
+Status Table::commit(CommitRequest* req) {
+  // A one-phase change of the rows passes the server's backup first (commit_gate.h); a
+  // prepare is not a commit, and an end waited in the server.
+  const WriteBatch& b = req->batch;
+  CommitGate* gate = b.phase == WriteBatch::Phase::kNone && (b.inserts() || removes(req)) ? CommitGate::get() : nullptr;
+  void* pass = nullptr;
+  if (gate) {
+    if (Status s = gate->enter(&pass); !s.ok()) return Status(s.code(), "file " + path() + ": " + s.message());
+  }
+  Status s = after_commit(req, pipeline_.commit(req));
+  if (gate) gate->leave(pass);
+  return s;
+}
 
 Status Table::finish(CommitRequest* req) { return after_commit(req, pipeline_.finish(req)); }
 

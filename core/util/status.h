@@ -23,6 +23,7 @@ enum class ErrorCode {
   kRowsMoved,     // the owned rows moved with an ALTER TABLE that could not keep them owned: not removed
   kLocked,        // the data file is open in another process (another server)
   kDamaged,       // a row's bytes read from disk fail their checksum (message names file, row, offset)
+  kBlocked,       // the commit waited for a backup that holds commits (CommitGate) too long
 };
 
 class Status {

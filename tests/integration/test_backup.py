@@ -169,6 +169,98 @@ def test_a_snapshot_too_old_fails_naming_the_table(server):
     query(reader, "COMMIT")
 
 
+def _produce_and_consume(server, producer, stop, errors):
+    """Inserts jobs (producer, 1..n) in autocommit; ends one job for every two, then records it
+    in an InnoDB table in a statement of its own (at least once: the job's end first)."""
+    try:
+        c = server.connect()
+        seq = 0
+        while not stop.is_set():
+            for _ in range(2):
+                seq += 1
+                query(c, "INSERT INTO jobs VALUES (%s, %s)", (producer, seq))
+            got = query(c, "SELECT producer, seq FROM jobs WHERE queue_wait('jobs', 0)")
+            if got:
+                query(c, "SELECT queue_end()")
+                query(c, "INSERT INTO done VALUES (%s, %s)", got[0])
+    except Exception as e:  # noqa: BLE001 (reported by the test)
+        errors.append(e)
+
+
+def test_a_backup_without_the_binary_log_holds_the_queue_of_its_point(server_factory, tmp_path):
+    """With the binary log off an autocommit QUEUE change commits in one phase, outside the
+    server's commit coordination: it still waits while a backup blocks commits (BACKUP STAGE
+    BLOCK_COMMIT, which InnoDB's commits wait for), so the QUEUE copy taken at the stage's end
+    is of InnoDB's point. Consumers end a job, then record it in InnoDB: a job ended after the
+    point whose record missed it would be in neither table of the restore. (Before: such jobs
+    were lost, the queue copied a moment after InnoDB's point.)"""
+    if shutil.which("mariadb-backup") is None:
+        raise AssertionError("mariadb-backup is missing: run scripts/setup-deps.sh")
+    primary = server_factory.new(extra_args=["--innodb-log-file-size=96M"], at_startup=True)
+    restored = None
+    try:
+        primary.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
+        primary.sql("CREATE TABLE test.done (producer INT, seq INT, PRIMARY KEY (producer, seq)) ENGINE=InnoDB")
+        stop, errors = threading.Event(), []
+        workers = [threading.Thread(target=_produce_and_consume, args=(primary, p, stop, errors)) for p in range(4)]
+        for w in workers:
+            w.start()
+        threading.Event().wait(0.5)
+        target = tmp_path / "backup"
+        backup = subprocess.run([sys.executable, str(TOOL), f"--target-dir={target}", "--user=root",
+                                 f"--socket={primary.socket}", f"--datadir={primary.datadir}"],
+                                capture_output=True, text=True, timeout=300)
+        stop.set()
+        for w in workers:
+            w.join(60)
+        assert not errors, errors
+        assert backup.returncode == 0, backup.stderr[-3000:]
+        for step in (["--prepare", f"--target-dir={target}"],
+                     ["--copy-back", f"--target-dir={target}", f"--datadir={tmp_path / 'restored'}"]):
+            r = subprocess.run([_tool("mariadb-backup"), *step], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stderr[-3000:]
+        restored = Server(tmp_path / "r", tmp_path / "restored", ["--plugin-load-add=ha_queue.so"],
+                          server_factory.plugin_dir)
+        restored.start()
+        queued = restored.sql("SELECT producer, seq FROM test.jobs")
+        done = restored.sql("SELECT producer, seq FROM test.done")
+        assert not set(queued) & set(done), "a job both queued and done"
+        for p in range(4):
+            seqs = sorted(s for producer, s in list(queued) + list(done) if producer == p)
+            assert seqs == list(range(1, len(seqs) + 1)), f"producer {p}: jobs in neither table: " + str(
+                sorted(set(range(1, seqs[-1] + 1)) - set(seqs)) if seqs else "no job")
+        assert len(done) > 0 and len(queued) > 0, (len(done), len(queued))
+    finally:
+        if restored is not None:
+            restored.destroy()
+        primary.destroy()
+
+
+def test_a_backup_blocking_commits_holds_back_the_end_of_a_queue_row(server):
+    """BACKUP STAGE BLOCK_COMMIT (the backup's point) holds back InnoDB's commits; it holds back
+    the one-phase end of an owned QUEUE row too (queue_end, or the end inside the next
+    queue_wait), which then fails after lock_wait_timeout as InnoDB's does and changes nothing;
+    after BACKUP STAGE END it goes. (Before, the end went through, after the point: a backup
+    copied the queue without a row whose consumer's InnoDB record it did not have.)"""
+    server.sql("CREATE TABLE test.jobs (id INT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE test.done (id INT) ENGINE=InnoDB")
+    server.sql("INSERT INTO test.jobs VALUES (1), (2)")
+    backup, owner = server.connect(), server.connect()
+    query(owner, "SET SESSION lock_wait_timeout = 1")
+    assert value(owner, "SELECT queue_wait('test.jobs', 0)") == 1
+    for stage in ("START", "FLUSH", "BLOCK_DDL", "BLOCK_COMMIT"):
+        query(backup, f"BACKUP STAGE {stage}")
+    try:
+        expect_error(owner, "INSERT INTO test.done VALUES (1)", code=1205)  # InnoDB's commit waits
+        expect_error(owner, "SELECT queue_end()", "test/jobs", "a backup holds commits", code=1205)
+        expect_error(owner, "SELECT queue_wait('test.jobs', 0)", "test/jobs", "a backup holds commits", code=1205)
+        assert server.queue_stats("test.jobs")["rows"] == 2  # nothing was removed (one row owned)
+    finally:
+        query(backup, "BACKUP STAGE END")
+    assert value(owner, "SELECT queue_end()") == 1  # still its row
+    assert server.sql("SELECT id FROM test.jobs") == [(2,)]
+
+
 def _exactly_once(server, producer, stop, errors):
     """Produces jobs (producer, 1..n) and consumes them exactly once: each consumed job becomes
     an InnoDB row of test.done in the transaction that ends it."""
