@@ -337,8 +337,8 @@ q4m::Status ha_queue::commit_bulk_rows() {
   return st;
 }
 
-// Whether row `buf` may ask for id `asked` (> 0) in the ROW_ID_COLUMN: an error if it is
-// below the next one, or the row is relayed.
+// Whether the row being written may ask for id `asked` (> 0) in the ROW_ID_COLUMN: an error
+// if it is below the next one, or the row is relayed.
 int ha_queue::check_asked_id(q4m::RowId asked) {
   std::string why;
   if (relaying_ || has_pending_relay()) {

@@ -129,7 +129,8 @@ class ha_queue final : public handler {
   // histories, one per buffered row.
   bool copy_target_ = false;
   std::vector<q4m::RowHistory> bulk_histories_;
-  // ROW_ID_COLUMN: its position (-1: none), and the id each buffered row asks for in it.
+  // ROW_ID_COLUMN: its position (-1: none), and the id each buffered row asks for in it (empty
+  // until one asks, then one per buffered row).
   int row_id_column_ = -1;
   std::vector<q4m::RowId> bulk_asked_;
   AskedIds asks_;
