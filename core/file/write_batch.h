@@ -93,6 +93,8 @@ struct WriteBatch {
   std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
   // The histories of copied rows that the chunk keeps, under their ids.
   std::vector<fmt::ReturnedRow> histories_kept;
+  // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).
+  std::vector<RowId> asked_kept;
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

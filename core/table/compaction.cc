@@ -117,10 +117,7 @@ Status Table::compact_now() {
     if (dropped_.load()) return dropped_status();
     if (!w->broken.ok()) return w->broken;
     generation = w->generation;
-    start.next_rowid = w->next_rowid;
-    start.id_floor = w->id_floor;
-    start.rows_inserted = counters_.rows_inserted.get();
-    start.rows_removed = counters_.rows_removed.get();
+    start = meta_now(*w);
     auto st = state_.lock();
     if (st->index.end_pos() > 0) snapshot_last = st->index.at(st->index.end_pos() - 1).id;
     path = this->path();
@@ -195,12 +192,7 @@ Status Table::compact_now() {
       out.add_txn_prepare(id, p.xid);
     }
   }
-  fmt::Meta final_meta;  // authoritative counters as of the end of the copy
-  final_meta.next_rowid = w->next_rowid;
-  final_meta.id_floor = w->id_floor;
-  final_meta.rows_inserted = counters_.rows_inserted.get();
-  final_meta.rows_removed = counters_.rows_removed.get();
-  out.add_meta(final_meta);
+  out.add_meta(meta_now(*w));  // authoritative counters as of the end of the copy
 
   s = invalidate_snapshot(*w);
   if (!s.ok()) return s;

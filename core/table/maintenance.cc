@@ -37,12 +37,7 @@ Status Table::truncate() {
   ReplacementFile out;
   s = out.create(path());
   if (!s.ok()) return s;
-  fmt::Meta meta;  // ids keep growing; relay dedup state is kept
-  meta.next_rowid = w->next_rowid;
-  meta.id_floor = w->id_floor;
-  meta.rows_inserted = counters_.rows_inserted.get();
-  meta.rows_removed = counters_.rows_removed.get() + live;
-  out.add_meta(meta);
+  out.add_meta(meta_now(*w, live));  // ids keep growing; relay dedup state is kept
   w->policies.each([&](auto& p) { p.keep(out, true); });  // relay state is kept; dedup keys are not
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
@@ -144,13 +139,13 @@ void Table::close() {
     const RowEntry& e = st->index.at(p);
     if (e.state != RowState::kRemoved && kept_across_restart(*st, e, &r)) returned.push_back(r);
   }
-  SnapshotSource src{w->next_rowid, counters_.rows_inserted.get(), counters_.rows_removed.get(),
+  SnapshotSource src{w->ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
   // A snapshot holds no prepared part and no id floor: with one, the next open reads the file
   // (TXN_* records, ID_FLOOR; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        st->prepared.empty() && w->id_floor <= w->next_rowid && write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

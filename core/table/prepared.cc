@@ -3,8 +3,6 @@
 // Between the two its rows are in no index and the rows it removes stay claimed, by a holder
 // of its own, so that the transaction's connection may go (an XA transaction prepared and
 // detached) and a restart finds the part again (recovery reads TXN_* records).
-#include <algorithm>
-
 #include "core/table/table.h"
 
 namespace q4m {
@@ -37,9 +35,7 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
   p.xid.assign(b.xid);
   p.holder = std::make_unique<Holder>();
   p.relay = b.relay_marks;
-  if (b.asked)
-    for (size_t i : b.admitted) p.asked.push_back(b.asked[i]);
-  if (std::all_of(p.asked.begin(), p.asked.end(), [](RowId id) { return id == 0; })) p.asked.clear();  // no TXN_ASK
+  p.asked = b.asked_kept;  // its TXN_ASK
   for (size_t k = 0; k < b.offsets.size(); k++) {
     RowEntry e;
     e.offset = base + b.offsets[k];

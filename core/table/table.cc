@@ -113,8 +113,7 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
   {
     auto w = writer_.lock();
     w->file = file;
-    w->next_rowid = rec.next_rowid;
-    w->id_floor = rec.id_floor;
+    w->ids = IdSequence{rec.next_rowid, rec.id_floor};
     w->next_txn = rec.next_txn;
     w->policies.each([&](auto& p) { p.opened(rec); });
   }

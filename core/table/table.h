@@ -143,8 +143,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // What only the group-commit leader (or maintenance holding the writer turn) touches.
   struct Writer {
     std::shared_ptr<DataFile> file;  // appended to by the leader
-    RowId next_rowid = 1;
-    RowId id_floor = 0;  // ID_FLOOR (id_sequence.h)
+    IdSequence ids;      // the next row id and the floor (ID_FLOOR)
     std::string buffer;  // reused chunk buffer
     Status broken;       // sticky: after a failed sync the file's content is unknown
     uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
@@ -285,6 +284,10 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status build_end(uint64_t id, bool committed, QueuedEnd* end);  // part id's end as a request
   // After rows went into or out of the index: the lock-free mirrors and the counters.
   void note_index_change(const State& st, uint64_t inserted, uint64_t removed);
+  // The table's META record now (next id, floor, counters; `removed` more rows removed).
+  fmt::Meta meta_now(const Writer& w, uint64_t removed = 0) const;
+  // Where ids stand after a write: the writer's, and the lock-free mirrors ids() reads.
+  void set_ids(Writer& w, const IdSequence& ids);
   Status check_row_lengths(const std::vector<std::string_view>& rows) const;
   Status remove_claimed_rows(const Holder* claimer, size_t* removed);
   // Row `e` as a binary log names it (its checksum from its bytes, read here).

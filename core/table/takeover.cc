@@ -140,9 +140,8 @@ Status Table::adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& 
   if (!histories.empty()) chunk.add_returns(histories.data(), histories.size());
   w.policies.each([&](auto& p) { p.begin_batch(wctx); });
   w.policies.each_with(src_w.policies, [&](auto& mine, const auto& theirs) { mine.take_over(theirs, chunk); });
-  const RowId next = std::max(w.next_rowid, src_w.next_rowid);
-  const RowId floor = std::max(w.id_floor, src_w.id_floor);
-  chunk.add_meta(fmt::Meta{next, counters_.rows_inserted.get(), counters_.rows_removed.get() + gone.size(), floor});
+  const IdSequence ids{std::max(w.ids.next, src_w.ids.next), std::max(w.ids.floor, src_w.ids.floor)};
+  chunk.add_meta(fmt::Meta{ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get() + gone.size(), ids.floor});
   chunk.finish();
   Status s = invalidate_snapshot(w);
   uint64_t base = 0;
@@ -156,10 +155,7 @@ Status Table::adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& 
     w.policies.each([&](auto& p) { p.written(wctx); });
     st.tail.append(w.file->id(), base, w.buffer);
     file_bytes_.store(w.file->size());
-    w.next_rowid = next;
-    next_rowid_.store(next);
-    w.id_floor = floor;
-    id_floor_.store(floor);
+    set_ids(w, ids);
   }
 
   // Then in memory.

@@ -45,12 +45,16 @@ void add_kept_histories(fmt::ChunkBuilder& chunk, WriteBatch& b) {
   if (!b.histories_kept.empty()) chunk.add_returns(b.histories_kept.data(), b.histories_kept.size());
 }
 
-// A prepared part's rows that ask for ids: one TXN_ASK record for its admitted rows.
-void add_asked_ids(fmt::ChunkBuilder& chunk, const WriteBatch& b) {
-  std::vector<RowId> asked;
-  for (size_t i : b.admitted) asked.push_back(b.asked[i]);
-  if (std::any_of(asked.begin(), asked.end(), [](RowId id) { return id != 0; }))
-    chunk.add_txn_ask(b.txn, asked.data(), asked.size());
+// A prepared part's rows that ask for ids: one TXN_ASK record for its admitted rows, which the
+// part keeps too (b.asked_kept).
+void add_asked_ids(fmt::ChunkBuilder& chunk, WriteBatch& b) {
+  b.asked_kept.clear();
+  for (size_t i : b.admitted) b.asked_kept.push_back(b.asked[i]);
+  if (std::none_of(b.asked_kept.begin(), b.asked_kept.end(), [](RowId id) { return id != 0; })) {
+    b.asked_kept.clear();
+    return;
+  }
+  chunk.add_txn_ask(b.txn, b.asked_kept.data(), b.asked_kept.size());
 }
 
 bool removes(const CommitRequest* r) { return r->batch.removal_count > 0; }
@@ -105,7 +109,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   const SyncMode mode = settings().sync();
   const bool sync = mode != SyncMode::kNone &&
                     std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
-  IdSequence ids{w->next_rowid, w->id_floor};
+  IdSequence ids = w->ids;
   w->buffer.clear();
   // Flagged `unsynced` (docs/file-format.md): a chunk no sync follows, and also the first
   // synced chunk after such chunks, since a power cut before its sync ends may keep it and
@@ -206,10 +210,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     }
     return;
   }
-  w->next_rowid = ids.next;
-  w->id_floor = ids.floor;
-  next_rowid_.store(ids.next);
-  id_floor_.store(ids.floor);
+  set_ids(*w, ids);
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
@@ -303,6 +304,16 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
   st->policies.each([&](auto& p) { p.published(ctx); });
   note_index_change(*st, inserted, removed);
   finish(*st, ctx);
+}
+
+fmt::Meta Table::meta_now(const Writer& w, uint64_t removed) const {
+  return fmt::Meta{w.ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get() + removed, w.ids.floor};
+}
+
+void Table::set_ids(Writer& w, const IdSequence& ids) {
+  w.ids = ids;
+  next_rowid_.store(ids.next);
+  id_floor_.store(ids.floor);
 }
 
 void Table::note_index_change(const State& st, uint64_t inserted, uint64_t removed) {
