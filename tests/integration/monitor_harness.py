@@ -1,12 +1,17 @@
 """What the q4m-monitor tests share: the monitor process next to a test server, headless
 Chromium (Debian's chromium and chromium-driver, driven by Selenium), a login, and a load of
 producers and consumers on the server while the pages are looked at."""
+import html
+import http.cookiejar
 import os
 import socket
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymysql
@@ -29,12 +34,12 @@ def free_port() -> int:
 class Monitor:
     """tools/monitor/q4m-monitor polling `server` through its socket as root."""
 
-    def __init__(self, server, tmp: Path, *args):
+    def __init__(self, server, tmp: Path, *args, listen="127.0.0.1"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / f"monitor-{self.port}.log"
         self.proc = subprocess.Popen(
-            ["/usr/bin/python3", str(MONITOR), "--socket", str(server.socket), "--listen", f"127.0.0.1:{self.port}",
+            ["/usr/bin/python3", str(MONITOR), "--socket", str(server.socket), "--listen", f"{listen}:{self.port}",
              "--interval", "0.5", *args],
             stdin=subprocess.DEVNULL, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 30
@@ -62,6 +67,53 @@ class Monitor:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: object  # email.message.Message: get(), get_all()
+    body: str
+
+    @property
+    def text(self) -> str:
+        """The body with HTML entities decoded (&#39; -> ')."""
+        return html.unescape(self.body)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):
+        return None
+
+
+class Client:
+    """An HTTP client for the dashboard as a browser uses it (cookies kept), redirects not
+    followed: each reply is what the monitor answered."""
+
+    def __init__(self, monitor: Monitor):
+        self.monitor = monitor
+        self.cookies = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies), _NoRedirect)
+
+    def request(self, path, fields=None, headers=None) -> Reply:
+        data = urllib.parse.urlencode(fields).encode() if fields is not None else None
+        req = urllib.request.Request(self.monitor.url + path, data=data, headers=headers or {})
+        try:
+            with self.opener.open(req, timeout=30) as r:
+                return Reply(r.status, r.headers, r.read().decode())
+        except urllib.error.HTTPError as e:
+            return Reply(e.code, e.headers, e.read().decode())
+
+    def cookie(self, name) -> str | None:
+        return next((c.value for c in self.cookies if c.name == name), None)
+
+    def login(self, user, password, next_path=None, headers=None) -> Reply:
+        """The login form: fetched (its token cookie), then posted."""
+        path = "/login" + (f"?{urllib.parse.urlencode({'next': next_path})}" if next_path is not None else "")
+        form = self.request(path, headers=headers)
+        assert form.status == 200, form
+        return self.request(path, {"csrf": self.cookie("q4m_login"), "user": user, "password": password},
+                            headers=headers)
 
 
 def chromium(tmp: Path):

@@ -8,9 +8,13 @@ CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 30
 
 
+def connect_args(user: str, password: str) -> dict:
+    return dict(user=user, password=password, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                read_timeout=READ_TIMEOUT_S, write_timeout=READ_TIMEOUT_S, charset="utf8mb4")
+
+
 def connect(cfg: Config, user: str, password: str) -> pymysql.connections.Connection:
-    kw = dict(user=user, password=password, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-              read_timeout=READ_TIMEOUT_S, write_timeout=READ_TIMEOUT_S, charset="utf8mb4")
+    kw = connect_args(user, password)
     if cfg.socket:
         return pymysql.connect(unix_socket=cfg.socket, **kw)
     return pymysql.connect(host=cfg.host, port=cfg.port, **kw)

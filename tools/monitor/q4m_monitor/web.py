@@ -11,6 +11,7 @@ from markupsafe import Markup
 from prometheus_client.exposition import choose_encoder
 
 from . import actions, browse, db, metrics, plots
+from . import login as login_check
 from .auth import COOKIE, LOGIN_COOKIE, Sessions, same_token
 from .config import Config
 from .sampling import Sampler, ready_rows
@@ -90,9 +91,11 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                 abort(403, "the login form's token does not match: reload the page and try again")
             user, password = request.form.get("user", ""), request.form.get("password", "")
             try:
-                db.connect(cfg, user, password).close()
+                login_check.check(cfg, user, password)
             except pymysql.MySQLError as e:
                 error = f"cannot log in as {user!r}: {actions.error_text(e)}"
+            except login_check.LoginRefused as e:
+                error = f"cannot log in as {user!r}: {e}"
             else:
                 sid, _ = sessions.create(user, password)
                 target = request.args.get("next", "/")
