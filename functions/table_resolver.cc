@@ -41,36 +41,70 @@ void raise(const TableArgument& a, unsigned err, const std::string& what) {
 
 std::string label(const Names& n) { return n.db + "." + n.table; }
 
+// One name of a table argument from `pos`: `quoted` (`` in it is one backquote), which may
+// hold any character, or plain up to one of `stops`. False on a quote left open.
+bool take_name(std::string_view text, size_t* pos, const char* stops, std::string* out) {
+  if (*pos < text.size() && text[*pos] == '`') {
+    for (size_t i = *pos + 1; i < text.size(); ++i) {
+      if (text[i] != '`') {
+        *out += text[i];
+      } else if (i + 1 < text.size() && text[i + 1] == '`') {
+        *out += '`';
+        ++i;
+      } else {
+        *pos = i + 1;
+        return true;
+      }
+    }
+    return false;
+  }
+  size_t end = text.find_first_of(stops, *pos);
+  if (end == std::string_view::npos) end = text.size();
+  out->assign(text.substr(*pos, end - *pos));
+  *pos = end;
+  return true;
+}
+
+// "[db.]table[:condition]", where db and table may each be `quoted` (then any name, with a
+// ':' or a '.' in it, can be given). Unquoted, the database ends at the first '.' and the
+// table at the first ':'.
 bool split(THD* thd, const TableArgument& a, Names* n) {
-  std::string_view text = a.text, name = text;
-  size_t colon = text.find(':');
-  if (colon != std::string_view::npos) {
+  std::string_view text = a.text;
+  auto not_a_name = [&](const char* why) {
+    raise(a, ER_WRONG_ARGUMENTS, "'" + std::string(text) + "' is not a table name" + why);
+    return false;
+  };
+  size_t pos = 0;
+  std::string first, second;
+  if (!take_name(text, &pos, ".:", &first)) return not_a_name(" (a ` is left open)");
+  bool has_db = pos < text.size() && text[pos] == '.';
+  if (has_db) {
+    ++pos;
+    if (!take_name(text, &pos, ":", &second)) return not_a_name(" (a ` is left open)");
+  }
+  if (pos < text.size() && text[pos] != ':') return not_a_name(" (unexpected text after a name)");
+  if (pos < text.size()) {
     if (!a.allow_condition) {
       raise(a, ER_WRONG_ARGUMENTS,
             "'" + std::string(text) + "': a condition is only allowed in queue_wait()");
       return false;
     }
-    name = text.substr(0, colon);
-    n->condition = std::string(text.substr(colon + 1));
+    n->condition = std::string(text.substr(pos + 1));
     n->has_condition = true;
   }
-  size_t dot = name.find('.');
-  if (dot != std::string_view::npos) {
-    n->db = std::string(name.substr(0, dot));
-    n->table = std::string(name.substr(dot + 1));
+  if (has_db) {
+    n->db = std::move(first);
+    n->table = std::move(second);
   } else {
     if (!thd->db.str) {
       raise(a, ER_NO_DB_ERROR,
-            "no database selected for table '" + std::string(name) + "' (use 'db.table')");
+            "no database selected for table '" + first + "' (use 'db.table')");
       return false;
     }
     n->db.assign(thd->db.str, thd->db.length);
-    n->table = std::string(name);
+    n->table = std::move(first);
   }
-  if (n->table.empty() || n->db.empty()) {
-    raise(a, ER_WRONG_ARGUMENTS, "'" + std::string(text) + "' is not a table name");
-    return false;
-  }
+  if (n->table.empty() || n->db.empty()) return not_a_name("");
   return true;
 }
 

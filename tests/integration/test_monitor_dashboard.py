@@ -217,9 +217,9 @@ def test_a_read_only_account_sees_no_action_and_cannot_act(server, monitor, load
                 return r.status
         except urllib.error.HTTPError as e:
             return e.code
-    assert post("/queue/test/jobs/redrive", {"csrf": csrf}) == 303  # back to the page, with the server's answer
-    assert post("/queue/test/jobs/redrive", {"csrf": "forged"}) == 403  # and no CSRF, no action
-    assert post("/queue/test/jobs/redrive", {}) == 403
+    assert post("/queue/redrive?schema=test&table=jobs", {"csrf": csrf}) == 303  # back to the page, with the server's answer
+    assert post("/queue/redrive?schema=test&table=jobs", {"csrf": "forged"}) == 403  # and no CSRF, no action
+    assert post("/queue/redrive?schema=test&table=jobs", {}) == 403
     browser.get(monitor.url + "/queue/test/jobs")
     assert any(re.search(r"error 1142: .*command denied to user 'dash_reader'", m) for m in _messages(browser))
     assert _dead(server) == 3

@@ -11,7 +11,7 @@ FUNCTIONS = {"redrive": "queue_redrive_dead", "purge": "queue_purge_dead", "rele
 
 def allowed(conn, schema: str, table: str) -> dict:
     """{action: bool} for this account on the table, plus 'kill' (ending other accounts' connections)."""
-    label = f"{schema}.{table}"
+    label = db.table_argument(schema, table)
     out = {}
     for action, fn in FUNCTIONS.items():
         out[action] = bool(db.rows(conn, "SELECT queue_allowed(%s, %s)", (label, fn))[0][0])
@@ -26,17 +26,17 @@ def can_kill_any(conn) -> bool:
 
 
 def redrive(conn, schema: str, table: str, max_rows: int | None) -> int:
-    args = (f"{schema}.{table}",) if max_rows is None else (f"{schema}.{table}", max_rows)
+    args = (db.table_argument(schema, table),) + (() if max_rows is None else (max_rows,))
     return db.rows(conn, f"SELECT queue_redrive_dead({', '.join(['%s'] * len(args))})", args)[0][0]
 
 
 def purge(conn, schema: str, table: str, max_rows: int | None) -> int:
-    args = (f"{schema}.{table}",) if max_rows is None else (f"{schema}.{table}", max_rows)
+    args = (db.table_argument(schema, table),) + (() if max_rows is None else (max_rows,))
     return db.rows(conn, f"SELECT queue_purge_dead({', '.join(['%s'] * len(args))})", args)[0][0]
 
 
 def release(conn, schema: str, table: str, row_id: int) -> int:
-    return db.rows(conn, "SELECT queue_release_owned(%s, %s)", (f"{schema}.{table}", row_id))[0][0]
+    return db.rows(conn, "SELECT queue_release_owned(%s, %s)", (db.table_argument(schema, table), row_id))[0][0]
 
 
 def kill_connection(conn, connection_id: int):

@@ -1,6 +1,8 @@
 """Command line and environment: where MariaDB is, which account samples, where to listen."""
 import argparse
+import ipaddress
 import os
+import socket
 from dataclasses import dataclass
 
 DEFAULT_LISTEN = "127.0.0.1:9199"
@@ -19,6 +21,11 @@ class Config:
     history: float            # seconds of samples kept for the plots
     per_table: bool           # per-table metric labels (off for hundreds of tables: totals only)
     session_timeout: float    # seconds a dashboard login lasts without use
+    allow_remote: bool = False        # --listen may be beyond loopback (every login still counts as @localhost)
+    trusted_proxy: str | None = None  # the TLS proxy's address: its X-Forwarded-Proto/-For are believed
+    secure_cookies: bool = False      # cookies always Secure (else only for requests that came over TLS)
+    login_attempts: int = 5           # failed logins (per client address, per account) before the backoff
+    login_backoff: float = 30.0       # seconds refused after those; doubles with each further failure
 
 
 def parse(argv=None) -> Config:
@@ -38,6 +45,19 @@ def parse(argv=None) -> Config:
     p.add_argument("--no-per-table-metrics", dest="per_table", action="store_false",
                    help="metrics summed over all tables, without schema/table labels")
     p.add_argument("--session-timeout", type=float, default=3600.0)
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow --listen beyond loopback: every dashboard login still connects to MariaDB from "
+                        "this machine and counts as 'user'@'localhost' (docs/monitoring.md); empty passwords "
+                        "are then refused")
+    p.add_argument("--trusted-proxy", default=os.environ.get("Q4M_MONITOR_TRUSTED_PROXY"),
+                   help="address of the TLS proxy in front: its X-Forwarded-Proto and X-Forwarded-For are "
+                        "believed (Secure cookies, the client's address for throttling and the audit log)")
+    p.add_argument("--secure-cookies", action="store_true",
+                   help="always mark the cookies Secure (else only when the request came over TLS)")
+    p.add_argument("--login-attempts", type=int, default=5,
+                   help="failed logins per client address and per account before they are refused (default 5)")
+    p.add_argument("--login-backoff", type=float, default=30.0,
+                   help="seconds logins are then refused, doubling with each further failure (default 30)")
     a = p.parse_args(argv)
     host, _, port = a.listen.rpartition(":")
     if not host or not port.isdigit():
@@ -48,5 +68,27 @@ def parse(argv=None) -> Config:
             password = f.read().strip()
     if a.interval <= 0 or a.history < a.interval:
         p.error("--interval must be > 0 and --history at least one interval")
-    return Config(host.strip("[]"), int(port), a.socket, a.host, a.port, a.user, password, a.interval,
-                  a.history, a.per_table, a.session_timeout)
+    if a.login_attempts < 1 or a.login_backoff <= 0:
+        p.error("--login-attempts must be at least 1 and --login-backoff > 0")
+    host = host.strip("[]")
+    if not a.allow_remote and not is_loopback(host):
+        p.error(f"--listen {a.listen!r} is reachable beyond this machine: every dashboard login connects to "
+                f"MariaDB from here and counts as 'user'@'localhost' whatever the browser's address, so the "
+                f"accounts' host restrictions stop applying. Listen on 127.0.0.1 behind a TLS proxy, or pass "
+                f"--allow-remote if that is what you want (docs/monitoring.md)")
+    return Config(host, int(port), a.socket, a.host, a.port, a.user, password, a.interval,
+                  a.history, a.per_table, a.session_timeout, a.allow_remote, a.trusted_proxy, a.secure_cookies,
+                  a.login_attempts, a.login_backoff)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address `host` stands for is a loopback one (0.0.0.0 and :: are every address)."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in found)

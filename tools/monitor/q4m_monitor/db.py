@@ -34,3 +34,14 @@ def dict_rows(conn, sql: str, args=None) -> list[dict]:
 
 def quote_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def table_argument(schema: str, table: str) -> str:
+    """A table as the queue functions' first argument names it: `schema`.`table`, quoted, so
+    that any name reaches the engine whole (`t:x` would otherwise read as a condition, `a.b`
+    as a database and a table)."""
+    return f"{quote_name(schema)}.{quote_name(table)}"
+
+
+# The same, written by the server for every row of information_schema.QUEUE_TABLES.
+TABLE_ARGUMENT_SQL = ("CONCAT('`', REPLACE(TABLE_SCHEMA, '`', '``'), '`.`', REPLACE(TABLE_NAME, '`', '``'), '`')")

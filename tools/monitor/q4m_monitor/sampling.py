@@ -16,9 +16,16 @@ from .config import Config
 log = logging.getLogger("q4m-monitor")
 
 # queue_stats() of every QUEUE table the sampling account may SELECT from, in one statement.
-STATS_QUERY = ("SELECT TABLE_SCHEMA, TABLE_NAME, queue_stats(CONCAT(TABLE_SCHEMA, '.', TABLE_NAME)) "
+# Names are passed quoted (db.TABLE_ARGUMENT_SQL): any name, `t:x` or `a.b`, reaches the engine whole.
+STATS_QUERY = (f"SELECT TABLE_SCHEMA, TABLE_NAME, queue_stats({db.TABLE_ARGUMENT_SQL}) "
                "FROM information_schema.QUEUE_TABLES")
+ONE_TABLE_QUERY = STATS_QUERY + " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
 LIST_QUERY = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.QUEUE_TABLES"
+
+
+def _lost(e: pymysql.err.MySQLError) -> bool:
+    """The connection is gone (the poll fails and reconnects), as opposed to a table's error."""
+    return isinstance(e, pymysql.err.OperationalError) and e.args[0] in (2006, 2013)
 
 
 @dataclass
@@ -67,7 +74,7 @@ class Sampler:
         self._lock = threading.Lock()
         self._points: deque[Point] = deque(maxlen=max(2, int(cfg.history / cfg.interval) + 1))
         self._latest: Sample | None = None
-        self._skipped: set = set()  # tables warned about
+        self._failing: set = set()  # (schema, table) that failed the one statement: asked on their own
         self._stop = threading.Event()
         self._thread = None
         self.polls = 0
@@ -110,25 +117,40 @@ class Sampler:
         return s
 
     def _table_stats(self) -> dict:
+        # One statement for all tables except those that failed it before: each of these is asked
+        # on its own, so that one table that fails (dropped between the listing and its
+        # queue_stats(), damaged) costs one statement, not one per table on every poll.
+        failing = sorted(self._failing)
+        where, args = "", None
+        if failing:
+            where = " WHERE (TABLE_SCHEMA, TABLE_NAME) NOT IN (" + ", ".join(["(%s, %s)"] * len(failing)) + ")"
+            args = [name for key in failing for name in key]
         try:
-            found = db.rows(self._conn, STATS_QUERY)
+            found = db.rows(self._conn, STATS_QUERY + where, args)
         except pymysql.err.MySQLError as e:
-            # A table dropped between the listing and its queue_stats() fails the whole statement:
-            # ask table by table, skipping the ones that fail.
-            if isinstance(e, pymysql.err.OperationalError) and e.args[0] in (2006, 2013):
+            if _lost(e):
                 raise
-            found = []
-            for schema, table in db.rows(self._conn, LIST_QUERY):
-                try:
-                    found += [(schema, table, db.rows(self._conn, "SELECT queue_stats(%s)",
-                                                      (f"{schema}.{table}",))[0][0])]
-                except pymysql.err.MySQLError as e2:
-                    if isinstance(e2, pymysql.err.OperationalError) and e2.args[0] in (2006, 2013):
-                        raise
-                    if (schema, table) not in self._skipped:  # once: dropped meanwhile, or a name
-                        self._skipped.add((schema, table))  # queue_stats() cannot take ('db.t:x')
-                        log.warning("%s.%s skipped: %s", schema, table, e2)
+            found = [r for key in db.rows(self._conn, LIST_QUERY + where, args) for r in self._one_table(key)]
+        for key in failing:
+            found += self._one_table(key)
         return {(schema, table): json.loads(text) for schema, table, text in found if text}
+
+    def _one_table(self, key: tuple) -> list:
+        """[(schema, table, queue_stats)] of one table, [] if it is gone or fails (warned once)."""
+        try:
+            found = db.rows(self._conn, ONE_TABLE_QUERY, key)
+        except pymysql.err.MySQLError as e:
+            if _lost(e):
+                raise
+            if key not in self._failing:
+                self._failing.add(key)
+                log.warning("%s.%s skipped: %s", key[0], key[1], e)
+            return []
+        if key in self._failing:
+            self._failing.discard(key)
+            if found:
+                log.info("%s.%s is read again", key[0], key[1])
+        return found
 
     def _close(self):
         try:

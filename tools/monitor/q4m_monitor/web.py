@@ -1,22 +1,31 @@
 """The dashboard and /metrics (Flask, served by waitress). Pages read with the logged-in
 account's own connection, so each sees only the queues it may SELECT from and may do only
 what the server lets it; the plots come from the sampler's ring buffer."""
+import ipaddress
 import json
+import logging
 import secrets
 import time
+import urllib.parse
 
 import pymysql
 from flask import Flask, Response, abort, g, redirect, render_template, request, url_for
 from markupsafe import Markup
 from prometheus_client.exposition import choose_encoder
 
-from . import actions, browse, db, metrics, plots
+from . import actions, audit, browse, db, metrics, plots
 from . import login as login_check
 from .auth import COOKIE, LOGIN_COOKIE, Sessions, same_token
 from .config import Config
 from .sampling import Sampler, ready_rows
+from .throttle import Throttle
+
+log = logging.getLogger("q4m-monitor")
 
 OVERVIEW_REFRESH_S = 5
+
+# Headers by which a proxy says a request came from elsewhere.
+FORWARDING_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
@@ -25,6 +34,7 @@ CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 
 def create_app(cfg: Config, sampler: Sampler) -> Flask:
     app = Flask(__name__)
     sessions = Sessions(cfg.session_timeout)
+    throttle = Throttle(cfg.login_attempts, cfg.login_backoff)
     registry = metrics.registry(sampler, cfg.per_table)
 
     # ---- plumbing ----------------------------------------------------------
@@ -61,6 +71,21 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
             abort(redirect(url_for("login", next=request.full_path if request.method == "GET" else "/")))
         return s
 
+    def set_cookie(resp, name, value):
+        # Secure when the browser reached us over TLS (directly, or as the trusted proxy says) or when told.
+        resp.set_cookie(name, value, httponly=True, samesite="Strict", path="/",
+                        secure=cfg.secure_cookies or request.scheme == "https")
+
+    def from_this_machine() -> bool:
+        """Whether the browser is surely on this machine: the monitor listens on loopback only and
+        the request came straight from a loopback address, through no proxy."""
+        if cfg.allow_remote or cfg.trusted_proxy or any(h in request.headers for h in FORWARDING_HEADERS):
+            return False
+        try:
+            return ipaddress.ip_address(request.remote_addr or "").is_loopback
+        except ValueError:
+            return False
+
     def require_csrf(s):
         if not same_token(request.form.get("csrf"), s.csrf):
             abort(403, "the form's CSRF token does not match this session: reload the page and try again")
@@ -82,31 +107,53 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
         encoder, content_type = choose_encoder(request.headers.get("Accept"))
         return Response(encoder(registry), mimetype=None, content_type=content_type)
 
+    @app.get("/favicon.ico")
+    def favicon():
+        # Pages link static/favicon.svg; this answers clients that ask the old place anyway.
+        return redirect(url_for("static", filename="favicon.svg"), code=301)
+
     # ---- login -------------------------------------------------------------
     @app.route("/login", methods=["GET", "POST"])
     def login():
-        error = None
+        error, status, wait = None, 401, 0.0
         if request.method == "POST":
             if not same_token(request.form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
                 abort(403, "the login form's token does not match: reload the page and try again")
             user, password = request.form.get("user", ""), request.form.get("password", "")
-            try:
-                login_check.check(cfg, user, password)
-            except pymysql.MySQLError as e:
-                error = f"cannot log in as {user!r}: {actions.error_text(e)}"
-            except login_check.LoginRefused as e:
-                error = f"cannot log in as {user!r}: {e}"
+            client = request.remote_addr
+            keys = [("client", client), ("account", user)]
+            wait = throttle.begin(keys)
+            if wait:  # refused before any connection to MariaDB
+                status, error = 429, f"too many failed logins: try again in {int(wait) + 1} s"
+                audit.record(user, client, "login", "throttled")
             else:
-                sid, _ = sessions.create(user, password)
-                target = request.args.get("next", "/")
-                resp = redirect(target if target.startswith("/") and not target.startswith("//") else "/", code=303)
-                resp.set_cookie(COOKIE, sid, httponly=True, samesite="Strict", path="/")
-                resp.delete_cookie(LOGIN_COOKIE, path="/")
-                return resp
+                ok = False
+                try:
+                    if not password and not from_this_machine():
+                        raise login_check.LoginRefused(
+                            "an empty password is accepted only from a browser on this machine (the monitor "
+                            "listening on loopback, no proxy in between): give the account a password")
+                    login_check.check(cfg, user, password)
+                    ok = True
+                except pymysql.MySQLError as e:
+                    error = f"cannot log in as {user!r}: {actions.error_text(e)}"
+                except login_check.LoginRefused as e:
+                    error = f"cannot log in as {user!r}: {e}"
+                finally:
+                    throttle.end(keys, ok)
+                audit.record(user, client, "login", "ok" if ok else error)
+                if ok:
+                    sid, _ = sessions.create(user, password)
+                    resp = redirect(same_site_path(request.args.get("next", "/")), code=303)
+                    set_cookie(resp, COOKIE, sid)
+                    resp.delete_cookie(LOGIN_COOKIE, path="/")
+                    return resp
         token = secrets.token_urlsafe(32)
         resp = Response(render_template("login.html", csrf=token, error=error, user=None, messages=[]),
-                        status=401 if error else 200)
-        resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="Strict", path="/")
+                        status=status if error else 200)
+        if status == 429:
+            resp.headers["Retry-After"] = str(int(wait) + 1)
+        set_cookie(resp, LOGIN_COOKIE, token)
         return resp
 
     @app.post("/logout")
@@ -114,6 +161,7 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
         s = require_login()
         require_csrf(s)
         sessions.drop(request.cookies.get(COOKIE))
+        audit.record(s.user, request.remote_addr, "logout", "ok")
         resp = redirect(url_for("login"), code=303)
         resp.delete_cookie(COOKIE, path="/")
         return resp
@@ -145,8 +193,21 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
         return render("overview.html", s, queues=queues, refresh=OVERVIEW_REFRESH_S, sample=latest,
                       interval=cfg.interval)
 
+    def queue_name():
+        """The queue a page or action is about: ?schema=...&table=... (a query string carries any
+        name, `t:x`, `.`, `a/b` or non-ASCII, where a path segment could not)."""
+        schema, table = request.args.get("schema"), request.args.get("table")
+        if not schema or not table:
+            abort(400, "which queue? expected ?schema=...&table=...")
+        return schema, table
+
     @app.get("/queue/<schema>/<table>")
-    def queue(schema, table):
+    def queue_by_path(schema, table):  # the address's older form, for bookmarks
+        return redirect(url_for("queue", schema=schema, table=table, **request.args), code=308)
+
+    @app.get("/queue")
+    def queue():
+        schema, table = queue_name()
         s = require_login()
         conn = user_conn(s)
         info = db.dict_rows(conn, "SELECT * FROM information_schema.QUEUE_TABLES WHERE TABLE_SCHEMA=%s "
@@ -154,7 +215,7 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
         if not info:
             abort(404, f"no QUEUE table {schema}.{table} that this account may see")
         info = info[0]
-        stats = db.rows(conn, "SELECT queue_stats(%s)", (f"{schema}.{table}",))[0][0]
+        stats = db.rows(conn, "SELECT queue_stats(%s)", (db.table_argument(schema, table),))[0][0]
         options = db.rows(conn, "SELECT CREATE_OPTIONS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s "
                                 "AND TABLE_NAME=%s", (schema, table))
         allowed = actions.allowed(conn, schema, table)
@@ -198,16 +259,16 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                       refresh=int(refresh) if refresh and refresh.isdigit() and int(refresh) > 0 else None)
 
     # ---- actions -----------------------------------------------------------
-    def act(schema, table, fn, done):
+    def act(action, fn, done, **details):
+        schema, table = queue_name()
         s = require_login()
         require_csrf(s)
         try:
-            result = fn(user_conn(s))
-            s.messages.append(("ok", done(result)))
-        except pymysql.MySQLError as e:
-            s.messages.append(("error", actions.error_text(e)))
-        except ValueError as e:
-            s.messages.append(("error", str(e)))
+            result = fn(user_conn(s), schema, table)
+            s.messages.append(("ok", done(result, f"{schema}.{table}")))
+        except (pymysql.MySQLError, ValueError) as e:
+            s.messages.append(("error", actions.error_text(e) if isinstance(e, pymysql.MySQLError) else str(e)))
+        audit.record(s.user, request.remote_addr, action, s.messages[-1][1], schema=schema, table=table, **details)
         return redirect(url_for("queue", schema=schema, table=table), code=303)
 
     def max_rows_field():
@@ -218,31 +279,51 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
             raise ValueError(f"max rows: {v!r} is not a whole number")
         return int(v)
 
-    @app.post("/queue/<schema>/<table>/redrive")
-    def redrive(schema, table):
-        return act(schema, table, lambda c: actions.redrive(c, schema, table, max_rows_field()),
-                   lambda n: f"{n} dead rows of {schema}.{table} queued again")
+    def whole_number(field, v):
+        if not v.isdigit():
+            raise ValueError(f"{field}: {v!r} is not a whole number")
+        return int(v)
 
-    @app.post("/queue/<schema>/<table>/purge")
-    def purge(schema, table):
-        if request.form.get("confirm") != "yes":
-            s = require_login()
-            require_csrf(s)
-            s.messages.append(("error", "purge: tick the box to confirm that the dead rows are to be removed"))
-            return redirect(url_for("queue", schema=schema, table=table), code=303)
-        return act(schema, table, lambda c: actions.purge(c, schema, table, max_rows_field()),
-                   lambda n: f"{n} dead rows of {schema}.{table} removed")
+    @app.post("/queue/redrive")
+    def redrive():
+        max_rows = request.form.get("max_rows", "").strip()
+        return act("redrive", lambda c, sc, t: actions.redrive(c, sc, t, max_rows_field()),
+                   lambda n, name: f"{n} dead rows of {name} queued again", max_rows=max_rows or "all")
 
-    @app.post("/queue/<schema>/<table>/release")
-    def release(schema, table):
+    @app.post("/queue/purge")
+    def purge():
+        max_rows = request.form.get("max_rows", "").strip()
+
+        def run(c, sc, t):
+            if request.form.get("confirm") != "yes":
+                raise ValueError("purge: tick the box to confirm that the dead rows are to be removed")
+            return actions.purge(c, sc, t, max_rows_field())
+        return act("purge", run, lambda n, name: f"{n} dead rows of {name} removed", max_rows=max_rows or "all")
+
+    @app.post("/queue/release")
+    def release():
         row_id = request.form.get("row_id", "")
-        return act(schema, table, lambda c: actions.release(c, schema, table, int(row_id)),
-                   lambda n: f"row {row_id}: {n} rows given back to the queue (the owner's next queue_end() fails)")
+        return act("give_back", lambda c, sc, t: actions.release(c, sc, t, whole_number("row id", row_id)),
+                   lambda n, _: f"row {row_id}: {n} rows given back to the queue (the owner's next queue_end() fails)",
+                   row_id=row_id)
 
-    @app.post("/queue/<schema>/<table>/kill")
-    def kill(schema, table):
+    @app.post("/queue/kill")
+    def kill():
         conn_id = request.form.get("connection_id", "")
-        return act(schema, table, lambda c: actions.kill_connection(c, int(conn_id)),
-                   lambda _: f"connection {conn_id} ended: its rows went back to the queue")
+        return act("end_connection",
+                   lambda c, sc, t: actions.kill_connection(c, whole_number("connection id", conn_id)),
+                   lambda _, __: f"connection {conn_id} ended: its rows went back to the queue",
+                   connection_id=conn_id)
 
     return app
+
+
+def same_site_path(target: str) -> str:
+    """`target` if a browser reads it as a path on this site, else "/": no scheme, no host
+    (`//x`), no backslash (`/\\x` is `//x` to a browser), nothing a browser drops or rewrites
+    (whitespace, control characters) and printable ASCII only (a real path arrives percent-encoded)."""
+    if (not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(not 0x21 <= ord(ch) <= 0x7e for ch in target)):
+        return "/"
+    parts = urllib.parse.urlsplit(target)
+    return "/" if parts.scheme or parts.netloc else target
