@@ -90,9 +90,9 @@ def _sysvar_value(text):
 def _clean(s, saved_vars):
     for (db,) in s.sql("SHOW DATABASES"):
         if db not in SYSTEM_DATABASES:
-            s.sql(f"DROP DATABASE `{db}`")
+            s.sql(f"DROP DATABASE `{db.replace('`', '``')}`")
     for (t,) in s.sql("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA='test'"):
-        s.sql(f"DROP TABLE IF EXISTS test.`{t}`")
+        s.sql(f"DROP TABLE IF EXISTS test.`{t.replace('`', '``')}`")
     for name, val in _queue_variables(s).items():
         if saved_vars.get(name, val) != val:
             old = saved_vars[name]

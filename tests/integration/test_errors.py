@@ -24,6 +24,27 @@ def test_not_a_queue_table(q):
     assert "queue_wait()" in msg and "argument 1" in msg
 
 
+def test_quoted_table_names(server, q):
+    """A table argument's database and table may be `quoted` (docs/sql-api.md): names with ':',
+    '.' or a backquote in them, which unquoted read as a condition or a database."""
+    server.sql("CREATE DATABASE `odd.db`")
+    server.sql("CREATE TABLE `odd.db`.`t:x` (v INT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE test.`a``b` (v INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO `odd.db`.`t:x` VALUES (1), (2)")
+    server.sql("INSERT INTO test.`a``b` VALUES (3)")
+    with q.cursor() as cur:
+        cur.execute("SELECT JSON_VALUE(queue_stats('`odd.db`.`t:x`'), '$.rows'), "
+                    "JSON_VALUE(queue_stats('test.`a``b`'), '$.rows'), JSON_VALUE(queue_stats('`a``b`'), '$.rows')")
+        assert cur.fetchone() == ("2", "1", "1")
+        cur.execute("SELECT v FROM `odd.db`.`t:x` WHERE queue_wait('`odd.db`.`t:x`:v = 2', 0)")
+        assert cur.fetchall() == ((2,),)
+        cur.execute("SELECT queue_end()")
+    expect_error(q, "SELECT queue_wait('odd.db.t:x', 0)", "table 'odd.db.t' does not exist")
+    expect_error(q, "SELECT queue_stats('`odd.db')", "'`odd.db' is not a table name (a ` is left open)")
+    expect_error(q, "SELECT queue_stats('`test`q')", "'`test`q' is not a table name (unexpected text after a name)")
+    expect_error(q, "SELECT queue_stats('`test`.`q`:v > 1')", "a condition is only allowed in queue_wait()")
+
+
 @pytest.mark.parametrize("timeout", ["-1", "-0.5", "NULL"])
 def test_invalid_timeout(q, timeout):
     expect_error(q, f"SELECT queue_wait('q', {timeout})", "queue_wait(): argument 2: invalid timeout")
