@@ -91,7 +91,7 @@ def prove_as_other_os_user(cfg: Config, user: str, password: str):
                            f"log in with another account, or run the monitor as another OS user")
     try:
         sock = connect_as(HELPER_USER, cfg.socket)
-    except OSError as e:
+    except (OSError, KeyError, subprocess.SubprocessError) as e:  # KeyError: no such OS user
         raise LoginRefused(f"{why}; checking it through a connection as OS user {HELPER_USER!r} failed: {e}") from e
     conn = pymysql.connect(defer_connect=True, unix_socket=cfg.socket, **db.connect_args(user, password))
     try:

@@ -203,7 +203,7 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
 
     @app.get("/queue/<schema>/<table>")
     def queue_by_path(schema, table):  # the address's older form, for bookmarks
-        return redirect(url_for("queue", schema=schema, table=table, **request.args), code=308)
+        return redirect(url_for("queue", **{**request.args.to_dict(), "schema": schema, "table": table}), code=308)
 
     @app.get("/queue")
     def queue():
