@@ -197,8 +197,10 @@ def test_every_action_is_in_the_audit_trail(server, monitors):
     assert c.request("/logout", {"csrf": csrf}).status == 303
     lines = _audit(m)
     expected = [r"user='root' client=127\.0\.0\.1 action=login outcome='ok'",
-                r"action=redrive schema='test' table='jobs' max_rows='1' outcome='1 dead rows of test.jobs queued again'",
-                r"action=purge schema='test' table='jobs' max_rows='all' outcome='2 dead rows of test.jobs removed'",
+                r"action=redrive schema='test' table='jobs' max_rows='1' "
+                r"outcome='1 dead rows of test.jobs queued again'",
+                r"action=purge schema='test' table='jobs' max_rows='all' "
+                r"outcome='2 dead rows of test.jobs removed'",
                 rf"action=give_back schema='test' table='jobs' row_id='{hung_row}' outcome=.row {hung_row}: 1 rows given",
                 rf"action=end_connection schema='test' table='jobs' connection_id='{killed_id}' outcome='connection",
                 r"user='root' client=127\.0\.0\.1 action=logout outcome='ok'"]

@@ -3,7 +3,6 @@ account's own connection, so each sees only the queues it may SELECT from and ma
 what the server lets it; the plots come from the sampler's ring buffer."""
 import ipaddress
 import json
-import logging
 import secrets
 import time
 import urllib.parse
@@ -19,8 +18,6 @@ from .auth import COOKIE, LOGIN_COOKIE, Sessions, same_token
 from .config import Config
 from .sampling import Sampler, ready_rows
 from .throttle import Throttle
-
-log = logging.getLogger("q4m-monitor")
 
 OVERVIEW_REFRESH_S = 5
 
