@@ -100,10 +100,7 @@ class ConnectionState {
     consumer_.set_transaction(nullptr);
     txn_.reset();
     statement_query_id_ = -1;
-    participants_.clear();
   }
-  // The other engines of the transaction, noted at its prepare (engine/participant_logs.h).
-  std::vector<handlerton*>& participants() { return participants_; }
   int64_t statement_query_id() const { return statement_query_id_; }
   size_t statement_mark() const { return statement_mark_; }
   // A copying ALTER of a QUEUE table: the table its scan reads, which the new table takes
@@ -150,7 +147,6 @@ class ConnectionState {
   q4m::Consumer consumer_;
   const uint64_t mark_;
   std::unique_ptr<q4m::Transaction> txn_;  // declared after consumer_: rolled back first
-  std::vector<handlerton*> participants_;
   int64_t statement_query_id_ = -1;
   size_t statement_mark_ = 0;
   std::optional<PendingRelay> pending_relay_;

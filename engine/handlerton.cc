@@ -22,6 +22,7 @@
 #include "engine/transactions.h"
 #include "engine/backup.h"
 #include "engine/xa.h"
+#include "engine/tc_log_recovery.h"
 
 namespace q4m_engine {
 
@@ -122,6 +123,7 @@ int engine_init(void* p) {
   hooks.end = blocking_end;
   q4m::set_blocking_hooks(hooks);
   apply_system_variables();
+  read_tc_log();
   start_expiry_session();
   return 0;
 }

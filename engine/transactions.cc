@@ -15,7 +15,6 @@
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
-#include "engine/participant_logs.h"
 #include "engine/relay_notes.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
@@ -46,8 +45,6 @@ int commit(handlerton*, THD* thd, bool all) {
   if (two_phase) crash_at(CrashPoint::kBeforeCommit);
   q4m::Status st = cs->transaction()->commit(&failed);
   if (!two_phase) note_replays(thd, *cs->transaction());  // a prepare noted them
-  // tc.log coordinated (no binary log): the other engines' commits are made durable here.
-  if (st.ok() && two_phase && !mysql_bin_log.is_open()) sync_logs(cs->participants());
   cs->end_transaction();
   if (st.ok() && two_phase) crash_at(CrashPoint::kAfterCommit);
   if (st.ok()) return 0;

@@ -4,7 +4,6 @@
 #include <handler.h>
 
 #include "engine/xa.h"
-#include "engine/participant_logs.h"
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +22,7 @@
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
+#include "engine/tc_log_recovery.h"
 
 namespace q4m_engine {
 
@@ -74,6 +74,7 @@ int prepare(handlerton* hton, THD* thd, bool all) {
   if (!cs || !cs->transaction()) return 0;
   // The end of one statement inside a transaction: nothing to make durable yet.
   if (!all && thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN)) return 0;
+  sync_tc_log_once();
   q4m::Status s = make_marker();
   if (!s.ok()) {
     raise_status_error(s);
@@ -86,7 +87,6 @@ int prepare(handlerton* hton, THD* thd, bool all) {
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
   if (s.ok()) {
     note_replays(thd, *cs->transaction());
-    cs->participants() = other_participants(thd, all, hton);
     crash_at(CrashPoint::kAfterPrepare);
     return 0;
   }
@@ -185,10 +185,11 @@ struct Recovery {
 std::mutex recovery_mutex;
 Recovery recovery;
 
-int recover(handlerton*, XID* list, uint len) {
+int recover(handlerton* hton, XID* list, uint len) {
   std::lock_guard<std::mutex> one(recovery_mutex);
   if (!recovery.started) {
     recovery.started = true;
+    commit_logged_elsewhere(hton);
     if (q4m::file_exists(kPreparedMarker)) {  // a part may be prepared in any table: open them all
       marker_made.store(true);
       for_each_data_file([](const std::string& db, const std::string& name, const std::string& path) {
@@ -232,7 +233,12 @@ int end_by_xid(XID* xid, bool commit) {
 }
 
 int commit_by_xid(handlerton*, XID* xid) { return deferred_decision(xid, true) ? 0 : end_by_xid(xid, true); }
-int rollback_by_xid(handlerton*, XID* xid) { return deferred_decision(xid, false) ? 0 : end_by_xid(xid, false); }
+// With the binary log off the server's recovery rolls back every prepared transaction; those its
+// tc.log logged as committed are committed instead (tc_log_recovery.h).
+int rollback_by_xid(handlerton* hton, XID* xid) {
+  if (tc_log_committed(xid->get_my_xid())) return commit_by_xid(hton, xid);
+  return deferred_decision(xid, false) ? 0 : end_by_xid(xid, false);
+}
 
 }  // namespace
 

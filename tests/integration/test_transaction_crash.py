@@ -1,13 +1,13 @@
 """Two-phase commit across a crash (docs/transactions.md): a transaction that writes InnoDB rows
 and a QUEUE table, killed at each point of its commit, is afterwards wholly there or wholly
-gone. With the binary log on, the binlog coordinates, and every point holds. With it off the
-server's tc.log does, and MariaDB 10.11.18's tc.log recovery rolls back every prepared
-transaction, the ones it logged as committed too (sql/log.cc TC_LOG_MMAP::recover passes no
-mem_root, so sql/handler.cc xarecover_handlerton calls rollback_by_xid for all), while InnoDB
-leaves its commit record unsynced for that coordinator: QUEUE syncs InnoDB's log once its own
-part committed (engine/participant_logs.h), so every point here holds with it off too; a kill
-between QUEUE's commit and that sync, before COMMIT returns, is the one that splits.
-The server kills itself at the point (queue_debug_crash_point, SIGKILL as kill -9)."""
+gone, and committed once the coordinator decided (before_commit, after_commit). With the binary
+log on, the binlog coordinates. With it off the server's tc.log does, and MariaDB 10.11.18's own
+tc.log recovery rolls back every prepared transaction, the ones it logged as committed too
+(sql/log.cc TC_LOG_MMAP::recover passes no mem_root, so sql/handler.cc xarecover_handlerton calls
+rollback_by_xid for all), while InnoDB leaves its commit record unsynced for that coordinator:
+QUEUE reads tc.log at its init and commits what it logged, in every engine
+(engine/tc_log_recovery.h). The server kills itself at the point (queue_debug_crash_point,
+SIGKILL as kill -9)."""
 import pytest
 
 from q4m_server import ServerDied
@@ -39,8 +39,7 @@ def _commit_and_die(s, c):
     s.start()
 
 
-# (binlog, point) pairs kept whole: all of them. With the binary log off, after_commit holds
-# because QUEUE syncs InnoDB's log at its commit (engine/participant_logs.h); see the docstring.
+# (binlog, point) pairs kept whole: all of them, in both configurations.
 WHOLE = [("binlog", p) for p in POINTS] + [("no-binlog", p) for p in POINTS]
 
 
@@ -59,8 +58,8 @@ def test_an_outbox_transaction_killed_at_any_point_is_all_or_nothing(server_fact
         assert (orders, queued) in [(0, 0), (1, 1)], f"{point}/{binlog}: orders {orders}, queue rows {queued}"
         if point in ("before_prepare",):
             assert orders == 0
-        if binlog == "binlog" and point in ("before_commit", "after_commit"):  # in the binlog: committed
-            assert orders == 1
+        if point in ("before_commit", "after_commit"):  # the coordinator (binlog or tc.log) has it: committed
+            assert orders == 1, f"{point}/{binlog}: a decided transaction was rolled back"
         # Nothing is left prepared, and the table works on.
         assert s.sql("XA RECOVER") == []
         s.sql("INSERT INTO test.q VALUES (2)")
@@ -84,8 +83,8 @@ def test_a_consume_transaction_killed_at_any_point_is_all_or_nothing(server_fact
         results = s.value("SELECT COUNT(*) FROM test.results")
         queued = s.value("SELECT COUNT(*) FROM test.q")
         assert (results, queued) in [(0, 1), (1, 0)], f"{point}/{binlog}: results {results}, queue rows {queued}"
-        if binlog == "binlog" and point in ("before_commit", "after_commit"):
-            assert results == 1
+        if point in ("before_commit", "after_commit"):
+            assert results == 1, f"{point}/{binlog}: a decided transaction was rolled back"
         assert s.sql("XA RECOVER") == []
     finally:
         s.destroy()
@@ -93,8 +92,9 @@ def test_a_consume_transaction_killed_at_any_point_is_all_or_nothing(server_fact
 
 def test_without_the_binlog_a_transaction_committed_then_killed_keeps_both_halves(server_factory):
     """With the binary log off InnoDB leaves its commit record unsynced for MariaDB's tc.log,
-    whose recovery commits nothing: a kill -9 right after COMMIT returned lost the InnoDB half
-    (3 of 3 before QUEUE synced the other engines' logs at its commit). Now both halves stay."""
+    whose own recovery commits nothing: a kill -9 right after COMMIT returned lost the InnoDB half
+    (3 of 3 before). QUEUE commits what tc.log logged at its init: both halves stay, and no
+    engine's log is synced at the commit for it."""
     s = _server(server_factory, "no-binlog")
     try:
         for i in range(1, 4):
