@@ -261,6 +261,7 @@ class Ledger:
         self.consume_commit_sent = set()                     # their COMMIT was sent
         self.redelivered_after_end = []                       # seen during the load
         self.broken = set()                                   # ids already reported split
+        self.lost_jobs = set()                                # ids already reported lost
 
     def producer(self, s, stop):
         try:
@@ -365,6 +366,8 @@ class Ledger:
                 "consumption_back": sorted(qs & self.q_ended),
                 "q_duplicated": len(q) - len(qs), "q_invented": sorted(qs - self.q_attempted),
                 "lost_orders": sorted(self.orders_acked - orders),
+                # an acknowledged outbox's job neither queued, nor done, nor in a consume's COMMIT
+                "lost_jobs": sorted(self.orders_acked - js - results - self.consume_commit_sent - self.lost_jobs),
                 "lost_results": sorted(self.results_acked - results),
                 "jobs_duplicated": len(jobs) - len(js),
                 "invented_orders": sorted((orders | js | results) - self.orders_attempted),
@@ -390,8 +393,13 @@ class Ledger:
                                       if i in (self.orders_acked if k.startswith("outbox") else self.results_acked))
             f["redelivered_after_end"] = list(self.redelivered_after_end)
             self.redelivered_after_end.clear()
-            # The next cut starts from what recovery left: what is gone now cannot come back.
+            # The next cut starts from what recovery left; each loss or return is reported once.
             self.q_acked &= qs | self.q_delivered
+            self.q_ended -= qs
+            self.lost_jobs.update(f["lost_jobs"])
+            self.orders_acked &= orders
+            self.results_acked &= results
+            self.results_acked -= js
             f["outbox_acked"], f["consume_acked"] = len(self.orders_acked), len(self.results_acked)
         return f
 

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 
+import pymysql
 import pytest
 
 import power_cut
@@ -126,6 +127,7 @@ def _summary(report):
         "consumption_back": sum(len(c["consumption_back"]) for c in cuts),
         "redelivered_after_end": sum(len(c["redelivered_after_end"]) for c in cuts),
         "lost_orders": sum(len(c["lost_orders"]) for c in cuts),
+        "lost_jobs": sum(len(c["lost_jobs"]) for c in cuts),
         "lost_results": sum(len(c["lost_results"]) for c in cuts),
         "cuts_with_split_transactions": sum(1 for c in cuts if c["split"]),
         "split_transactions_acknowledged": sum(len(c["split_acked"]) for c in cuts),
@@ -143,7 +145,7 @@ def _failures(report, keys):
 def test_every_acknowledged_insert_survives(chain):
     binlog, report, summary, _ = chain
     assert summary["cuts"] > 0 and summary["acked_inserts"] > 0, summary
-    bad = _failures(report, ["lost_inserts", "q_invented", "q_duplicated", "lost_orders", "invented_orders",
+    bad = _failures(report, ["lost_inserts", "q_invented", "q_duplicated", "lost_orders", "lost_jobs", "invented_orders",
                              "jobs_duplicated"])
     assert not bad, f"{binlog}: (cut, what, ids): {bad}"
 
@@ -162,6 +164,20 @@ def test_every_transaction_is_whole_in_both_engines(chain, request):
     assert summary["outbox_acked"] > 0 and summary["consume_acked"] > 0, summary
     assert not splits, (f"{binlog}: {len(splits)} of {summary['cuts']} cuts split a transaction "
                         f"between QUEUE and InnoDB: (cut, {{kind: ids}}) {splits}")
+
+
+def _wait_for_replica(replica, pos, timeout_s=240):
+    """Until the replica applied `pos`; fails at once when its applier stopped on an error."""
+    deadline = time.monotonic() + timeout_s
+    while replica.value("SELECT MASTER_GTID_WAIT(%s, 1)", (pos,)) != 0:
+        with replica.admin().cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute("SHOW SLAVE STATUS")
+            st = cur.fetchone()
+        state = {k: st.get(k) for k in ("Slave_IO_Running", "Slave_SQL_Running", "Last_IO_Error",
+                                    "Last_SQL_Error", "Gtid_IO_Pos", "Gtid_Slave_Pos")}
+        assert st["Slave_SQL_Running"] == "Yes" and not st["Last_IO_Error"], \
+            f"the replica stopped before {pos}: {state}"
+        assert time.monotonic() < deadline, f"the replica did not reach {pos} in {timeout_s}s: {state}"
 
 
 def test_a_replica_of_the_recovered_primary_holds_the_same_rows_under_the_same_ids(chain, server_factory):
@@ -192,9 +208,7 @@ def test_a_replica_of_the_recovered_primary_holds_the_same_rows_under_the_same_i
         for t in threads:
             t.join(60)
         pos = primary.value("SELECT @@gtid_binlog_pos")
-        got = replica.value("SELECT MASTER_GTID_WAIT(%s, 300)", (pos,))
-        status = replica.sql("SHOW SLAVE STATUS")
-        assert got == 0, f"the replica did not reach {pos}: {status}"
+        _wait_for_replica(replica, pos)
         for table, sql in [("q", "SELECT queue_scan_rowid(), id FROM test.q"),
                            ("jobs", "SELECT queue_scan_rowid(), id FROM test.jobs"),
                            ("orders", "SELECT id FROM test.orders"), ("results", "SELECT id FROM test.results")]:
