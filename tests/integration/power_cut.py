@@ -11,7 +11,9 @@ Model: the page cache is lost, the device is perfect (no volatile cache, no torn
 global sync(1) by another process during a run flushes the image too: the test only gets weaker.
 """
 import fcntl
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,6 +85,24 @@ power_cut.restore_saved_sysctls()
 """
 
 
+# Our images' paths (LoopDisk under the suite's tmp root), and nothing else.
+_OUR_IMAGE = re.compile(r"/q4m-it-[^/]+/pc-[^/]+/disk\d+/disk-\d+\.img( \(deleted\))?$")
+
+
+def release_stale_disks():
+    """Unmounts and detaches the loop devices a killed power-cut run left (only ours: backed by
+    an image of LoopDisk's naming; called under LOCK, so no live run owns one)."""
+    r = _run("losetup", "-J", "-l", check=False)
+    if r.returncode != 0 or not r.stdout.strip():
+        return
+    for dev in json.loads(r.stdout).get("loopdevices", []):
+        if not _OUR_IMAGE.search(dev.get("back-file") or ""):
+            continue
+        for target in _run("findmnt", "-n", "-o", "TARGET", "--source", dev["name"], check=False).stdout.split():
+            _run("umount", target, check=False)
+        _run("losetup", "-d", dev["name"], check=False)
+
+
 class WritebackOff:
     """Context: the kernel writes no dirty page back on its own while it is entered (machine-wide,
     so restored on exit, on SIGTERM/SIGHUP/SIGINT, and by a watchdog if this process is killed)."""
@@ -91,6 +111,7 @@ class WritebackOff:
         self._lock = open(LOCK, "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)  # another developer's run: wait for it
         restore_saved_sysctls()  # a previous run died before restoring
+        release_stale_disks()
         found = {n: (VM / n).read_text().strip() for n in SAVED_NAMES}
         tmp = SAVED.with_suffix(".tmp")
         tmp.write_text("".join(f"{n}={v}\n" for n, v in found.items()))
@@ -145,7 +166,12 @@ class LoopDisk:
         self.device = _run("losetup", "-f", "--show", self.image).stdout.strip()
         # noauto_da_alloc: no writeback when a file is closed or renamed over (a killed process
         # closes its files; a machine without power does not).
-        _run("mount", "-t", "ext4", "-o", "noauto_da_alloc", self.device, self.mnt)
+        try:
+            _run("mount", "-t", "ext4", "-o", "noauto_da_alloc", self.device, self.mnt)
+        except RuntimeError:
+            _run("losetup", "-d", self.device, check=False)
+            self.device = None
+            raise
         self.mounted = True
 
     def _detach(self):
