@@ -282,6 +282,7 @@ class Ledger:
         self.ids = itertools.count(1)  # next() is atomic under the GIL
         self.q_attempted, self.q_acked = set(), set()        # autocommit INSERTs into q
         self.q_delivered, self.q_ended = set(), set()        # handed to a consumer / end returned
+        self.q_end_sent = set()                              # its end (explicit or implicit) sent
         self.orders_attempted, self.orders_acked = set(), set()  # outbox COMMITs
         self.jobs_taken, self.results_acked = set(), set()   # consume transactions
         self.consume_commit_sent = set()                     # their COMMIT was sent
@@ -309,6 +310,9 @@ class Ledger:
             c = s.connect()
             owned = None
             while not stop.is_set():
+                if owned is not None:
+                    with self.lock:
+                        self.q_end_sent.add(owned)
                 got = _v(c, "SELECT queue_wait('q', 0.2)")
                 if owned is not None:  # that wait ended the row we owned
                     with self.lock:
@@ -322,6 +326,8 @@ class Ledger:
                         self.redelivered_after_end.append(("q", rid))
                     self.q_delivered.add(rid)
                 if random.random() < 0.5:
+                    with self.lock:
+                        self.q_end_sent.add(rid)
                     _v(c, "SELECT queue_end()")
                     with self.lock:
                         self.q_ended.add(rid)
@@ -388,7 +394,8 @@ class Ledger:
         with self.lock:
             f = {
                 "q_rows": len(q), "acked_inserts": len(self.q_acked),
-                "lost_inserts": sorted(self.q_acked - qs - self.q_delivered),
+                # a row handed out and not ended must be back (its owner is gone)
+                "lost_inserts": sorted(self.q_acked - qs - self.q_end_sent),
                 "consumption_back": sorted(qs & self.q_ended),
                 "q_duplicated": len(q) - len(qs), "q_invented": sorted(qs - self.q_attempted),
                 "lost_orders": sorted(self.orders_acked - orders),
@@ -420,7 +427,7 @@ class Ledger:
             f["redelivered_after_end"] = list(self.redelivered_after_end)
             self.redelivered_after_end.clear()
             # The next cut starts from what recovery left; each loss or return is reported once.
-            self.q_acked &= qs | self.q_delivered
+            self.q_acked &= qs | self.q_end_sent
             self.q_ended -= qs
             self.lost_jobs.update(f["lost_jobs"])
             self.orders_acked &= orders
