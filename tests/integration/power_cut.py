@@ -477,12 +477,14 @@ class PowerCutServer:
             self.disk = None
 
 
-def run_chain(pcs: PowerCutServer, cuts, seed, sync_mode="fdatasync", workers=None, on_cut=None):
+def run_chain(pcs: PowerCutServer, cuts, seed, sync_mode="fdatasync", workers=None, on_fresh=None):
     """`cuts` power cuts at random moments under load (0.3-1.0 s after the load starts), each
     followed by recovery and Ledger.check. Returns a report: per-cut findings and totals."""
     rng = random.Random(seed)
     ledger = Ledger()
     s = pcs.fresh()
+    if on_fresh:  # e.g. a replica that follows this primary through the cuts
+        on_fresh(s)
     report = {"cuts": [], "innodb_defect": 0, "seconds": 0.0}
     t0 = time.monotonic()
     for i in range(cuts):
@@ -496,12 +498,12 @@ def run_chain(pcs: PowerCutServer, cuts, seed, sync_mode="fdatasync", workers=No
             report["innodb_defect"] += 1
             ledger = Ledger()
             s = pcs.fresh()
+            if on_fresh:
+                on_fresh(s)
             continue
         s = pcs.server
         f = ledger.check(s)
         f.update(cut=i, cut_s=round(cut_s, 3), start_s=round(start_s, 3))
         report["cuts"].append(f)
-        if on_cut:
-            on_cut(f)
     report["seconds"] = time.monotonic() - t0
     return report
