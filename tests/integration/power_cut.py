@@ -11,14 +11,21 @@ Model: the page cache is lost, the device is perfect (no volatile cache, no torn
 global sync(1) by another process during a run flushes the image too: the test only gets weaker.
 """
 import fcntl
+import itertools
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+import pymysql
+
+from q4m_server import Server, ServerDied
 
 # What the run sets; the values found are saved in SAVED first and put back on every exit path.
 WRITEBACK_OFF = {"dirty_writeback_centisecs": "0", "dirty_expire_centisecs": "360000",
@@ -239,14 +246,6 @@ def prove_method(disk: LoopDisk):
 
 
 # ---- the workload and what it must find after each cut ------------------------------------
-import itertools  # noqa: E402
-import random  # noqa: E402
-import threading  # noqa: E402
-
-import pymysql  # noqa: E402
-
-from q4m_server import Server, ServerDied  # noqa: E402
-
 TABLES = [
     "CREATE TABLE test.q (id BIGINT NOT NULL) ENGINE=QUEUE",        # autocommit producers/consumers
     "CREATE TABLE test.jobs (id BIGINT NOT NULL) ENGINE=QUEUE",     # outbox jobs

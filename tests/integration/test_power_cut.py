@@ -10,7 +10,8 @@ consumption back, every transaction whole in both engines; and a replica that fo
 recovered primary holds the same rows under the same ids.
 
 Q4M_POWER_CUTS (default 40) is the number of cuts of the two chains together;
-Q4M_POWER_CUT_SEED varies the moments."""
+Q4M_POWER_CUT_SEED varies the moments; Q4M_POWER_CUT_SYNC_BINLOG=0 turns the binary log's sync
+off, which the binlog-on chain must then fail."""
 import json
 import os
 import socket
