@@ -211,8 +211,9 @@ class LoopDisk:
         try:
             self._detach()
         finally:
-            for img in self.workdir.glob("disk-*.img"):
-                img.unlink()
+            if not os.environ.get("Q4M_KEEP_TMP"):  # kept: the last image, to mount and read
+                for img in self.workdir.glob("disk-*.img"):
+                    img.unlink()
 
 
 def prove_method(disk: LoopDisk):
@@ -332,6 +333,8 @@ class Ledger:
                         self.q_ended.add(rid)
                 else:
                     owned = rid
+            if owned is not None:  # stopped with the server up: give the row back, else the
+                _v(c, "SELECT queue_abort()")  # open connection keeps it out of every scan
         except _GONE:
             pass
 
