@@ -35,7 +35,7 @@ _reports = {}
 # A real defect, left to another task (issue 42): with the binary log off (tc.log coordinates),
 # a cut while a COMMIT is in flight can keep one engine's half of the transaction.
 BINLOG_OFF_SPLIT = ("binary log off: a power cut during COMMIT can split a QUEUE + InnoDB transaction "
-                    "(issue 42; 2-5 of 20 cuts here, mostly QUEUE's half kept)")
+                    "(issue 42; 1-6 of 20 cuts here, mostly QUEUE's half kept)")
 
 
 def _record(name, value):
