@@ -84,11 +84,13 @@ class ServerDied(Exception):
 class Server:
     """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir."""
 
-    def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR):
+    def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR, datadir=None):
+        """datadir: where the copy of pristine goes (default root/data); the power-cut test puts
+        it on a loop-mounted image while the socket and error log stay in root."""
         self.root = Path(root)
         self.plugin_dir = Path(plugin_dir)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.datadir = self.root / "data"
+        self.datadir = Path(datadir) if datadir else self.root / "data"
         self.socket = self.root / "mysqld.sock"
         self.errlog_path = self.root / "mysqld.err"
         self.extra_args = list(extra_args)
