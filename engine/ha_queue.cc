@@ -499,7 +499,9 @@ int ha_queue::commit_relayed_rows() {
   relay_ids_used_ += count;
   if (!st.ok()) return raise(st);
   // Q4M drops a replay silently (it still counts as affected); a replay is always a prefix here.
-  if (dropped > 0) note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1]);
+  if (dropped > 0)
+    note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1],
+                 queue_->last_relayed_rowid(r.source_id));
   return 0;
 }
 
