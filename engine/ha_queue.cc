@@ -271,7 +271,10 @@ bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_in
 }
 
 void ha_queue::update_create_info(HA_CREATE_INFO* info) {
-  if (row_id_column_ < 0 || !queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
+  if (!queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
+  // A plain table shows it once AUTO_INCREMENT=N set a start (a dump keeps it); one that
+  // never had it shows none, as before.
+  if (row_id_column_ < 0 && queue_->ids().floor <= 1) return;
   THD* thd = ha_thd();
   info->auto_increment_value = reads_snapshot(thd)
                                    ? queue_->snapshot_upcoming_id(connection_state(thd).snapshot_point())
