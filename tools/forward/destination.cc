@@ -99,8 +99,10 @@ size_t Destination::insert(RowBuffer* rows, size_t count, size_t columns, const 
   if (mysql_stmt_bind_param(stmt, params.data())) conn_.fail(stmt, "binding the rows");
   replay_record_ = 0;
   if (mysql_stmt_execute(stmt)) conn_.fail(stmt, what);
-  if (mysql_stmt_affected_rows(stmt) == 0) return count;
-  return mysql_warning_count(conn_.handle()) == 0 ? 0 : dropped_per_warnings(count, ids);
+  const bool none_inserted = mysql_stmt_affected_rows(stmt) == 0;
+  // The note is read either way: it carries the record (replay_record()).
+  const size_t noted = mysql_warning_count(conn_.handle()) == 0 ? 0 : dropped_per_warnings(count, ids);
+  return none_inserted ? count : noted;
 }
 
 size_t Destination::dropped_per_warnings(size_t count, const uint64_t* ids) {
