@@ -132,6 +132,12 @@ start() {
     sql "INSTALL SONAME 'ha_queue'" || { echo "INSTALL SONAME 'ha_queue' failed; see $ERRLOG" >&2; exit 1; }
   fi
   sql "CREATE DATABASE IF NOT EXISTS test"
+  # ./var made by an earlier version of this script (a latin1 server) has a latin1 `test`:
+  # new tables there would be latin1 still.
+  if [ "$(sql "SELECT DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME='test'")" = latin1 ]; then
+    sql "ALTER DATABASE test CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
+    echo "database test: default character set latin1 -> utf8mb4 (tables made before keep theirs)"
+  fi
   start_monitor
   print_usage_hint
 }

@@ -50,6 +50,27 @@ def test_the_local_server_runs_utf8mb4_with_the_binary_log_and_says_how_to_stop(
     assert p.returncode == 0 and "stopped" in p.stdout, p.stdout + p.stderr
 
 
+def test_the_local_server_moves_a_latin1_test_database_of_an_earlier_var_to_utf8mb4(local_var):
+    var, env = local_var
+    p = subprocess.run(["bash", str(LOCAL_SERVER), "start"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    c = pymysql.connect(unix_socket=str(var / "mysqld.sock"), user="root", autocommit=True)
+    with c.cursor() as cur:
+        cur.execute("ALTER DATABASE test CHARACTER SET latin1 COLLATE latin1_swedish_ci")  # as the old server made it
+    c.close()
+    for step in ("stop", "start"):
+        p = subprocess.run(["bash", str(LOCAL_SERVER), step], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    assert "latin1 -> utf8mb4" in p.stdout, p.stdout
+    c = pymysql.connect(unix_socket=str(var / "mysqld.sock"), user="root", autocommit=True)
+    try:
+        with c.cursor() as cur:
+            cur.execute("SELECT DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME='test'")
+            assert cur.fetchone() == ("utf8mb4",)
+    finally:
+        c.close()
+
+
 BENCH_ARGS = ["--engines", "queue", "--scenarios", "enqueue", "--concurrency", "1", "--sync", "none",
               "--messages", "200"]
 
