@@ -24,6 +24,23 @@ namespace {
 std::mutex stage_mutex;
 std::string stage_dir;  // guarded by stage_mutex; empty: no copy asked
 
+// A backup that was not q4m-backup's (plain mariadb-backup, or BACKUP STAGE by hand) copies
+// no .Q4M file: its restored QUEUE tables do not open. Nothing else tells its user.
+void warn_backup_without_copy() {
+  size_t tables = 0;
+  std::string first;
+  for_each_data_file([&](const std::string& db, const std::string& name, const std::string&) {
+    if (tables++ == 0) first = db + "." + name;
+    return true;
+  });
+  if (tables == 0) return;
+  sql_print_warning("QUEUE: a backup ran BACKUP STAGE END without q4m-backup: the %zu QUEUE table(s) (%s%s) "
+                    "are not in it (mariadb-backup does not copy .Q4M data files), and a server restored from "
+                    "it cannot open them. Back QUEUE tables up with tools/backup/q4m-backup (it takes "
+                    "mariadb-backup --backup's arguments; docs/replication.md, \"Backup\")",
+                    tables, first.c_str(), tables > 1 ? ", ..." : "");
+}
+
 // MariaDB calls it at BACKUP STAGE END, before it lets DDL and commits go on.
 void end_backup() {
   std::string dir;
@@ -31,7 +48,10 @@ void end_backup() {
     std::lock_guard<std::mutex> one(stage_mutex);
     dir.swap(stage_dir);
   }
-  if (dir.empty()) return;
+  if (dir.empty()) {
+    warn_backup_without_copy();
+    return;
+  }
   std::string manifest, failed;
   for_each_data_file([&](const std::string& db, const std::string& name, const std::string& path) {
     // path is ./<db>/<table>.Q4M in the server's file-name encoding: the same below `dir`.

@@ -271,7 +271,10 @@ bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_in
 }
 
 void ha_queue::update_create_info(HA_CREATE_INFO* info) {
-  if (row_id_column_ < 0 || !queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
+  if (!queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
+  // A plain table shows it once AUTO_INCREMENT=N set a start (a dump keeps it); one that
+  // never had it shows none, as before.
+  if (row_id_column_ < 0 && queue_->ids().floor <= 1) return;
   THD* thd = ha_thd();
   info->auto_increment_value = reads_snapshot(thd)
                                    ? queue_->snapshot_upcoming_id(connection_state(thd).snapshot_point())
@@ -499,7 +502,9 @@ int ha_queue::commit_relayed_rows() {
   relay_ids_used_ += count;
   if (!st.ok()) return raise(st);
   // Q4M drops a replay silently (it still counts as affected); a replay is always a prefix here.
-  if (dropped > 0) note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1]);
+  if (dropped > 0)
+    note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1],
+                 queue_->last_relayed_rowid(r.source_id));
   return 0;
 }
 

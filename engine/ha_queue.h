@@ -58,8 +58,9 @@ class ha_queue final : public handler {
   bool backup_read(THD* thd) const;  // a dump's scan (rows in flight are seen)
   int rnd_next(uchar* buf) override;
   int rnd_pos(uchar* buf, uchar* pos) override;
-  // SHOW CREATE TABLE of a table with a ROW_ID_COLUMN: AUTO_INCREMENT = the id the next row
-  // gets (at the point of a consistent snapshot: what a dump restores).
+  // SHOW CREATE TABLE of a table with a ROW_ID_COLUMN, or one given AUTO_INCREMENT=N:
+  // AUTO_INCREMENT = the id the next row gets (at the point of a consistent snapshot: what a
+  // dump restores).
   void update_create_info(HA_CREATE_INFO* info) override;
   void position(const uchar* record) override;
 

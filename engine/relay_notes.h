@@ -13,9 +13,11 @@ class Transaction;
 namespace q4m_engine {
 
 // `dropped` of `relayed` rows of relay source `source` (ids first to last) were dropped by
-// `table_label`.
+// `table_label`, whose record of that source (its last received row) is `recorded` as of the
+// statement: a relay compares it with what its source ever had, to tell a replay from a
+// record it cannot explain.
 void note_replays(THD* thd, const std::string& table_label, uint32_t source, size_t dropped, size_t relayed,
-                  uint64_t first, uint64_t last);
+                  uint64_t first, uint64_t last, uint64_t recorded);
 // Those the transaction's prepare or one-phase commit dropped (Transaction::replays()).
 void note_replays(THD* thd, const q4m::Transaction& txn);
 

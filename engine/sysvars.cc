@@ -2,7 +2,9 @@
 #include <my_global.h>
 #include <log.h>
 #include <signal.h>
+#include <strings.h>
 #include <unistd.h>
+#include <mysqld_error.h>
 #include <mysql/plugin.h>
 
 #include <chrono>
@@ -119,11 +121,39 @@ MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   "CPU (yielding to runnable threads) before it sleeps; at most as many "
                   "statements spin at once as the server may use CPUs. 0 = sleep at once",
                   nullptr, update_commit_spin_us, 300, 0, 100000, 0);
+// Test hooks stay inert on a production server: queue_debug_crash_point (a way to kill the
+// server) takes effect only on a server started with --queue-debug-hooks=ON.
+char debug_hooks = 0;
+MYSQL_SYSVAR_BOOL(debug_hooks, debug_hooks, PLUGIN_VAR_OPCMDARG | PLUGIN_VAR_READONLY,
+                  "For tests only, set at startup: enables the test hooks (queue_debug_crash_point). "
+                  "OFF (default): they cannot be set and do nothing",
+                  nullptr, nullptr, 0);
+int check_crash_point(MYSQL_THD, st_mysql_sys_var*, void* save, st_mysql_value* value) {
+  long long point = -1;
+  if (value->value_type(value) == MYSQL_VALUE_TYPE_STRING) {
+    char buf[64];
+    int length = sizeof buf;
+    const char* name = value->val_str(value, buf, &length);
+    for (long long i = 0; name && crash_point_names[i]; i++)
+      if (strcasecmp(name, crash_point_names[i]) == 0) point = i;
+  } else {
+    value->val_int(value, &point);
+  }
+  if (point < 0 || point >= static_cast<long long>(array_elements(crash_point_names) - 1)) return 1;  // ER_WRONG_VALUE_FOR_VAR
+  *static_cast<unsigned long*>(save) = static_cast<unsigned long>(point);
+  if (debug_hooks || point == 0) return 0;
+  my_printf_error(ER_WRONG_VALUE_FOR_VAR,
+                  "queue_debug_crash_point is a test hook (it kills the server): it can be set only on a "
+                  "server started with --queue-debug-hooks=ON",
+                  MYF(0));
+  return 1;
+}
 MYSQL_SYSVAR_ENUM(debug_crash_point, crash_point, PLUGIN_VAR_RQCMDARG,
-                  "For crash tests only: the server kills itself (SIGKILL, as kill -9) when a transaction "
-                  "reaches this point of QUEUE's two-phase commit (before_prepare, after_prepare: its parts "
-                  "are durable; before_commit: the coordinator decided; after_commit). none (default)",
-                  nullptr, nullptr, 0, &crash_point_typelib);
+                  "For crash tests only, on a server started with --queue-debug-hooks=ON: the server kills "
+                  "itself (SIGKILL, as kill -9) when a transaction reaches this point of QUEUE's two-phase "
+                  "commit (before_prepare, after_prepare: its parts are durable; before_commit: the "
+                  "coordinator decided; after_commit). none (default)",
+                  check_crash_point, nullptr, 0, &crash_point_typelib);
 // Not a server variable (no SHOW VARIABLES, no SET): the mark of the ConnectionState this
 // session belongs to. COM_RESET_CONNECTION and COM_CHANGE_USER put every session variable
 // back to its default (0), which is how the engine learns that a pooled connection was
@@ -145,6 +175,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(commit_spin_us),
     MYSQL_SYSVAR(snapshot_journal_rows),
     MYSQL_SYSVAR(session_mark),
+    MYSQL_SYSVAR(debug_hooks),
     MYSQL_SYSVAR(debug_crash_point),
     nullptr};
 
@@ -157,7 +188,7 @@ std::chrono::milliseconds session_lease(THD* thd) {
 bool session_sync_removals(THD* thd) { return THDVAR(thd, sync_removals); }
 
 void crash_at(CrashPoint point) {
-  if (crash_point != static_cast<unsigned long>(point)) return;
+  if (!debug_hooks || crash_point != static_cast<unsigned long>(point)) return;
   sql_print_information("QUEUE: queue_debug_crash_point=%s reached: killing the server", crash_point_names[crash_point]);
   kill(getpid(), SIGKILL);
 }

@@ -7,9 +7,10 @@
 #   scripts/bench.sh --concurrency 4,16 --sync none --messages 50000
 #   scripts/bench.sh --engines innodb          # without the QUEUE engine
 #   scripts/bench.sh --scenarios outbox,consume-txn --concurrency 16 --sync durable
-# --binlog on|off: the server's binary log (log-bin, ROW format). Default: on when
-# --scenarios names outbox or consume-txn (the recommended setting for two-phase
-# commit with QUEUE), else off (as the autocommit figures were always measured).
+# --binlog on|off|both: the server's binary log (log-bin, ROW format). Default: on, the
+# configuration `./q4m.sh run` starts and the docs recommend (it coordinates two-phase
+# commit and replication); off measures a server without it; both runs the whole benchmark
+# once with each, on first. The output says which configuration ran.
 # Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,34 +27,47 @@ INSTALL_DB=$(find_tool mariadb-install-db)
 [ -n "$MARIADBD" ] && [ -n "$INSTALL_DB" ] || { log "mariadbd/mariadb-install-db not found: run make deps"; exit 2; }
 
 # Does the run include the QUEUE engine (q4m-bench's --engines, default both), a
-# transactional scenario (--scenarios), a binary log setting (--binlog)?
+# binary log setting (--binlog)?
 want_queue=1
-want_txn=0
 binlog=""
 prev=""
 for a in "$@"; do
-  engines="" scenarios=""
+  engines=""
   case "$a" in
     --engines=*) engines=${a#--engines=} ;;
-    --scenarios=*) scenarios=${a#--scenarios=} ;;
     --binlog=*) binlog=${a#--binlog=} ;;
     *) case "$prev" in
          --engines) engines=$a ;;
-         --scenarios) scenarios=$a ;;
          --binlog) binlog=$a ;;
        esac ;;
   esac
   if [ -n "$engines" ]; then case ",$engines," in *,queue,*) want_queue=1 ;; *) want_queue=0 ;; esac; fi
-  if [ -n "$scenarios" ]; then case ",$scenarios," in *,outbox,*|*,consume-txn,*) want_txn=1 ;; *) want_txn=0 ;; esac; fi
   prev=$a
 done
-if [ -z "$binlog" ]; then
-  if [ $want_txn = 1 ]; then binlog=on; else binlog=off; fi
+[ -n "$binlog" ] || binlog=on
+if [ "$binlog" = both ]; then
+  # The whole run twice, the recommended configuration first; q4m-bench takes on or off.
+  args=() skip=0
+  for a in "$@"; do
+    if [ $skip = 1 ]; then skip=0; continue; fi
+    case "$a" in
+      --binlog) skip=1 ;;
+      --binlog=*) ;;
+      *) args+=("$a") ;;
+    esac
+  done
+  status=0
+  for b in on off; do
+    echo "== binary log $b =="
+    bash "$0" --binlog "$b" "${args[@]}" || status=$?
+    echo
+  done
+  exit $status
 fi
 case "$binlog" in
   on) BINLOG_OPTS="--log-bin=mysql-bin --binlog-format=ROW --server-id=1" ;;
   off) BINLOG_OPTS="--skip-log-bin" ;;
-  *) log "--binlog: expected on or off, got '$binlog'"; exit 2 ;;
+  *) log "--binlog: expected on, off or both, got '$binlog'"; exit 2 ;;
 esac
 PLUGIN_OPTS=""; [ $want_queue = 1 ] && PLUGIN_OPTS="--plugin-load-add=ha_queue.so"
 
@@ -105,7 +119,14 @@ fi
 echo "== machine =="
 uname -a
 lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket)' || true
-echo "server: $(mariadb --no-defaults --socket="$SOCK" -uroot -N -e 'SELECT VERSION()'), binary log: $binlog"
+echo "server: $(mariadb --no-defaults --socket="$SOCK" -uroot -N -e 'SELECT VERSION()')"
+# What the server runs, not what was asked: the configuration the figures below are of.
+server_binlog=$(mariadb --no-defaults --socket="$SOCK" -uroot -N -e "SELECT IF(@@log_bin, 'on', 'off')")
+if [ "$server_binlog" = on ]; then
+  echo "configuration: binary log on (ROW), as ./q4m.sh run and the docs recommend (--binlog off|both for the others)"
+else
+  echo "configuration: binary log off (not the recommended configuration; --binlog on|both for it)"
+fi
 echo
 
 status=0

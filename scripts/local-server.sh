@@ -6,11 +6,14 @@
 # Listens on its unix socket only; set Q4M_PORT to also listen on 127.0.0.1:$Q4M_PORT.
 # Also runs q4m-monitor (tools/monitor: /metrics and the dashboard) on 127.0.0.1:$Q4M_MONITOR_PORT
 # (default 9199), polling the server as root through the socket; Q4M_MONITOR=0 leaves it out.
+# Character set utf8mb4 (collation utf8mb4_general_ci), as Debian's own server is configured
+# (/etc/mysql/mariadb.conf.d/50-server.cnf); MariaDB's compiled-in default would be latin1.
+# Q4M_VAR=DIR puts everything in DIR instead of ./var (the tests use a temporary one).
 #   scripts/local-server.sh start|stop|status
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VAR=$ROOT/var
+VAR=${Q4M_VAR:-$ROOT/var}
 DATADIR=$VAR/data
 SOCK=$VAR/mysqld.sock
 ERRLOG=$VAR/mysqld.err
@@ -43,7 +46,7 @@ q4m server running (pid $(running_pid)), data in $VAR
   try:      CREATE TABLE q (v TEXT) ENGINE=QUEUE; INSERT INTO q VALUES ('hi');
             SELECT * FROM q WHERE queue_wait('q', 0);
   log:      $ERRLOG
-  stop:     make stop
+  stop:     ./q4m.sh stop  (or make stop)
 EOF
   if monitor_pid >/dev/null; then
     cat <<EOF
@@ -111,6 +114,7 @@ start() {
   [ -f "$DATADIR/mysql/plugin.MAI" ] && grep -q ha_queue "$DATADIR/mysql/plugin.MAD" 2>/dev/null && load=()
   setsid "$MARIADBD" --no-defaults --datadir="$DATADIR" --socket="$SOCK" "${net[@]}" \
     --plugin-dir="$PLUGIN_DIR" "${load[@]}" --log-bin=mysql-bin --server-id=1 \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
     --log-error="$ERRLOG" --pid-file="$PIDFILE" "${AS_ROOT[@]}" \
     </dev/null >/dev/null 2>&1 &
   local pid=$! i
@@ -128,6 +132,12 @@ start() {
     sql "INSTALL SONAME 'ha_queue'" || { echo "INSTALL SONAME 'ha_queue' failed; see $ERRLOG" >&2; exit 1; }
   fi
   sql "CREATE DATABASE IF NOT EXISTS test"
+  # ./var made by an earlier version of this script (a latin1 server) has a latin1 `test`:
+  # new tables there would be latin1 still.
+  if [ "$(sql "SELECT DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME='test'")" = latin1 ]; then
+    sql "ALTER DATABASE test CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
+    echo "database test: default character set latin1 -> utf8mb4 (tables made before keep theirs)"
+  fi
   start_monitor
   print_usage_hint
 }

@@ -273,7 +273,7 @@ void Transaction::note_replays(const Part& p, const std::vector<RelayTag>& tags,
     const RelayTag& t = tags[i];
     auto it = std::find_if(found.begin(), found.end(), [&](const Replays& r) { return r.source == t.source; });
     if (it == found.end()) {
-      found.push_back(Replays{p.table.get(), t.source, 0, 0, t.id, t.id});
+      found.push_back(Replays{p.table.get(), t.source, 0, 0, t.id, t.id, p.table->last_relayed_rowid(t.source)});
       it = found.end() - 1;
     }
     it->dropped++;

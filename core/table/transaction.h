@@ -97,6 +97,7 @@ class Transaction {
     size_t relayed;
     RowId first;
     RowId last;
+    RowId recorded;  // the table's last id of `source` then: why they were dropped
   };
   const std::vector<Replays>& replays() const { return replays_; }
 

@@ -98,6 +98,83 @@ def test_a_backup_taken_under_load_restores_the_queue_of_its_point(server_factor
         primary.destroy()
 
 
+def test_q4m_backup_help_says_what_it_accepts():
+    p = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    for fragment in ("Usage: q4m-backup", "--target-dir", "--defaults-file", "--defaults-extra-file",
+                     "--defaults-group-suffix", "--no-defaults", "mariadb-backup --help"):
+        assert fragment in p.stdout, (fragment, p.stdout)
+
+
+def _backup_server(server_factory):
+    if shutil.which("mariadb-backup") is None:
+        raise AssertionError("mariadb-backup is missing: run scripts/setup-deps.sh")
+    s = server_factory.new(at_startup=True)
+    s.sql("CREATE TABLE test.jobs (producer INT NOT NULL, seq INT NOT NULL) ENGINE=QUEUE")
+    s.sql("INSERT INTO test.jobs VALUES (1, 1), (1, 2)")
+    return s
+
+
+# How a mariadb-backup user passes the connection: option files (which mariadb-backup takes
+# only first: q4m-backup moves them there) and the space forms, as mariadb-backup accepts them.
+OPTION_FORMS = {
+    "defaults-file-last": lambda cnf, s: (["--target-dir", "{target}", f"--datadir={s.datadir}",
+                                           f"--defaults-file={cnf}"],
+                                          f"[client]\nuser=root\nsocket={s.socket}\n"),
+    "extra-file-with-group-suffix": lambda cnf, s: (["--backup", "--target-dir={target}", f"--datadir={s.datadir}",
+                                                     "--defaults-group-suffix=_q4m", f"--defaults-extra-file={cnf}"],
+                                                    f"[mariadb-backup_q4m]\nuser=root\nsocket={s.socket}\n"),
+    "no-defaults-short-options": lambda cnf, s: (["-u", "root", "-S", str(s.socket), "--no-defaults",
+                                                  "--target-dir", "{target}", "--datadir", str(s.datadir)], ""),
+}
+
+
+@pytest.mark.parametrize("form", list(OPTION_FORMS))
+def test_q4m_backup_takes_mariadb_backups_option_forms_and_option_files(server_factory, tmp_path, form):
+    """Issue 40 item 7: `--target-dir DIR` was not read, --defaults-file came after --backup
+    (mariadb-backup refuses it there) and q4m-backup's own connection ignored the file."""
+    s = _backup_server(server_factory)
+    try:
+        cnf = tmp_path / "backup.cnf"
+        target = tmp_path / "backup"
+        args, text = OPTION_FORMS[form](cnf, s)
+        cnf.write_text(text)
+        args = [a.replace("{target}", str(target)) for a in args]
+        r = subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "1 QUEUE table(s) copied" in r.stderr, r.stderr[-2000:]
+        assert (target / "test" / "jobs.Q4M").exists()
+        assert (target / "xtrabackup_checkpoints").exists()
+        assert "without q4m-backup" not in s.err_log_since_start()
+    finally:
+        s.destroy()
+
+
+def test_q4m_backup_refuses_what_it_cannot_do_with_a_clear_message(tmp_path):
+    for args, fragment in [([], "--target-dir is required"),
+                           (["--target-dir", str(tmp_path / "b"), "-p"], "cannot prompt"),
+                           (["--target-dir", str(tmp_path / "b"), "--password"], "cannot prompt"),
+                           (["--no-defaults", "--defaults-file=/x.cnf", "--target-dir=/b"], "--no-defaults")]:
+        r = subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and fragment in r.stderr, (args, r.stderr)
+
+
+def test_plain_mariadb_backup_makes_the_server_warn_naming_q4m_backup(server_factory, tmp_path):
+    """mariadb-backup alone leaves the .Q4M files out (the restored tables do not open): the
+    server says so in its error log, naming q4m-backup, at the backup's BACKUP STAGE END."""
+    s = _backup_server(server_factory)
+    try:
+        r = subprocess.run([_tool("mariadb-backup"), "--no-defaults", "--backup", f"--target-dir={tmp_path / 'b'}",
+                            "--user=root", f"--socket={s.socket}", f"--datadir={s.datadir}"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not (tmp_path / "b" / "test" / "jobs.Q4M").exists()
+        log = s.err_log_since_start()
+        assert "without q4m-backup" in log and "tools/backup/q4m-backup" in log and "test.jobs" in log, log[-3000:]
+    finally:
+        s.destroy()
+
+
 def test_queue_backup_stage_refuses_a_bad_directory_and_accounts_without_reload(server, tmp_path):
     c = server.connect()
     expect_error(c, "SELECT queue_backup_stage('relative/dir')", "queue_backup_stage(): argument 1",

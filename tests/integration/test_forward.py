@@ -578,13 +578,17 @@ def test_no_loss_when_the_source_session_outlives_the_relay_connection(pair, rel
 
 
 @BATCHES
-def test_replay_after_destination_crash_is_dropped(pair, relays, batch):
-    """The original Q4M lost its dedup record in recovery, so this replay was duplicated.
+@pytest.mark.parametrize("destination_crash", [False, True], ids=["relay_killed", "destination_crash"])
+def test_replay_after_a_restart_is_dropped(pair, relays, batch, destination_crash):
+    """The legitimate replay: a relay killed -9 after the destination's INSERT but before the
+    source's end leaves the row in the source; the next relay sends it again and the
+    destination drops it, the source's ids explaining the record. The original Q4M lost its
+    dedup record in recovery, so with a destination crash this replay was duplicated.
     (test_srcid.py checks the record at the SQL level; this is the relay's view.)"""
     src, dst = pair
     make_queues(src, dst)
     insert_seq(src, 1, 3)
-    # Do by hand what a relay does, and stop where a crash would: row 1 is durable at the
+    # Do by hand what a relay does, and stop where a kill -9 would: row 1 is durable at the
     # destination but still owned (not consumed) at the source.
     owner = src.connect()
     assert value(owner, "SELECT queue_wait('test.src', 0)") == 1
@@ -593,7 +597,8 @@ def test_replay_after_destination_crash_is_dropped(pair, relays, batch):
     c = dst.connect()
     assert value(c, f"SELECT queue_set_srcid(4, 'a', {rowid})") == 1
     query(c, "INSERT INTO test.dst VALUES (1, 'message 1 x')")
-    dst.restart(kill=True)
+    if destination_crash:
+        dst.restart(kill=True)
     owner.close()  # the "relay" died: row 1 goes back to the source
     wait_until(lambda: seqs(src, "src") == [1, 2, 3], WAIT_S, what="row 1 back in the source")
     r = Relay(src, dst, 4, "--idle-exit", "1", "--batch", batch).start()
@@ -606,7 +611,7 @@ def test_replay_after_destination_crash_is_dropped(pair, relays, batch):
 
 
 def test_stops_when_destination_record_is_ahead_of_the_source(pair, relays):
-    """Another writer with our source id: relaying on would drop (lose) rows, so stop (exit 2)."""
+    """Another writer with our source id: relaying on would drop (lose) rows, so stop (exit 3)."""
     src, dst = pair
     if not engine_reports_dropped_replays(dst):
         pytest.skip("the engine drops replayed rows without telling the client "
@@ -620,9 +625,85 @@ def test_stops_when_destination_record_is_ahead_of_the_source(pair, relays):
     assert value(c, "SELECT queue_set_srcid(5, 'a', 1000000000000)") == 1
     query(c, "INSERT INTO test.dst VALUES (-1, 'impostor')")
     insert_seq(src, 4, 6)
-    assert r.wait() == 2, r.log()
+    assert r.wait() == 3, r.log()
     assert "is --source-id 5 used for another source" in r.log()
     assert seqs(src, "src") == [4, 5, 6]  # nothing lost: the refused row went back
+
+
+def _ahead_tables(src, dst):
+    src.sql("CREATE TABLE test.ob2 (id INT, v VARCHAR(20)) ENGINE=QUEUE")
+    dst.sql("CREATE TABLE test.ib2 (id INT, v VARCHAR(20)) ENGINE=QUEUE")
+
+
+def _another_producer_uses_source_id_18(dst):
+    c = dst.connect()
+    assert value(c, "SELECT queue_set_srcid(18, 'a', 1000)") == 1
+    query(c, "INSERT INTO test.ib2 VALUES (999, 'ahead')")
+    c.close()
+
+
+def _ahead_relay(src, dst, batch):
+    return Relay(src, dst, 18, "--wait-timeout", "0.5", "--idle-exit", "3", "--batch", batch,
+                 src_table="ob2", dst_table="ib2")
+
+
+@BATCHES
+@pytest.mark.parametrize("first_run_ends", ["exit", "kill9"])
+def test_a_record_ahead_of_the_source_loses_nothing_across_restarts(pair, relays, batch, first_run_ends):
+    """Issue 40 item 4. Another producer uses our source id at the destination with a record
+    (1000) ahead of every row the source ever had. The first relay stops with exit 3 (or is
+    killed -9 before it sees it); the same command again, as a supervisor would run it, must
+    stop the same way and never consume the source row the destination dropped (it dropped
+    it as a "replay after a restart" and removed it from the source: lost)."""
+    src, dst = pair
+    if not engine_reports_dropped_replays(dst):
+        pytest.skip("the engine drops replayed rows without telling the client")
+    _ahead_tables(src, dst)
+    src.sql("INSERT INTO test.ob2 VALUES (1, 'a')")
+    r = _ahead_relay(src, dst, batch).start()
+    relays.append(r)
+    wait_until(lambda: count(dst, "ib2") == 1, WAIT_S, what=f"row 1 relayed\n{r.log()}")
+    if first_run_ends == "kill9":
+        r.kill9()
+    _another_producer_uses_source_id_18(dst)
+    src.sql("INSERT INTO test.ob2 VALUES (2, 'b')")
+    if first_run_ends == "exit":
+        assert r.wait() == 3, r.log()
+        assert "is --source-id 18 used for another source" in r.log(), r.log()
+    for attempt in range(3):  # what Restart=on-failure would do, were exit 3 restarted
+        again = _ahead_relay(src, dst, batch).start()
+        relays.append(again)
+        assert again.wait() == 3, again.log()
+        assert "its record for source id 18 is at row 1000" in again.log(), again.log()
+        # A kill -9 may come before the source consumed row 1 (delivered): back in the
+        # source, it is held up with row 2, which is what matters here.
+        assert [tuple(r) for r in src.sql("SELECT id, v FROM test.ob2")] in ([(2, "b")], [(1, "a"), (2, "b")]), \
+            again.log()
+    assert sorted(r[0] for r in dst.sql("SELECT id FROM test.ib2")) == [1, 999]
+
+
+@BATCHES
+def test_a_fresh_relay_against_a_record_ahead_of_every_source_row_drops_nothing(pair, relays, batch):
+    src, dst = pair
+    if not engine_reports_dropped_replays(dst):
+        pytest.skip("the engine drops replayed rows without telling the client")
+    _ahead_tables(src, dst)
+    _another_producer_uses_source_id_18(dst)
+    src.sql("INSERT INTO test.ob2 VALUES " + ", ".join(f"({i}, 'r{i}')" for i in range(1, 6)))
+    r = _ahead_relay(src, dst, batch).start()
+    relays.append(r)
+    assert r.wait() == 3, r.log()
+    assert "source id conflict error, exiting" in r.log(), r.log()
+    assert [row[0] for row in src.sql("SELECT id FROM test.ob2")] == [1, 2, 3, 4, 5]
+    assert [row[0] for row in dst.sql("SELECT id FROM test.ib2")] == [999]
+
+
+def test_the_documented_unit_does_not_restart_a_source_id_conflict():
+    """docs/forward.md's systemd unit: exit 3 (and 1) must not be restarted, or a restart
+    would meet the conflict again with nothing gained."""
+    unit = (REPO / "docs" / "forward.md").read_text()
+    line = next(l for l in unit.splitlines() if l.startswith("RestartPreventExitStatus="))
+    assert set(line.split("=", 1)[1].split()) >= {"1", "3"}, line
 
 
 # ---- configuration errors ------------------------------------------------------------

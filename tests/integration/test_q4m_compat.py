@@ -74,7 +74,8 @@ def test_one_source_row_id_covers_the_first_row_of_an_insert(server):
             notes = cur.fetchall()
     # Q4M dropped the second INSERT whole; here only its first row is source row 5
     assert [r[0] for r in query(c, "SELECT v FROM d")] == [1, 2, 2]
-    assert notes == (("Note", 1105, "queue_set_srcid: row 5 of source 1 was already received by 'test.d'; dropped"),)
+    assert notes == (("Note", 1105, "queue_set_srcid: row 5 of source 1 was already received by 'test.d'; "
+                                   "dropped (last received: row 5)"),)
 
 
 def test_q4m_forward_statements(server):

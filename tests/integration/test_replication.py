@@ -327,7 +327,8 @@ def test_rows_relayed_in_a_transaction_reach_the_replica_with_it(pair):
     query(c, "INSERT INTO txn_relay VALUES (11), (12)")
     query(c, "COMMIT")
     assert [r[2] for r in query(c, "SHOW WARNINGS")] == [
-        "queue_set_srcid: 1 of 4 rows of source 4 were already received by 'test.txn_relay' (row ids 11 to 11); dropped"]
+        "queue_set_srcid: 1 of 4 rows of source 4 were already received by 'test.txn_relay' (row ids 11 to 11); "
+        "dropped (last received: row 11)"]
     pair.sync()
     assert [r[1] for r in rows_with_ids(p, "txn_relay")] == [10, 11, 0, 12]
     assert rows_with_ids(pair.replica, "txn_relay") == rows_with_ids(p, "txn_relay")

@@ -98,10 +98,10 @@ def test_a_list_of_row_ids_drops_the_received_prefix(server):
     # The source gave the batch back (a relay restart) and newer rows came after it.
     _relay_batch(c, 1, [3, 5, 8, 9, 12], [3, 5, 8, 9, 12])
     assert _notes(c) == ["queue_set_srcid: 3 of 5 rows of source 1 were already received by "
-                         "'test.q' (row ids 3 to 8); dropped"]
+                         "'test.q' (row ids 3 to 8); dropped (last received: row 12)"]
     _relay_batch(c, 1, [12, 13], [12, 13])
     assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
-                         "'test.q' (row ids 12 to 12); dropped"]
+                         "'test.q' (row ids 12 to 12); dropped (last received: row 13)"]
     assert _values(server) == [3, 5, 8, 9, 12, 13]
 
 
@@ -140,12 +140,13 @@ def test_a_table_with_triggers_relays_row_by_row(server):
     c = server.connect()
     _relay_batch(c, 1, [1, 2, 3], [1, 2, 3])
     _relay_batch(c, 1, [2, 3, 4], [2, 3, 4])
-    assert _notes(c) == [f"queue_set_srcid: row {i} of source 1 was already received by 'test.q'; dropped"
-                         for i in (2, 3)]  # a note per dropped row
+    assert _notes(c) == [f"queue_set_srcid: row {i} of source 1 was already received by 'test.q'; dropped "
+                         "(last received: row 3)" for i in (2, 3)]  # a note per dropped row
     assert _values(server) == [1, 2, 3, 4]
     assert [r[0] for r in server.sql("SELECT v FROM test.seen")] == [1, 2, 3, 2, 3, 4]
     _relay_batch(c, 1, [4, 5], [4, 5])
-    assert _notes(c) == ["queue_set_srcid: row 4 of source 1 was already received by 'test.q'; dropped"]
+    assert _notes(c) == ["queue_set_srcid: row 4 of source 1 was already received by 'test.q'; dropped "
+                         "(last received: row 4)"]
     assert _values(server) == [1, 2, 3, 4, 5]
 
 
@@ -182,7 +183,7 @@ def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     c = s.connect()
     _relay_batch(c, 1, list(range(1, 103)), list(range(1, 103)))
     assert _notes(c) == ["queue_set_srcid: 100 of 102 rows of source 1 were already received by "
-                         "'test.q' (row ids 1 to 100); dropped"]
+                         "'test.q' (row ids 1 to 100); dropped (last received: row 102)"]
     assert [r[0] for r in s.sql("SELECT v FROM test.q")] == list(range(1, 103))
 
 
@@ -207,7 +208,7 @@ def test_rows_relayed_in_a_transaction_commit_or_roll_back_with_it(server):
     _relay_batch(c, 1, [2, 3], [2, 3])
     query(c, "COMMIT")
     assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
-                         "'test.q' (row ids 2 to 2); dropped"]
+                         "'test.q' (row ids 2 to 2); dropped (last received: row 3)"]
     assert _values(server) == [1, 2, 3]
 
 
@@ -229,13 +230,14 @@ def test_a_prepared_relay_survives_kill9_and_counts_meanwhile(server_factory):
         c = s.connect()
         _relay_batch(c, 1, [6, 7], [6, 7])
         assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
-                             "'test.q' (row ids 6 to 6); dropped"]
+                             "'test.q' (row ids 6 to 6); dropped (last received: row 6)"]
         query(c, "XA COMMIT 'relay'")
         assert sorted(_values(s)) == [5, 6, 7]
         s.restart()
         c = s.connect()
         _relay_batch(c, 1, [7], [7])
-        assert _notes(c) == ["queue_set_srcid: row 7 of source 1 was already received by 'test.q'; dropped"]
+        assert _notes(c) == ["queue_set_srcid: row 7 of source 1 was already received by 'test.q'; dropped "
+                             "(last received: row 7)"]
         assert sorted(_values(s)) == [5, 6, 7]
     finally:
         s.destroy()

@@ -11,7 +11,7 @@ SIGKILL as kill -9)."""
 import pytest
 
 from q4m_server import ServerDied
-from sqlcheck import query, value
+from sqlcheck import expect_error, query, value
 
 # MariaDB 10.11.18's InnoDB, committing a recovered prepared transaction after kill -9, can stop
 # on this assertion and never start again; it happens with InnoDB alone
@@ -23,7 +23,8 @@ BINLOG = {"binlog": ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=
 
 
 def _server(server_factory, binlog):
-    s = server_factory.new(extra_args=BINLOG[binlog], at_startup=True)
+    # The crash point is a test hook: only a server started with it enabled takes one.
+    s = server_factory.new(extra_args=BINLOG[binlog] + ["--queue-debug-hooks=ON"], at_startup=True)
     s.sql("CREATE TABLE test.q (id INT) ENGINE=QUEUE")
     s.sql("CREATE TABLE test.orders (id INT PRIMARY KEY) ENGINE=InnoDB")
     s.sql("CREATE TABLE test.results (id INT PRIMARY KEY) ENGINE=InnoDB")
@@ -199,3 +200,17 @@ def test_outbox_and_consume_transactions_under_load_survive_repeated_kills(serve
         assert innodb_defects < cycles // 2, "the kill loop hardly ran: InnoDB failed to restart in most cycles"
     finally:
         s.destroy()
+
+
+def test_the_crash_point_is_inert_on_a_server_started_without_debug_hooks(server):
+    """A production server (no --queue-debug-hooks=ON, the default) refuses to arm the hook
+    that kills it; the hook stays settable to its default, and the switch is read-only."""
+    c = server.connect()
+    assert value(c, "SELECT @@GLOBAL.queue_debug_hooks") == 0
+    for point in POINTS:
+        expect_error(c, f"SET GLOBAL queue_debug_crash_point = '{point}'", "queue_debug_crash_point is a test hook",
+                     "--queue-debug-hooks=ON", code=1231)
+    query(c, "SET GLOBAL queue_debug_crash_point = 'none'")
+    expect_error(c, "SET GLOBAL queue_debug_crash_point = 'nowhere'", code=1231)
+    expect_error(c, "SET GLOBAL queue_debug_hooks = ON", "read only", code=1238)
+    assert value(c, "SELECT @@GLOBAL.queue_debug_crash_point") == "none"

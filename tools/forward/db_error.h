@@ -10,6 +10,9 @@ enum class ErrorKind {
   kTransient,  // connection lost / server restarting / interrupted: reconnect and retry
   kConfig,     // wrong credentials, missing table/column/plugin: restarting will not help (exit 1)
   kFatal,      // anything else (exit 2; a supervisor may restart us)
+  kConflict,   // the destination's record for our source id is ahead of this source: another
+               // producer uses the id, or the source was re-created. Restarting would drop
+               // (lose) rows as replays: exit 3, which the documented unit does not restart
 };
 
 struct DbError : std::runtime_error {

@@ -97,9 +97,12 @@ size_t Destination::insert(RowBuffer* rows, size_t count, size_t columns, const 
   const std::string what = count == 1 ? "INSERT of row " + std::to_string(ids[0])
                                       : "INSERT of rows " + std::to_string(ids[0]) + " to " + std::to_string(ids[count - 1]);
   if (mysql_stmt_bind_param(stmt, params.data())) conn_.fail(stmt, "binding the rows");
+  replay_record_ = 0;
   if (mysql_stmt_execute(stmt)) conn_.fail(stmt, what);
-  if (mysql_stmt_affected_rows(stmt) == 0) return count;
-  return mysql_warning_count(conn_.handle()) == 0 ? 0 : dropped_per_warnings(count, ids);
+  const bool none_inserted = mysql_stmt_affected_rows(stmt) == 0;
+  // The note is read either way: it carries the record (replay_record()).
+  const size_t noted = mysql_warning_count(conn_.handle()) == 0 ? 0 : dropped_per_warnings(count, ids);
+  return none_inserted ? count : noted;
 }
 
 size_t Destination::dropped_per_warnings(size_t count, const uint64_t* ids) {
@@ -114,6 +117,11 @@ size_t Destination::dropped_per_warnings(size_t count, const uint64_t* ids) {
       // "...: row R of source S was already received ..." (one row) or
       // "...: N of M rows of source S were already received ..." (a batch).
       dropped = sscanf(text.c_str(), "queue_set_srcid: %zu of %zu rows", &n, &of) == 2 ? std::min(n, count) : 1;
+      // "...; dropped (last received: row R)": the record that made them replays.
+      unsigned long long recorded = 0;
+      const size_t at = text.rfind("(last received: row ");
+      if (at != std::string::npos && sscanf(text.c_str() + at, "(last received: row %llu)", &recorded) == 1)
+        replay_record_ = recorded;
     } else if (warnings_logged_ < kMaxLoggedWarnings) {
       ++warnings_logged_;
       log_line("destination: warning on INSERT of source rows %llu to %llu: %s %s: %s%s",

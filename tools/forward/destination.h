@@ -37,6 +37,9 @@ class Destination {
   // (its note naming queue_set_srcid, or 0 affected rows); an engine that drops silently
   // makes every row look accepted.
   size_t insert(RowBuffer* rows, size_t count, size_t columns, const uint64_t* ids);
+  // After an insert() that dropped rows: the destination's last received row of our source
+  // id, as its note told (0 if it did not: Q4M, or an engine before the note said it).
+  uint64_t replay_record() const { return replay_record_; }
 
  private:
   MYSQL_STMT* statement_for(size_t rows);  // prepared INSERT of that many rows
@@ -45,6 +48,7 @@ class Destination {
   size_t dropped_per_warnings(size_t count, const uint64_t* ids);
   static constexpr int kMaxLoggedWarnings = 20;
   int warnings_logged_ = 0;
+  uint64_t replay_record_ = 0;
 
   const Options& opt_;
   Connection conn_{"destination"};

@@ -112,13 +112,17 @@ void Relay::deliver_part(size_t first, size_t count) {
     // Replays are expected only for rows this process (or its predecessor, before our first
     // accepted row) may already have delivered. A newer row being dropped means the
     // destination's record for our source id is ahead of this source: a re-created source
-    // table or a second relay using the same --source-id. Relaying on would lose rows.
+    // table or a second producer using the same --source-id. Relaying on would lose rows.
     if (any_accepted_ && newest_dropped > max_accepted_ && !pending_retried_)
-      throw DbError(ErrorKind::kFatal, 0,
+      throw DbError(ErrorKind::kConflict, 0,
                     "destination dropped source row " + std::to_string(newest_dropped) + " as already received, but "
                     "the newest row relayed so far is " + std::to_string(max_accepted_) + ": is --source-id " +
                     std::to_string(opt_.source_id) + " used for another source, or was the source table re-created? "
                     "Stopping; the rows stay in the source");
+    // What this process saw is forgotten at a restart; the source's own ids are not: that
+    // check (verify_replays) runs before the source may consume the dropped rows.
+    replay_record_to_verify_ = std::max(replay_record_to_verify_, dst_.replay_record());
+    newest_replay_to_verify_ = std::max(newest_replay_to_verify_, newest_dropped);
     if (dropped == 1)
       log_line("destination: source row %llu was already received (replay after a restart), dropped",
                static_cast<unsigned long long>(ids[0]));
@@ -130,6 +134,36 @@ void Relay::deliver_part(size_t first, size_t count) {
     any_accepted_ = true;
     max_accepted_ = std::max(max_accepted_, ids[count - 1]);
   }
+}
+
+// A row dropped as a replay was delivered before, so its source row id is below the source's
+// next id, and so is the destination's record for our source id. A record at or past the
+// source's next id was not written by any relay of this source (another producer with our
+// id, a re-created source table): the rows it drops would be lost once consumed here. Runs
+// before the next wait (or the final queue_end()) consumes them, at every start, so a
+// restart cannot turn the misconfiguration into a loss.
+void Relay::verify_replays() {
+  const uint64_t record = replay_record_to_verify_, newest = newest_replay_to_verify_;
+  if (!src_.is_open()) {  // the rows went back to the source: nothing is consumed
+    replay_record_to_verify_ = newest_replay_to_verify_ = 0;
+    return;
+  }
+  const uint64_t next = src_.next_rowid();
+  if (next == 0) {
+    if (!told_unverifiable_)
+      log_line("source: cannot read its next row id (INFORMATION_SCHEMA.QUEUE_TABLES): dropped replays are "
+               "checked only against the rows this process relayed");
+    told_unverifiable_ = true;
+  } else if (record >= next || newest >= next) {
+    throw DbError(ErrorKind::kConflict, 0,
+                  "destination dropped source rows up to " + std::to_string(newest) +
+                      " as already received: its record for source id " + std::to_string(opt_.source_id) +
+                      " is at row " + std::to_string(record) + ", but the source table's rows never went past " +
+                      std::to_string(next - 1) + ": is --source-id " + std::to_string(opt_.source_id) +
+                      " used for another source, or was the source table re-created? Stopping; the rows stay in "
+                      "the source. Use a new --source-id for this source");
+  }
+  replay_record_to_verify_ = newest_replay_to_verify_ = 0;
 }
 
 // At most --batch rows, and no more than --max-rows still allows.
@@ -167,6 +201,7 @@ bool Relay::step() {
   // The destination first: without it, owning a source row only blocks it.
   if (!dst_.is_open()) on_destination([&] { open_destination(); });
   if (pending_) on_destination([&] { deliver_pending(); });
+  if (newest_replay_to_verify_) on_source([&] { verify_replays(); });
   if (should_stop()) {
     finish_owned_row();
     return false;
@@ -199,8 +234,12 @@ ExitCode Relay::run() {
     } catch (const DbError& e) {
       if (e.kind != ErrorKind::kTransient) {
         log_line("%s", e.what());
-        log_line("%s error, exiting", e.kind == ErrorKind::kConfig ? "configuration" : "fatal");
-        code = e.kind == ErrorKind::kConfig ? kExitConfig : kExitFatal;
+        log_line("%s error, exiting", e.kind == ErrorKind::kConfig     ? "configuration"
+                                      : e.kind == ErrorKind::kConflict ? "source id conflict"
+                                                                       : "fatal");
+        code = e.kind == ErrorKind::kConfig     ? kExitConfig
+               : e.kind == ErrorKind::kConflict ? kExitConflict
+                                                : kExitFatal;
         break;
       }
       // The side that failed is closed (on_source/on_destination); start again. A closed

@@ -14,7 +14,7 @@
 
 namespace q4m::forward {
 
-enum ExitCode { kExitDone = 0, kExitConfig = 1, kExitFatal = 2 };
+enum ExitCode { kExitDone = 0, kExitConfig = 1, kExitFatal = 2, kExitConflict = 3 };
 
 class Relay {
  public:
@@ -28,6 +28,7 @@ class Relay {
   void deliver_pending();   // throws DbError
   void deliver_part(size_t first, size_t count);
   void refuse_rows_over_max_packet() const;  // throws DbError (kConfig)
+  void verify_replays();    // throws DbError (kConflict) for a drop the source cannot explain
   size_t rows_to_take() const;
   bool step();              // one round; false when the relay should stop (clean exit)
   bool should_stop();
@@ -69,6 +70,11 @@ class Relay {
   bool owns_row_ = false;         // the source connection owns rows (delivered or pending)
   bool any_accepted_ = false;     // the destination accepted a row from this process
   uint64_t max_accepted_ = 0;     // highest source row id it accepted from this process
+  // The destination dropped rows as replays, saying its record for our source id is at this
+  // row; checked against the source's ids before the source may consume them. 0 = none.
+  uint64_t replay_record_to_verify_ = 0;
+  uint64_t newest_replay_to_verify_ = 0;
+  bool told_unverifiable_ = false;
   bool src_was_open_ = false, dst_was_open_ = false;
   std::chrono::steady_clock::time_point last_row_time_;
 };

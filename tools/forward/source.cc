@@ -144,4 +144,17 @@ void Source::fetch_row(size_t i) {
 
 void Source::finish_owned() { conn_.execute("SELECT queue_end()"); }
 
+uint64_t Source::next_rowid() {
+  std::vector<SqlRow> rows;
+  try {
+    rows = conn_.query("SELECT NEXT_ROWID FROM information_schema.QUEUE_TABLES WHERE TABLE_SCHEMA = " +
+                       conn_.quote(opt_.src.db) + " AND TABLE_NAME = " + conn_.quote(opt_.src.table));
+  } catch (const DbError& e) {
+    if (e.code != ER_UNKNOWN_TABLE) throw;
+    return 0;
+  }
+  if (rows.size() != 1 || rows[0].empty() || !rows[0][0]) return 0;
+  return std::stoull(*rows[0][0]);
+}
+
 }  // namespace q4m::forward

@@ -37,6 +37,11 @@ class Source {
   // Removes the owned rows (queue_end()); only after they are durable at the destination.
   void finish_owned();
 
+  // The id the source table gives its next new row (INFORMATION_SCHEMA.QUEUE_TABLES
+  // NEXT_ROWID): every row it ever had has a smaller one. 0 if the server cannot tell (an
+  // original Q4M source).
+  uint64_t next_rowid();
+
  private:
   bool acquire_relay_lock();
   // SET SESSION `assignment`, skipped if the server does not know the variable.
