@@ -17,6 +17,7 @@
 #include "engine/handlerton.h"
 #include "engine/participant_logs.h"
 #include "engine/relay_notes.h"
+#include "engine/dedup_notes.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
 
@@ -45,7 +46,10 @@ int commit(handlerton*, THD* thd, bool all) {
   const bool two_phase = cs->transaction()->prepared();
   if (two_phase) crash_at(CrashPoint::kBeforeCommit);
   q4m::Status st = cs->transaction()->commit(&failed);
-  if (!two_phase) note_replays(thd, *cs->transaction());  // a prepare noted them
+  if (!two_phase) {  // a prepare noted them
+    note_replays(thd, *cs->transaction());
+    note_duplicates(thd, *cs->transaction());
+  }
   // tc.log coordinated (no binary log): the other engines' commits are made durable here.
   if (st.ok() && two_phase && !mysql_bin_log.is_open()) sync_logs(cs->participants());
   cs->end_transaction();
