@@ -10,6 +10,7 @@
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/relay_notes.h"
+#include "engine/dedup_notes.h"
 #include "engine/row_codec.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
@@ -271,6 +272,9 @@ bool ha_queue::commit_inplace_alter_table(TABLE* altered_table, Alter_inplace_in
 }
 
 void ha_queue::update_create_info(HA_CREATE_INFO* info) {
+  // ALTER TABLE calls this with its merged options before it reads them.
+  if (table && ha_thd() && thd_sql_command(ha_thd()) == SQLCOM_ALTER_TABLE)
+    drop_bursts_of_removed_rates(table->s, info);
   if (!queue_ || (info->used_fields & HA_CREATE_USED_AUTO)) return;
   // A plain table shows it once AUTO_INCREMENT=N set a start (a dump keeps it); one that
   // never had it shows none, as before.
@@ -407,12 +411,8 @@ q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows, con
     // Accepted, as SQS accepts a message whose deduplication id it has seen: a producer's
     // retry must not fail. The note tells a client that looks.
     const ha_table_option_struct* o = table_share->option_struct;
-    push_warning_printf(ha_thd(), Sql_condition::WARN_LEVEL_NOTE, ER_DUP_ENTRY,
-                        "QUEUE table '%s': %zu %s not inserted: a row with the same DEDUP_COLUMN `%s` value was "
-                        "inserted less than DEDUP_WINDOW (%llu s) ago",
-                        table_label().c_str(), duplicates, duplicates == 1 ? "row was" : "rows were",
-                        o && o->dedup_column ? o->dedup_column : "?",
-                        static_cast<unsigned long long>(o ? o->dedup_window : 0));
+    note_duplicates(ha_thd(), table_label(), duplicates, o && o->dedup_column ? o->dedup_column : "?",
+                    static_cast<unsigned long long>(o ? o->dedup_window : 0));
   }
   return st;
 }

@@ -119,6 +119,7 @@ bool key_column_of(const TABLE_SHARE* share, const TABLE* table, const char* opt
   auto column = std::make_shared<q4m::KeyColumn>();
   column->schema = schema_of(share);
   column->column = static_cast<size_t>(i);
+  column->name = share->field[i]->field_name.str;
   // Keys are kept in memory: no unbounded values; no floating point (where 0 and -0 are
   // equal but stored differently); no compressed strings (their stored bytes are not the
   // value).
@@ -187,11 +188,13 @@ bool option_given(const TABLE_SHARE* share, const char* name) {
 }
 
 // A rate option (GROUP_RATE, MAX_RATE) of `share` in hand-outs per second: 0 if not set.
-// False, with *error naming the option, if it cannot be read.
+// False, with *error naming the option, if it cannot be read or is zero; `given` (the
+// definition spells it out) makes an empty text an error too ('' is no rate either).
 bool rate_of(const char* option, const char* text, double* per_second,
-             std::string* error) {
+             std::string* error, bool given = false) {
   *per_second = 0;
-  if (!text || !*text) return true;
+  if ((!text || !*text) && !given) return true;
+  if (!text) text = "";
   std::string why;
   if (q4m::parse_rate(text, per_second, &why)) return true;
   *error = std::string(option) + ": " + why;
@@ -216,8 +219,11 @@ bool check_options(const TABLE* table, std::string* error) {
   }
   const ha_table_option_struct* given = share->option_struct;
   double group_rate = 0, max_rate = 0;
-  if (!rate_of("GROUP_RATE", given ? given->group_rate : nullptr, &group_rate, error)) return false;
-  if (!rate_of("MAX_RATE", given ? given->max_rate : nullptr, &max_rate, error)) return false;
+  if (!rate_of("GROUP_RATE", given ? given->group_rate : nullptr, &group_rate, error,
+               option_given(share, "GROUP_RATE")))
+    return false;
+  if (!rate_of("MAX_RATE", given ? given->max_rate : nullptr, &max_rate, error, option_given(share, "MAX_RATE")))
+    return false;
   // Limits that would be ignored.
   for (const char* per_group : {"GROUP_CONCURRENCY", "GROUP_RATE", "GROUP_BURST"})
     if (!message_group && option_given(share, per_group)) {
@@ -258,6 +264,29 @@ bool check_options(const TABLE* table, std::string* error) {
     }
   }
   return true;
+}
+
+void drop_bursts_of_removed_rates(const TABLE_SHARE* share, HA_CREATE_INFO* info) {
+  // info->option_list is the old definition's options followed by the ALTER's: an option the
+  // ALTER sets or resets is there with a null value, and again after with its new one.
+  auto value_in = [](const engine_option_value* list, const char* name) -> const char* {
+    const char* value = nullptr;
+    for (const engine_option_value* o = list; o; o = o->next)
+      if (o->value.str && my_strcasecmp(system_charset_info, o->name.str, name) == 0) value = o->value.str;
+    return value;
+  };
+  static const std::pair<const char*, const char*> rates[] = {{"GROUP_RATE", "GROUP_BURST"},
+                                                              {"MAX_RATE", "MAX_BURST"}};
+  for (const auto& [rate, burst] : rates) {
+    if (!option_given(share, rate) || value_in(info->option_list, rate)) continue;  // not removed now
+    const char* old_burst = value_in(share->option_list, burst);
+    for (engine_option_value* o = info->option_list; o; o = o->next)
+      if (o->value.str && o->value.str == old_burst && my_strcasecmp(system_charset_info, o->name.str, burst) == 0) {
+        o->value.str = nullptr;  // as the server removes an option set to DEFAULT
+        o->value.length = 0;
+        o->parsed = true;
+      }
+  }
 }
 
 std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share) {

@@ -52,6 +52,12 @@ extern ha_create_table_option queue_table_options[];
 // MESSAGE_TTL='abc' for 0).
 bool check_options(const TABLE* table, std::string* error);
 
+// ALTER TABLE ... GROUP_RATE=DEFAULT (MAX_RATE=DEFAULT) on `share`, a table whose definition
+// has that rate: the ALTER's new options (`info`, the server's merged list) lose the rate's
+// GROUP_BURST (MAX_BURST) too, unless the ALTER sets the burst itself (then check_options()
+// refuses a burst without its rate). A burst only sizes its rate's bucket.
+void drop_bursts_of_removed_rates(const TABLE_SHARE* share, HA_CREATE_INFO* info);
+
 // The position of the ROW_ID_COLUMN of `share`, or -1 (none, or one create() would refuse).
 int row_id_column_of(const TABLE_SHARE* share);
 

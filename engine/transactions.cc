@@ -16,6 +16,7 @@
 #include "engine/connection_state.h"
 #include "engine/handlerton.h"
 #include "engine/relay_notes.h"
+#include "engine/dedup_notes.h"
 #include "engine/sql_errors.h"
 #include "engine/sysvars.h"
 
@@ -44,7 +45,10 @@ int commit(handlerton*, THD* thd, bool all) {
   const bool two_phase = cs->transaction()->prepared();
   if (two_phase) crash_at(CrashPoint::kBeforeCommit);
   q4m::Status st = cs->transaction()->commit(&failed);
-  if (!two_phase) note_replays(thd, *cs->transaction());  // a prepare noted them
+  if (!two_phase) {  // a prepare noted them
+    note_replays(thd, *cs->transaction());
+    note_duplicates(thd, *cs->transaction());
+  }
   cs->end_transaction();
   if (st.ok() && two_phase) crash_at(CrashPoint::kAfterCommit);
   if (st.ok()) return 0;

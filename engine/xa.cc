@@ -18,6 +18,7 @@
 #include "engine/binlog_order.h"
 #include "engine/connection_state.h"
 #include "engine/relay_notes.h"
+#include "engine/dedup_notes.h"
 #include "engine/data_files.h"
 #include "engine/handlerton.h"
 #include "engine/sql_errors.h"
@@ -87,6 +88,7 @@ int prepare(handlerton* hton, THD* thd, bool all) {
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
   if (s.ok()) {
     note_replays(thd, *cs->transaction());
+    note_duplicates(thd, *cs->transaction());
     crash_at(CrashPoint::kAfterPrepare);
     return 0;
   }

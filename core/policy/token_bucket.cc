@@ -118,7 +118,11 @@ bool parse_rate(std::string_view text, double* per_second, std::string* why) {
     *why = "'" + std::string(text) + "' is more than 1000000000 per second";
     return false;
   }
-  if (value > 0 && value < 1.0 / (24 * 3600)) {
+  if (value == 0) {  // it would read as no limit: DEFAULT says that
+    *why = "'" + std::string(text) + "' is zero: a rate is more than zero (leave the option out or set it to DEFAULT for no limit)";
+    return false;
+  }
+  if (value < 1.0 / (24 * 3600)) {
     *why = "'" + std::string(text) + "' is less than one per day";
     return false;
   }

@@ -50,7 +50,8 @@ class TokenBucket {
 
 // A rate as a table option gives it (GROUP_RATE, MAX_RATE): "R" or "R/unit", R a decimal
 // number of hand-outs, unit s, sec, second, m, min, minute, h, hour (per second if none).
-// *per_second = R per second (0 = no limit). False, with *why, if it cannot be read.
+// *per_second = R per second. False, with *why, if it cannot be read or is zero (no limit is
+// the option left out, not a zero rate).
 bool parse_rate(std::string_view text, double* per_second, std::string* why);
 
 }  // namespace q4m

@@ -14,6 +14,7 @@ namespace q4m {
 struct KeyColumn {
   TableSchema schema;  // of the table's rows
   size_t column = 0;   // index of the key column in schema.columns
+  std::string name;    // the column's name, for messages
   // The key of a non-NULL value, such that values the column's collation calls equal get
   // the same key ('A' and 'a' under a case-insensitive collation, 'a' and 'a ' under a PAD
   // SPACE one). Null: the stored bytes are the key. The engine sets it: only the server

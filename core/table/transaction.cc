@@ -285,8 +285,14 @@ void Transaction::note_replays(const Part& p, const std::vector<RelayTag>& tags,
   }
 }
 
+void Transaction::note_duplicates(const Part& p, const QueueTable::Admission& a) {
+  const size_t dropped = a.dropped.size() - std::min(a.dropped.size(), a.replayed.size());  // the rest are replays
+  if (dropped > 0) duplicates_.push_back(Duplicates{p.table.get(), dropped});
+}
+
 Status Transaction::prepare(std::string_view xid, const QueueTable** failed_table) {
   replays_.clear();
+  duplicates_.clear();
   for (Part& p : parts_) {
     const std::vector<std::string_view> rows = rows_of(p);
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
@@ -294,6 +300,7 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
     QueueTable::Admission admission = admission_of(p, &staged);
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
     if (s.ok()) note_replays(p, staged.tags, admission);
+    if (s.ok()) note_duplicates(p, admission);
     if (s.ok() && replication_log_ && !admission.dropped.empty())
       s = replication_log_->deduplicated(*p.table, admission.dropped);
     for (size_t k = 0; s.ok() && replication_log_ && k < admission.relayed.size(); k++)
@@ -321,7 +328,7 @@ Status Transaction::finish_queued(Part& p) {
 
 Status Transaction::commit(const QueueTable** failed_table) {
   Status failed;
-  if (!prepared_) replays_.clear();
+  if (!prepared_) replays_.clear(), duplicates_.clear();
   for (Part& p : parts_) {
     if (p.prepared) {  // its admission ran at prepare: its end is not refused
       Status s = p.queued ? finish_queued(p) : p.table->end_part(p.prepared, true);
@@ -342,6 +349,7 @@ Status Transaction::commit(const QueueTable** failed_table) {
     QueueTable::Admission admission = admission_of(p, &staged);  // one phase: no binary log coordinates it, none is told
     Status s = p.table->commit_part(&holder_, rows, &admission);
     if (s.ok()) note_replays(p, staged.tags, admission);
+    if (s.ok()) note_duplicates(p, admission);
     if (s.ok()) count_ended(p);
     if (!s.ok()) {
       if (p.claimed) p.table->release_claims(&holder_);

@@ -100,6 +100,14 @@ class Transaction {
     RowId recorded;  // the table's last id of `source` then: why they were dropped
   };
   const std::vector<Replays>& replays() const { return replays_; }
+  // What the last prepare() or one-phase commit() dropped as duplicates (DEDUP_COLUMN): per
+  // table, how many of its new rows. The engine notes them on the statement that ends the
+  // transaction (the drop is decided there, not at the INSERT).
+  struct Duplicates {
+    const QueueTable* table;
+    size_t dropped;
+  };
+  const std::vector<Duplicates>& duplicates() const { return duplicates_; }
 
   // ---- another server's decisions
   // Its rows come from another server's binary log (a replica's applier): DEDUP_COLUMN drops
@@ -200,6 +208,8 @@ class Transaction {
   QueueTable::Admission admission_of(const Part& p, Staged* staged) const;
   void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a);
   std::vector<Replays> replays_;
+  void note_duplicates(const Part& p, const QueueTable::Admission& a);
+  std::vector<Duplicates> duplicates_;
 
   bool prepared_ = false;
   bool decided_ = false;

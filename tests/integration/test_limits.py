@@ -310,6 +310,51 @@ def test_bad_limit_values_are_clear_errors_naming_the_table_and_option(server):
                  code=1478)
 
 
+def test_a_zero_or_empty_rate_is_refused_naming_the_option(server):
+    """'0/s', '0', '0/min', '' read as no limit while '0.000001/s' was refused: a rate is more
+    than zero; no limit is the option left out (or DEFAULT)."""
+    c = server.connect()
+    base = "CREATE TABLE test.bad (id INT, k INT) ENGINE=QUEUE "
+    for text in ("0/s", "0", "0/min", "0.0", ""):
+        expect_error(c, base + f"MESSAGE_GROUP_COLUMN='k' GROUP_RATE='{text}'", "QUEUE table 'test.bad'",
+                     f"GROUP_RATE: '{text}' is", code=1478)
+        expect_error(c, base + f"MAX_RATE='{text}'", "QUEUE table 'test.bad'", f"MAX_RATE: '{text}' is", code=1478)
+    expect_error(c, base + "MAX_RATE='0/s'", "DEFAULT", code=1478)  # says how to have no limit
+    _jobs(server, "MESSAGE_GROUP_COLUMN='k' GROUP_RATE='5'")
+    expect_error(c, "ALTER TABLE test.jobs GROUP_RATE='0/s'", "QUEUE table 'test.jobs'", "GROUP_RATE", code=1478)
+    expect_error(c, "ALTER TABLE test.jobs MAX_RATE=''", "QUEUE table 'test.jobs'", "MAX_RATE", code=1478)
+    assert "GROUP_RATE`='5'" in server.sql("SHOW CREATE TABLE test.jobs")[0][1]
+
+
+def test_removing_a_rate_removes_its_burst(server):
+    """docs/limits.md: `ALTER TABLE calls GROUP_RATE=DEFAULT` (it failed: GROUP_BURST needs
+    GROUP_RATE). The burst only sizes the rate's bucket: it goes with it, in place."""
+    _jobs(server, "MESSAGE_GROUP_COLUMN='k' GROUP_CONCURRENCY=2 GROUP_RATE='10/s' GROUP_BURST=20 "
+                  "MAX_RATE='100' MAX_BURST=5 MAX_IN_FLIGHT=7", [(1, "a")])
+    data = server.datadir / "test" / "jobs.Q4M"
+    inode = os.stat(data).st_ino
+    server.sql("ALTER TABLE test.jobs GROUP_RATE=DEFAULT")
+    ddl = server.sql("SHOW CREATE TABLE test.jobs")[0][1]
+    assert "GROUP_RATE" not in ddl and "GROUP_BURST" not in ddl, ddl
+    assert "`MAX_BURST`=5" in ddl and "`GROUP_CONCURRENCY`=2" in ddl, ddl
+    server.sql("ALTER TABLE test.jobs MAX_RATE=DEFAULT")
+    ddl = server.sql("SHOW CREATE TABLE test.jobs")[0][1]
+    assert "MAX_RATE" not in ddl and "MAX_BURST" not in ddl and "`MAX_IN_FLIGHT`=7" in ddl, ddl
+    assert os.stat(data).st_ino == inode  # in place: nothing copied
+    # A burst given again without its rate is still refused; a rate and a burst come back together.
+    c = server.connect()
+    expect_error(c, "ALTER TABLE test.jobs GROUP_BURST=3", "GROUP_BURST needs GROUP_RATE", code=1478)
+    expect_error(c, "ALTER TABLE test.jobs GROUP_RATE=DEFAULT, GROUP_BURST=3", "GROUP_BURST needs GROUP_RATE",
+                 code=1478)
+    server.sql("ALTER TABLE test.jobs GROUP_RATE='1/min', GROUP_BURST=3")
+    assert "`GROUP_BURST`=3" in server.sql("SHOW CREATE TABLE test.jobs")[0][1]
+    # Both at once, and a copying ALTER too.
+    server.sql("ALTER TABLE test.jobs ADD COLUMN extra INT, GROUP_RATE=DEFAULT")
+    ddl = server.sql("SHOW CREATE TABLE test.jobs")[0][1]
+    assert "GROUP_RATE" not in ddl and "GROUP_BURST" not in ddl, ddl
+    assert value(c, "SELECT COUNT(*) FROM jobs") == 1
+
+
 # ---- rates: ceilings only
 
 def _drain_with_stamps(server, consumers, seconds, name="jobs"):

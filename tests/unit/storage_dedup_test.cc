@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/policy/dedup_window.h"
+#include "core/table/transaction.h"
 #include "check.h"
 #include "storage_test_util.h"
 
@@ -235,4 +236,40 @@ TEST(an_insert_that_failed_to_write_leaves_no_key_behind) {
   CHECK_EQ(t->info().dedup_keys, 1u);
   CHECK_EQ(insert_rows(*t, {row("big", std::string(1000, 'z'))}), 0);  // the retry goes in
   CHECK_EQ(t->info().rows, 2u);
+}
+
+// The engine notes a transaction's duplicates on the statement that ends it: prepare() and a
+// one-phase commit() tell how many of each table's new rows they dropped (none on rollback).
+TEST(a_transaction_tells_how_many_duplicates_its_end_dropped) {
+  TempDir dir;
+  auto t = dedup_table(dir.file("t"));
+  REQUIRE(t);
+  CHECK_EQ(insert_rows(*t, {row("k1", "first")}), 0);
+  {
+    Transaction txn(1);
+    txn.insert(t, row("k1", "again"));
+    txn.insert(t, row("k2", "new"));
+    txn.insert(t, row("k2", "twice"));
+    CHECK(txn.duplicates().empty());  // nothing is decided before the end
+    REQUIRE(txn.prepare("xid-1").ok());
+    REQUIRE(txn.duplicates().size() == 1u);
+    CHECK(txn.duplicates()[0].table == t.get());
+    CHECK_EQ(txn.duplicates()[0].dropped, 2u);
+    REQUIRE(txn.commit().ok());
+  }
+  {
+    Transaction txn(2);
+    txn.insert(t, row("k2", "again"));
+    txn.insert(t, row("k3", "new"));
+    REQUIRE(txn.commit().ok());  // one phase
+    REQUIRE(txn.duplicates().size() == 1u);
+    CHECK_EQ(txn.duplicates()[0].dropped, 1u);
+  }
+  {
+    Transaction txn(3);
+    txn.insert(t, row("k4", "new"));
+    REQUIRE(txn.commit().ok());
+    CHECK(txn.duplicates().empty());
+  }
+  CHECK_EQ(t->info().rows, 4u);
 }

@@ -91,9 +91,7 @@ TEST(rates_read_as_per_second_minute_or_hour) {
   CHECK_EQ(r, 2.0);
   CHECK(parse_rate("3600/Hour", &r, &why));
   CHECK_EQ(r, 1.0);
-  CHECK(parse_rate("0", &r, &why));
-  CHECK_EQ(r, 0.0);
-  for (const char* bad : {"", "fast", "-5", "1e3", "2..5", "10/fortnight", "0x10", "inf", "5/", "1/day"}) {
+  for (const char* bad : {"", "0", "0/s", "0/min", "0.0", " 0 ", "fast", "-5", "1e3", "2..5", "10/fortnight", "0x10", "inf", "5/", "1/day"}) {
     why.clear();
     CHECK(!parse_rate(bad, &r, &why));
     CHECK(!why.empty());
