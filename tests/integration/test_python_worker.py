@@ -205,7 +205,7 @@ def test_max_deliveries_makes_a_failing_job_a_dead_letter(server):
     assert (m["taken"], m["failed"], m["dead"]) == (3, 3, 1)
 
 
-def _long_job_worker(server, heartbeat):
+def _long_job_worker(server, heartbeat, job_timeout=None):
     make_jobs(server, 1)
     runs, second = [], threading.Event()
 
@@ -220,7 +220,7 @@ def _long_job_worker(server, heartbeat):
             second.set()
 
     w = Worker(connect=connector(server), table="jobs", handler=handler, threads=2,
-               wait_timeout=0.2, lease_timeout=1.0, heartbeat=heartbeat)
+               wait_timeout=0.2, lease_timeout=1.0, heartbeat=heartbeat, job_timeout=job_timeout)
     return w, runs
 
 
@@ -238,10 +238,13 @@ def test_the_heartbeat_keeps_a_long_jobs_lease(server):
     assert queue_rows(server) == 0
 
 
-def test_without_the_heartbeat_a_long_job_loses_its_lease(server):
-    # What the heartbeat prevents: the row goes back, another thread does it again, and the
-    # first end fails with 1205, which the worker counts and does not retry.
-    w, runs = _long_job_worker(server, heartbeat=False)
+@pytest.mark.parametrize("heartbeat,job_timeout", [(False, None), (True, 0.5)],
+                         ids=["no-heartbeat", "past-job_timeout"])
+def test_without_renewals_a_long_job_loses_its_lease(server, heartbeat, job_timeout):
+    # What the heartbeat prevents (and job_timeout lets happen to a hung handler): the row goes
+    # back, another thread does it again, and the first end fails with 1205, which the worker
+    # counts and does not retry.
+    w, runs = _long_job_worker(server, heartbeat=heartbeat, job_timeout=job_timeout)
     w.start()
     try:
         wait_for(lambda: w.metrics()["lease_lost"] == 1 and w.metrics()["in_flight"] == 0,
@@ -400,3 +403,34 @@ def test_worker_process_killed_mid_job_another_finishes_every_job_exactly_once(s
     assert ledger_counts(server) == {i: 1 for i in range(n)}
     # job 5 was handed out a second time, to the second worker
     assert server.sql("SELECT delivery, who FROM ledger WHERE job_id = 5") == [(2, "second")]
+
+
+# ---- packaging and the README's example ----------------------------------------------------
+
+def test_the_package_installs_with_pip(tmp_path):
+    import shutil
+    try:
+        import setuptools  # noqa: F401  (pip builds the package with it, offline)
+    except ImportError:
+        pytest.skip("setuptools is not installed")
+    src = tmp_path / "src"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "clients" / "python", src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+                        "--no-build-isolation", "--target", str(target), str(src)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-c", "import q4m_worker; print(q4m_worker.__file__)"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(target)})
+    assert r.returncode == 0 and r.stdout.startswith(str(target)), r.stdout + r.stderr
+
+
+def test_the_readme_example_runs(server):
+    example = Path(__file__).resolve().parents[2] / "clients" / "python" / "examples" / "quickstart.py"
+    r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "Q4M_SOCKET": str(server.socket)})
+    assert r.returncode == 0, r.stderr
+    assert "receipts: 10 " in r.stdout
+    assert server.value("SELECT COUNT(*) FROM jobs") == 0

@@ -45,6 +45,7 @@ class Job:
         self.table, self.row, self.rowid, self.delivery_count = table, row, rowid, delivery_count
         self.conn = conn
         self.lease_lost = threading.Event()
+        self.started = time.monotonic()
 
     def __repr__(self):
         return f"Job(table={self.table!r}, rowid={self.rowid}, delivery_count={self.delivery_count})"
@@ -186,6 +187,15 @@ class _Heartbeat(threading.Thread):
         try:
             if self.s.job is not job or self.s.abandoned or self.s.conn is None:
                 return
+            if self.w.job_timeout and time.monotonic() - job.started > self.w.job_timeout:
+                # A hung handler must not keep its row for ever: stop renewing, so the lease
+                # runs out and the row goes to another worker.
+                log.warning("%s: row %s: handler running for more than job_timeout (%s s): "
+                            "no more lease renewals", self.w.name, job.rowid, self.w.job_timeout)
+                with self.cond:
+                    if self.job is job:
+                        self.job = None
+                return
             try:
                 self.s.execute("SELECT queue_renew_lease()")
             except pymysql.MySQLError as e:
@@ -213,6 +223,8 @@ class Worker:
     wait_timeout: seconds each queue_wait() blocks (how quickly an idle thread sees stop()).
     lease_timeout: the session's queue_lease_timeout (None or 0: no lease, no heartbeat).
     heartbeat_interval: seconds between renewals (default lease_timeout / 3).
+    job_timeout: seconds after which the heartbeat stops renewing a job's lease (None: never),
+      so that a hung handler's row goes back to the queue one lease later.
     backoff_base, backoff_cap, backoff_jitter: queue_abort() delays (backoff.backoff_delay).
     stop_deadline: seconds stop() lets running handlers finish before giving their jobs back.
     on_dead: on_dead(job, exc) when a failed job reaches the table's MAX_DELIVERIES: its abort
@@ -221,6 +233,7 @@ class Worker:
 
     def __init__(self, connect, table, handler, threads=1, condition=None, transactional=None,
                  wait_timeout=1.0, lease_timeout=30.0, heartbeat=True, heartbeat_interval=None,
+                 job_timeout=None,
                  backoff_base=1.0, backoff_cap=300.0, backoff_jitter=0.2, stop_deadline=30.0,
                  on_dead=None, reconnect_delay=0.1, reconnect_max_delay=5.0, name=None):
         if threads < 1:
@@ -235,6 +248,7 @@ class Worker:
         self.lease_timeout = float(lease_timeout or 0)
         self.heartbeat = bool(heartbeat) and self.lease_timeout > 0
         self.heartbeat_interval = float(heartbeat_interval or self.lease_timeout / 3.0 or 1.0)
+        self.job_timeout = float(job_timeout) if job_timeout else None
         self.backoff = dict(base=backoff_base, cap=backoff_cap, jitter=backoff_jitter)
         backoff_delay(1, **self.backoff)  # validates
         self.stop_deadline = float(stop_deadline)
