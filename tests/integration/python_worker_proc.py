@@ -2,7 +2,7 @@
 
 Each job writes (job id, delivery count, 'proc') into the InnoDB ledger: through job.conn
 inside the job's transaction with --transactional, else through a connection of its own.
-The job whose id is --block-id, once its ledger row is written, creates --marker and waits
+--processes N runs N worker processes (the ledger's `who` is the pid). The job whose id is --block-id, once its ledger row is written, creates --marker and waits
 while --block-file exists (at most 120 s). On exit prints the worker's metrics as JSON.
 """
 import argparse
@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--block-file", default="")
     ap.add_argument("--marker", default="")
     ap.add_argument("--stop-deadline", type=float, default=30.0)
+    ap.add_argument("--processes", type=int, default=1)
+    ap.add_argument("--sleep", type=float, default=0.0)
     a = ap.parse_args()
 
     def connect():
@@ -40,8 +42,8 @@ def main():
     local = threading.local()
 
     def write_ledger(job):
-        sql = f"INSERT INTO {a.ledger} (job_id, delivery, who) VALUES (%s, %s, 'proc')"
-        args = (job.row["id"], job.delivery_count)
+        sql = f"INSERT INTO {a.ledger} (job_id, delivery, who) VALUES (%s, %s, %s)"
+        args = (job.row["id"], job.delivery_count, str(os.getpid()))
         if job.conn is not None:
             job.conn.execute(sql, args)
         else:
@@ -52,6 +54,8 @@ def main():
 
     def handler(job):
         write_ledger(job)
+        if a.sleep:
+            time.sleep(a.sleep)
         if job.row["id"] == a.block_id:
             Path(a.marker).write_text(str(os.getpid()))
             deadline = time.monotonic() + 120
@@ -59,7 +63,8 @@ def main():
                 time.sleep(0.02)
 
     w = Worker(connect=connect, table=a.table, handler=handler, threads=a.threads,
-               transactional=a.transactional, wait_timeout=0.5, stop_deadline=a.stop_deadline)
+               transactional=a.transactional, wait_timeout=0.5, stop_deadline=a.stop_deadline,
+               processes=a.processes)
     in_time = w.run()
     print(json.dumps({"in_time": in_time, "metrics": w.metrics()}), flush=True)
 

@@ -12,9 +12,10 @@ from .errors import ConfigError, JobAbandoned
 from .metrics import prometheus_text
 from .producer import (TableOptions, enqueue, enqueue_many, forget_table_options,
                        table_options)
+from .processes import run_processes
 from .worker import HandlerConnection, Job, Worker, exactly_once
 
 __all__ = ["enqueue", "enqueue_many", "table_options", "forget_table_options", "TableOptions",
            "Worker", "Job", "HandlerConnection", "exactly_once", "backoff_delay",
-           "prometheus_text", "ConfigError", "JobAbandoned"]
+           "prometheus_text", "run_processes", "ConfigError", "JobAbandoned"]
 __version__ = "0.1.0"

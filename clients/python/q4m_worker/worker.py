@@ -227,6 +227,8 @@ class Worker:
       so that a hung handler's row goes back to the queue one lease later.
     backoff_base, backoff_cap, backoff_jitter: queue_abort() delays (backoff.backoff_delay).
     stop_deadline: seconds stop() lets running handlers finish before giving their jobs back.
+    processes: run() forks this many processes, each running `threads` threads (1: none;
+      see processes.run_processes).
     on_dead: on_dead(job, exc) when a failed job reaches the table's MAX_DELIVERIES: its abort
       made it a dead letter (queue_take_dead() / queue_redrive_dead()).
     """
@@ -235,7 +237,7 @@ class Worker:
                  wait_timeout=1.0, lease_timeout=30.0, heartbeat=True, heartbeat_interval=None,
                  job_timeout=None,
                  backoff_base=1.0, backoff_cap=300.0, backoff_jitter=0.2, stop_deadline=30.0,
-                 on_dead=None, reconnect_delay=0.1, reconnect_max_delay=5.0, name=None):
+                 on_dead=None, processes=1, reconnect_delay=0.1, reconnect_max_delay=5.0, name=None):
         if threads < 1:
             raise ValueError(f"q4m: threads must be >= 1, not {threads!r}")
         split_table(table)  # validates
@@ -253,6 +255,9 @@ class Worker:
         backoff_delay(1, **self.backoff)  # validates
         self.stop_deadline = float(stop_deadline)
         self.on_dead = on_dead
+        if processes < 1:
+            raise ValueError(f"q4m: processes must be >= 1, not {processes!r}")
+        self.processes = processes
         self.reconnect_delay, self.reconnect_max_delay = reconnect_delay, reconnect_max_delay
         self.name = name or f"q4m-worker[{table}]"
         self._metrics = Metrics()
@@ -281,7 +286,15 @@ class Worker:
 
     def run(self, install_signal_handlers=True):
         """Starts, then blocks until SIGTERM/SIGINT (in the main thread) or request_stop();
-        then stops gracefully (stop_deadline)."""
+        then stops gracefully (stop_deadline). With processes > 1, forks them and waits for
+        them instead (run_processes)."""
+        if self.processes > 1 and not self._threads:
+            from .processes import run_processes
+            n, self.processes = self.processes, 1  # each child runs threads, not processes
+            try:
+                return run_processes(self, n)
+            finally:
+                self.processes = n
         old = {}
         if install_signal_handlers and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
