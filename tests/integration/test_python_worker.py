@@ -256,6 +256,39 @@ def test_without_renewals_a_long_job_loses_its_lease(server, heartbeat, job_time
     assert queue_rows(server) == 0
 
 
+@pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
+def test_a_row_released_under_a_running_handler_is_not_ended_by_it(server, transactional):
+    # An operator's queue_release_owned() (or an expiry) while the handler runs: the heartbeat's
+    # next renewal finds the row gone and sets job.lease_lost; the worker does not end the row
+    # and rolls the job's transaction back; the row's next delivery completes it.
+    make_jobs(server, 1)
+    started = threading.Event()
+
+    def handler(job):
+        if transactional:
+            job.conn.execute("INSERT INTO ledger VALUES (%s, %s, 'x')",
+                             (job.row["id"], job.delivery_count))
+        if job.delivery_count == 1:
+            started.set()
+            assert job.lease_lost.wait(30)
+
+    w = Worker(connect=connector(server), table="jobs", handler=handler, threads=1,
+               wait_timeout=0.2, lease_timeout=3.0, heartbeat_interval=0.1,
+               transactional=transactional).start()
+    try:
+        assert started.wait(30)
+        rowid = server.value("SELECT ROW_ID FROM information_schema.QUEUE_OWNED_ROWS")
+        assert server.value("SELECT queue_release_owned('test.jobs', %s)", (rowid,)) == 1
+        wait_for(lambda: w.metrics()["succeeded"] == 1, what="the second delivery")
+    finally:
+        w.stop(deadline=10)
+    m = w.metrics()
+    assert (m["taken"], m["lease_lost"], m["succeeded"]) == (2, 1, 1)
+    assert queue_rows(server) == 0
+    if transactional:
+        assert server.sql("SELECT job_id, delivery FROM ledger") == [(0, 2)]
+
+
 def test_stop_lets_a_running_handler_finish_within_the_deadline(server):
     make_jobs(server, 3)
     started, release = threading.Event(), threading.Event()

@@ -440,8 +440,14 @@ class Worker:
                     return
                 s.job = None
                 if job.lease_lost.is_set():
+                    # The heartbeat saw the row go back: never end it; undo the job's writes.
                     self._metrics.inc("lease_lost")
                     self._rollback(s)
+                    try:
+                        s.execute("SELECT queue_abort()")  # leaves owner mode if still in it
+                    except pymysql.MySQLError as e:
+                        if is_connection_lost(e):
+                            raise
                     return
                 if error is not None and self.transactional and is_connection_lost(error):
                     raise error  # the job's own connection died: the server gave the row back
