@@ -2,7 +2,8 @@
 
 Each job writes (job id, delivery count, 'proc') into the InnoDB ledger: through job.conn
 inside the job's transaction with --transactional, else through a connection of its own.
---processes N runs N worker processes (the ledger's `who` is the pid). The job whose id is --block-id, once its ledger row is written, creates --marker and waits
+--processes N runs N worker processes (the ledger's `who` is the pid); with --barrier N each
+one's first job waits until N processes have taken one. The job whose id is --block-id, once its ledger row is written, creates --marker and waits
 while --block-file exists (at most 120 s). On exit prints the worker's metrics as JSON.
 """
 import argparse
@@ -33,6 +34,7 @@ def main():
     ap.add_argument("--stop-deadline", type=float, default=30.0)
     ap.add_argument("--processes", type=int, default=1)
     ap.add_argument("--sleep", type=float, default=0.0)
+    ap.add_argument("--barrier", type=int, default=0)
     a = ap.parse_args()
 
     def connect():
@@ -52,7 +54,28 @@ def main():
             with local.conn.cursor() as cur:
                 cur.execute(sql, args)
 
+    arrived = []
+
+    def barrier():
+        # The process's first job waits until --barrier processes have each taken one (table
+        # `arrivals`), so that the test knows every process took part.
+        arrived.append(1)
+        c = connect()
+        try:
+            with c.cursor() as cur:
+                cur.execute("INSERT INTO arrivals VALUES (%s)", (str(os.getpid()),))
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    cur.execute("SELECT COUNT(DISTINCT pid) FROM arrivals")
+                    if cur.fetchone()[0] >= a.barrier:
+                        return
+                    time.sleep(0.02)
+        finally:
+            c.close()
+
     def handler(job):
+        if a.barrier and not arrived:
+            barrier()
         write_ledger(job)
         if a.sleep:
             time.sleep(a.sleep)

@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
 
-from q4m_worker import (ConfigError, Worker, enqueue, enqueue_many, exactly_once,  # noqa: E402
-                        forget_table_options)
+from q4m_worker import (ConfigError, JobAbandoned, Worker, enqueue, enqueue_many,  # noqa: E402
+                        exactly_once, forget_table_options)
 
 PROC = Path(__file__).resolve().parent / "python_worker_proc.py"
 BINLOG = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1"]
@@ -213,14 +213,15 @@ def _long_job_worker(server, heartbeat, job_timeout=None):
         runs.append(job.delivery_count)
         if job.delivery_count == 1:
             # three lease periods; with no heartbeat the row goes to the other thread meanwhile
-            deadline = time.monotonic() + 3.0
+            deadline = time.monotonic() + 4.5
             while time.monotonic() < deadline and not second.is_set():
                 time.sleep(0.02)
         else:
             second.set()
 
     w = Worker(connect=connector(server), table="jobs", handler=handler, threads=2,
-               wait_timeout=0.2, lease_timeout=1.0, heartbeat=heartbeat, job_timeout=job_timeout)
+               wait_timeout=0.2, lease_timeout=1.5, heartbeat=heartbeat, heartbeat_interval=0.25,
+               job_timeout=job_timeout)
     return w, runs
 
 
@@ -312,7 +313,7 @@ def test_stop_lets_a_running_handler_finish_within_the_deadline(server):
 @pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
 def test_a_stop_deadline_gives_the_running_job_back(server, transactional):
     make_jobs(server, 1)
-    started, release = threading.Event(), threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), []
 
     def handler(job):
         if transactional:
@@ -320,9 +321,14 @@ def test_a_stop_deadline_gives_the_running_job_back(server, transactional):
                              (job.row["id"], job.delivery_count))
         started.set()
         release.wait(30)
-        if transactional:
-            job.conn.execute("INSERT INTO ledger VALUES (%s, %s, 'later')",
-                             (job.row["id"], job.delivery_count))
+        try:
+            if transactional:
+                job.conn.execute("INSERT INTO ledger VALUES (%s, %s, 'later')",
+                                 (job.row["id"], job.delivery_count))
+            finished.append(None)
+        except Exception as e:
+            finished.append(e)
+            raise
 
     w = Worker(connect=connector(server), table="jobs", handler=handler, threads=1,
                wait_timeout=0.2, transactional=transactional).start()
@@ -335,7 +341,9 @@ def test_a_stop_deadline_gives_the_running_job_back(server, transactional):
     c = server.connect()
     assert server.sql("SELECT id, queue_delivery_count() FROM jobs WHERE queue_wait('jobs', 10)",
                       conn=c) == [(0, 2)]  # its second delivery
-    time.sleep(0.3)  # the abandoned handler's later write fails (JobAbandoned): nothing lands
+    wait_for(lambda: finished, what="the abandoned handler to return")
+    if transactional:  # its later write is refused: nothing of the job lands
+        assert isinstance(finished[0], JobAbandoned)
     assert server.value("SELECT COUNT(*) FROM ledger") == 0
 
 
@@ -449,8 +457,9 @@ def test_worker_process_killed_mid_job_another_finishes_every_job(server, tmp_pa
 def test_worker_processes_share_the_queue_and_stop_on_sigterm(server, tmp_path):
     n = 40
     make_jobs(server, n)
+    server.sql("CREATE TABLE arrivals (pid VARCHAR(20)) ENGINE=InnoDB")
     p = _proc(server, tmp_path, "jobs", "ledger",
-              ["--processes", "2", "--transactional", "--sleep", "0.05"])
+              ["--processes", "2", "--transactional", "--barrier", "2"])
     try:
         wait_for(lambda: server.value("SELECT COUNT(*) FROM ledger") >= n or p.poll() is not None,
                  what="every job")
