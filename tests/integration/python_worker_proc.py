@@ -1,10 +1,11 @@
 """A q4m_worker Worker in a process of its own, for test_python_worker.py (SIGTERM, kill -9).
 
-Each job writes (job id, delivery count, 'proc') into the InnoDB ledger: through job.conn
+Each job writes (job id, delivery count, pid) into the InnoDB ledger: through job.conn
 inside the job's transaction with --transactional, else through a connection of its own.
---processes N runs N worker processes (the ledger's `who` is the pid); with --barrier N each
-one's first job waits until N processes have taken one. The job whose id is --block-id, once its ledger row is written, creates --marker and waits
-while --block-file exists (at most 120 s). On exit prints the worker's metrics as JSON.
+--processes N runs N worker processes; with --barrier N each one's first job waits until N
+processes have taken one. The job whose id is --block-id, once its ledger row is written,
+creates --marker and waits while --block-file exists (at most 120 s). On exit prints
+whether every handler finished in time and the worker's metrics, as JSON.
 """
 import argparse
 import json

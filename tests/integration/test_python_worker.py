@@ -149,8 +149,8 @@ def test_threads_handle_every_job_once(server, transactional):
     w = Worker(connect=connector(server), table="jobs", handler=handler, threads=4,
                transactional=transactional, wait_timeout=0.5).start()
     try:
-        wait_for(lambda: server.value("SELECT COUNT(*) FROM ledger") >= n and queue_rows(server) == 0,
-                 what="every job handled")
+        wait_for(lambda: server.value("SELECT COUNT(*) FROM ledger") >= n
+                 and queue_rows(server) == 0, what="every job handled")
     finally:
         assert w.stop(deadline=30)
     assert ledger_counts(server) == {i: 1 for i in range(n)}
@@ -421,7 +421,7 @@ def test_worker_process_killed_mid_job_another_finishes_every_job(server, tmp_pa
     make_jobs(server, n)
     (tmp_path / "block").write_text("")
     p = _proc(server, tmp_path, "jobs", "ledger",
-              ["--block-id", "5", "--threads", "2"] + (["--transactional"] if transactional else []))
+              ["--block-id", "5", "--threads", "2"] + ["--transactional"] * transactional)
     try:
         wait_for(lambda: (tmp_path / "marker").exists() or p.poll() is not None,
                  what="job 5 to start")
@@ -500,7 +500,8 @@ def test_the_package_installs_with_pip(tmp_path):
 
 
 def test_the_readme_example_runs(server):
-    example = Path(__file__).resolve().parents[2] / "clients" / "python" / "examples" / "quickstart.py"
+    example = (Path(__file__).resolve().parents[2] / "clients" / "python" / "examples"
+               / "quickstart.py")
     r = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "Q4M_SOCKET": str(server.socket)})
     assert r.returncode == 0, r.stderr

@@ -15,7 +15,7 @@ import time
 import pymysql
 
 from .backoff import backoff_delay
-from .errors import JobAbandoned, error_code, is_connection_lost, is_lease_lost
+from .errors import JobAbandoned, is_connection_lost, is_lease_lost
 from .metrics import Metrics, prometheus_text
 from .producer import table_options
 from .sql import quote_table, split_table
@@ -42,13 +42,15 @@ class Job:
     to the queue: a long handler may check it and give up early)."""
 
     def __init__(self, table, row, rowid, delivery_count, conn=None):
-        self.table, self.row, self.rowid, self.delivery_count = table, row, rowid, delivery_count
+        self.table, self.row = table, row
+        self.rowid, self.delivery_count = rowid, delivery_count
         self.conn = conn
         self.lease_lost = threading.Event()
         self.started = time.monotonic()
 
     def __repr__(self):
-        return f"Job(table={self.table!r}, rowid={self.rowid}, delivery_count={self.delivery_count})"
+        return (f"Job(table={self.table!r}, rowid={self.rowid}, "
+                f"delivery_count={self.delivery_count})")
 
 
 class _Session:
@@ -114,7 +116,8 @@ class HandlerConnection:
 
     def cursor(self, cursor=None):
         self._check()
-        return _LockedCursor(self._s, self._s.conn.cursor(cursor) if cursor else self._s.conn.cursor())
+        conn = self._s.conn
+        return _LockedCursor(self._s, conn.cursor(cursor) if cursor else conn.cursor())
 
     def execute(self, sql, args=None):
         """Runs one statement in the job's transaction; returns its rows."""
@@ -237,7 +240,8 @@ class Worker:
                  wait_timeout=1.0, lease_timeout=30.0, heartbeat=True, heartbeat_interval=None,
                  job_timeout=None,
                  backoff_base=1.0, backoff_cap=300.0, backoff_jitter=0.2, stop_deadline=30.0,
-                 on_dead=None, processes=1, reconnect_delay=0.1, reconnect_max_delay=5.0, name=None):
+                 on_dead=None, processes=1, reconnect_delay=0.1, reconnect_max_delay=5.0,
+                 name=None):
         if threads < 1:
             raise ValueError(f"q4m: threads must be >= 1, not {threads!r}")
         split_table(table)  # validates
@@ -371,6 +375,7 @@ class Worker:
     def _connect(self, s):
         delay = self.reconnect_delay
         while not self._stopping.is_set():
+            conn = None
             try:
                 conn = self.connect()
                 conn.autocommit(True)
@@ -386,9 +391,15 @@ class Worker:
                     log.info("%s: reconnected (connection id %s)", self.name, s.thread_id)
                 s.connected_once = True
                 return True
-            except pymysql.MySQLError as e:
-                if not is_connection_lost(e):
-                    log.error("%s: cannot connect: %s", self.name, e)
+            except Exception as e:
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:
+                        pass
+                if not isinstance(e, pymysql.MySQLError) or not is_connection_lost(e):
+                    # a missing table, an engine not loaded: say so at each retry
+                    log.error("%s: cannot set up a connection: %s", self.name, e)
                 self._stopping.wait(delay)
                 delay = min(self.reconnect_max_delay, delay * 2)
         return False
