@@ -130,6 +130,58 @@ def test_enqueue_joins_the_callers_transaction_and_a_factory_commits(server):
     enqueue(lambda: connector(server)(), "jobs", {"id": 5})
     assert server.value("SELECT COUNT(*) FROM jobs") == 2
 
+    class Pool:  # the shape of DBUtils' PooledDB: .connection() gives one, close() returns it
+        def __init__(self):
+            self.given, self.closed = 0, 0
+
+        def connection(self):
+            self.given += 1
+            c = pymysql.connect(unix_socket=str(server.socket), user="root", database="test",
+                                autocommit=False)
+            real_close = c.close
+
+            def close():
+                self.closed += 1
+                real_close()
+            c.close = close
+            return c
+
+    pool = Pool()
+    enqueue_many(pool, "jobs", [{"id": 6}, {"id": 7}])  # autocommit off: committed here
+    assert (pool.given, pool.closed) == (1, 1)
+    assert server.value("SELECT COUNT(*) FROM jobs") == 4
+
+
+def test_backoff_and_option_parsing_without_a_server():
+    from q4m_worker import backoff_delay
+    from q4m_worker.producer import parse_create_options
+    assert [backoff_delay(n, base=1, cap=10, jitter=0) for n in (1, 2, 3, 4, 5, 9)] == \
+        [1, 2, 4, 8, 10, 10]
+    assert backoff_delay(3, base=1, cap=10, jitter=0.5, rand=lambda: 1.0) == 2.0
+    assert all(2.0 <= backoff_delay(3, base=1, jitter=0.5) <= 4.0 for _ in range(100))
+    with pytest.raises(ValueError, match="jitter"):
+        backoff_delay(1, jitter=2)
+    o = parse_create_options("`VISIBLE_AT_COLUMN`='run at' `MESSAGE_GROUP_COLUMN`='it''s' "
+                             "`DEDUP_COLUMN`='k' `MAX_DELIVERIES`=7 `MAX_ROWS`=3")
+    assert (o.visible_at_column, o.group_column, o.dedup_column, o.max_deliveries) == \
+        ("run at", "it's", "k", 7)
+    assert parse_create_options("").group_column is None
+
+
+def test_a_worker_with_a_condition_takes_only_matching_rows(server):
+    server.sql("CREATE TABLE jobs (id INT NOT NULL, prio INT) ENGINE=QUEUE")
+    enqueue_many(server.admin(), "jobs", [{"id": i, "prio": i % 10} for i in range(20)])
+    got = []
+    w = Worker(connect=connector(server), table="jobs", condition="prio >= 5",
+               handler=lambda job: got.append(job.row["prio"]), threads=2, wait_timeout=0.2)
+    w.start()
+    try:
+        wait_for(lambda: len(got) == 10, what="the ten matching rows")
+    finally:
+        w.stop(deadline=10)
+    assert sorted(got) == sorted([5, 6, 7, 8, 9] * 2)
+    assert server.value("SELECT COUNT(*) FROM jobs WHERE prio < 5") == 10
+
 
 # ---- consuming ---------------------------------------------------------------------------
 
