@@ -399,6 +399,39 @@ def test_a_stop_deadline_gives_the_running_job_back(server, transactional):
     assert server.value("SELECT COUNT(*) FROM ledger") == 0
 
 
+def test_a_stop_deadline_kills_a_handler_inside_a_statement(server):
+    # The handler holds its connection in a long statement: the worker cannot send
+    # queue_abort() on it, so it KILLs the connection; the server rolls the job back and gives
+    # the row back.
+    make_jobs(server, 1)
+    started, finished = threading.Event(), []
+
+    @exactly_once
+    def handler(job):
+        job.conn.execute("INSERT INTO ledger VALUES (%s, %s, 'x')",
+                         (job.row["id"], job.delivery_count))
+        started.set()
+        try:
+            job.conn.execute("SELECT SLEEP(60)")
+            finished.append(None)
+        except Exception as e:
+            finished.append(e)
+            raise
+
+    w = Worker(connect=connector(server), table="jobs", handler=handler, threads=1,
+               wait_timeout=0.2).start()
+    assert started.wait(30)
+    t0 = time.monotonic()
+    assert w.stop(deadline=0.3) is False
+    wait_for(lambda: finished, timeout=30, what="the killed statement to end")
+    assert time.monotonic() - t0 < 30
+    assert w.metrics()["given_back"] == 1
+    c = server.connect()
+    assert server.sql("SELECT id, queue_delivery_count() FROM jobs WHERE queue_wait('jobs', 10)",
+                      conn=c) == [(0, 2)]
+    assert server.value("SELECT COUNT(*) FROM ledger") == 0
+
+
 def _proc(s, tmp, table, ledger, extra=()):
     return subprocess.Popen(
         [sys.executable, str(PROC), "--socket", str(s.socket), "--table", table,
