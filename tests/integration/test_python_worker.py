@@ -97,6 +97,12 @@ def test_enqueue_maps_delay_group_and_dedup_key_to_the_tables_columns(server):
     assert server.value("SELECT COUNT(*) FROM jobs WHERE cust='bob'") == 2
     with pytest.raises(ValueError, match="given in the row and by a keyword"):
         enqueue(c, "jobs", {"id": 7, "cust": "x"}, group="y")
+    # a connection factory with a delay (a timedelta): options read on its connection
+    import datetime
+    enqueue(connector(server), "jobs", {"id": 8}, delay=datetime.timedelta(hours=1))
+    assert server.value("SELECT run_at > NOW() + INTERVAL 3500 SECOND FROM jobs WHERE id=8") == 1
+    with pytest.raises(ValueError, match="delay must be >= 0"):
+        enqueue(c, "jobs", {"id": 9}, delay=-1)
 
     server.sql("CREATE TABLE plain (id INT, g INT) ENGINE=QUEUE")
     for kw, option in (("delay", "VISIBLE_AT_COLUMN"), ("group", "MESSAGE_GROUP_COLUMN"),
