@@ -71,7 +71,7 @@ def ledger_writer(s):
 
     def write(job, who="w"):
         if getattr(local, "conn", None) is None:
-            local.conn = connector(s)()
+            local.conn = s.connect()  # closed at the test's teardown
         with local.conn.cursor() as cur:
             cur.execute("INSERT INTO ledger VALUES (%s, %s, %s)",
                         (job.row["id"], job.delivery_count, who))
