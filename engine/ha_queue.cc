@@ -9,6 +9,7 @@
 #include "core/table/registry.h"
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
+#include "engine/owner_mode_note.h"
 #include "engine/relay_notes.h"
 #include "engine/dedup_notes.h"
 #include "engine/row_codec.h"
@@ -637,6 +638,7 @@ int ha_queue::rnd_init(bool) {
   // A backup's scan sees the rows in flight too (core/table/consumer.h, set_sees_held; rnd_end
   // clears it). Other scans need no connection state.
   if (!copy_scan_ && backup_read(thd)) connection_state(thd).consumer().set_sees_held(true);
+  if (!copy_scan_) note_if_owning_nothing(thd, table_label(), &owning_nothing_noted_in_);
   const HA_CREATE_INFO& to = thd->lex->create_info;
   const bool stays_queue = !(to.used_fields & HA_CREATE_USED_ENGINE) || to.db_type == ht;
   if (copy_scan_ && !copy_history_ && stays_queue && reorder_noted_in_ != thd->query_id) {
@@ -747,7 +749,7 @@ void ha_queue::position(const uchar*) { int8store(ref, current_id_); }
 
 int ha_queue::info(uint flag) {
   if (flag & HA_STATUS_VARIABLE) {
-    stats.records = records();
+    stats.records = visible_rows();
     stats.deleted = 0;
   }
   if (flag & HA_STATUS_VARIABLE_EXTRA) {  // SHOW TABLE STATUS, I_S.TABLES: not per statement
@@ -760,7 +762,13 @@ int ha_queue::info(uint flag) {
   return 0;
 }
 
+// COUNT(*) (HA_HAS_RECORDS).
 ha_rows ha_queue::records() {
+  note_if_owning_nothing(ha_thd(), table_label(), &owning_nothing_noted_in_);
+  return visible_rows();
+}
+
+ha_rows ha_queue::visible_rows() {
   THD* thd = ha_thd();
   if (reads_snapshot(thd)) {  // COUNT(*) as the scan reads
     uint64_t rows = 0;

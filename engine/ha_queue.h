@@ -102,6 +102,7 @@ class ha_queue final : public handler {
   static size_t staged_index(q4m::RowId id) { return static_cast<size_t>(id & ~kStagedBit); }
   int next_staged(uchar* buf);
   ha_rows staged_rows();
+  ha_rows visible_rows();  // what COUNT(*) and the optimizer's statistics count
   int raise(const q4m::Status& st);
   std::string table_label() const;  // "db.table" for messages
 
@@ -112,6 +113,7 @@ class ha_queue final : public handler {
   bool copy_scan_ = false;  // copying ALTER: every row, owned ones included
   bool copy_history_ = false;  // ... and the rows' histories go with them (ALTER without ORDER BY)
   int64_t reorder_noted_in_ = -1;  // the statement told that ORDER BY loses the histories
+  int64_t owning_nothing_noted_in_ = -1;  // the statement told it owns nothing (owner_mode_note.h)
   CopyScan copy_;
   q4m::RowId current_id_ = 0;
   size_t staged_next_ = 0;  // the scan reached the transaction's rows: the next one to read

@@ -7,11 +7,11 @@
 namespace q4m {
 
 GroupOrder::RowLookup MessageGroups::lookup(RowContext& ctx) const {
-  return [&index = ctx.index, max = max_deliveries_](RowId id) {
+  return [&index = ctx.index, max = max_deliveries_, &ending = ending_](RowId id) {
     GroupOrder::RowView v;
     if (const RowEntry* e = index.find(id)) {
       v.exists = true;
-      v.in_line = in_line(*e, max);
+      v.in_line = in_line(*e, max) && (ending.empty() || !ending.count(id));
       v.free = e->state == RowState::kFree;
       v.out = v.in_line && e->state == RowState::kOwned;
     }

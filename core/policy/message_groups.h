@@ -14,6 +14,7 @@
 // on both: the plain scan takes the oldest ready row of all groups at once.
 #pragma once
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "core/policy/group_order.h"
@@ -30,12 +31,19 @@ class MessageGroups : public PolicyBase {
   void added(RowEntry& e, std::string_view payload, RowContext& ctx);
   void moved(RowEntry& e, RowState from, const Holder*, const Move& m, RowContext& ctx) {
     if (!e.grouped) return;
+    // Claimed by the end inside its owner's next wait: out of line until its removal commits
+    // (or comes back, rolled back), so that the wait may take the group's next row.
+    if (m.to == RowState::kClaimed && m.frees_slot)
+      ending_.insert(e.id);
+    else if (!ending_.empty())
+      ending_.erase(e.id);
     if (from == RowState::kFree && m.to == RowState::kOwned && !m.fresh) order_.handed_out(e.id, ctx.now());
     order_.refresh(e.id, lookup(ctx), ctx.now());
     watch(ctx);
   }
   void removed(const RowEntry& before, RowContext& ctx) {
     if (!before.grouped) return;
+    if (!ending_.empty()) ending_.erase(before.id);
     order_.remove(before.id, lookup(ctx), ctx.now());
     watch(ctx);
   }
@@ -48,7 +56,10 @@ class MessageGroups : public PolicyBase {
   void published(RowContext&) { order_.forget_newly_ready(); }
   // Groups that waited for a token may let rows go.
   SteadyClock::time_point due(RowContext& ctx) { return order_.due(lookup(ctx), ctx.now()); }
-  void forget() { order_.clear(); }  // the column stays: new rows join groups again
+  void forget() {  // the column stays: new rows join groups again
+    order_.clear();
+    ending_.clear();
+  }
   void report(TableStats& s) const {
     s.message_groups = order_.group_count();
     s.groups_at_limit = order_.groups_at_limit();
@@ -70,6 +81,7 @@ class MessageGroups : public PolicyBase {
   std::shared_ptr<const KeyColumn> column_;
   uint32_t max_deliveries_ = 0;  // which rows are in line (dead_letters.h)
   GroupOrder order_;
+  std::unordered_set<RowId> ending_;  // claimed with Move::frees_slot: not in line
 };
 
 }  // namespace q4m

@@ -117,6 +117,10 @@ struct Move {
                                        // its delivery as it stands: a take-over)
   bool fresh = false;                  // the row is being added (its first state)
   bool damaged = false;                // kDead: set aside, its bytes on disk failed their checksum
+  bool frees_slot = false;             // kClaimed by its owner's transaction, by the end inside
+                                       // the owner's next take: from now on it holds no place in
+                                       // its message group and no MAX_IN_FLIGHT slot (the take
+                                       // may use them), though its removal waits for the commit
 };
 
 // Where a row goes as it comes back to the queue or is added: a Move the policies fold.

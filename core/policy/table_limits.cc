@@ -31,7 +31,7 @@ void TableLimits::moved(RowEntry& e, RowState from, const Holder*, const Move& m
       lent_.insert(e.id);
     else
       out = true;
-  } else if (m.to == RowState::kClaimed && was_out) {  // its owner's transaction or DELETE
+  } else if (m.to == RowState::kClaimed && was_out && !m.frees_slot) {  // its owner's transaction or DELETE
     claimed_.insert(e.id);
     out = true;
   }

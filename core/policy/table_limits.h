@@ -8,7 +8,8 @@
 // A row is out from its hand-out (queue_wait, a batch's rows, a waiter's hand-off) until it
 // is gone or back in the queue: queue_end(), a DELETE, an abort, a disconnect, an expired
 // lease. A row a transaction ended (queue_end() inside BEGIN) stays out until its COMMIT or
-// ROLLBACK. queue_take_dead() is an operator's tool: its rows are neither limited nor
+// ROLLBACK; one the next wait of its owner ends (in a transaction, or in autocommit with the
+// binary log on: Move::frees_slot) is out no more, so that the wait may take a row. queue_take_dead() is an operator's tool: its rows are neither limited nor
 // counted. Nothing of this is in the file: after a restart no row is out (the rows owned
 // before it are queued again) and the bucket starts full.
 #pragma once

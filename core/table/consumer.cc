@@ -83,6 +83,8 @@ uint32_t Consumer::delivery_count_of(RowId id) const {
   return it != c.batch_ids.end() && *it == id ? c.batch_deliveries[static_cast<size_t>(it - c.batch_ids.begin())] : 0;
 }
 
+Status end_owned(Consumer::Impl& c, bool frees_slot);
+
 namespace {
 
 void leave_owner_mode(Consumer::Impl& c) {
@@ -175,8 +177,10 @@ Status Consumer::renew_lease(std::chrono::milliseconds lease) {
   return s;
 }
 
-Status Consumer::end() {
-  Impl& c = *impl_;
+Status Consumer::end() { return end_owned(*impl_, false); }
+
+// queue_end(), or (frees_slot) the end inside the next take: see QueueTable::claim_owned.
+Status end_owned(Consumer::Impl& c, bool frees_slot) {
   if (!c.owned) return c.owns_nothing.exchange(false) ? Status::Ok() : not_owner("queue_end()");
   if (c.holder.rows_moved()) return leave_after_rows_moved(c);
   if (c.holder.row_set_aside()) {
@@ -194,7 +198,7 @@ Status Consumer::end() {
     return s;
   }
   if (c.txn) {  // the transaction removes them at its commit (its claim settles the lease)
-    Status s = c.txn->remove_owned(c.owned, c.holder, ids.begin(), ids.size());
+    Status s = c.txn->remove_owned(c.owned, c.holder, ids.begin(), ids.size(), frees_slot);
     if (s.code() == ErrorCode::kLeaseExpired) {
       leave_after_expiry(c);
       return s;
@@ -314,7 +318,10 @@ Status begin_take(Consumer& self, Consumer::Impl& c) {
     *mb = Consumer::Impl::Mailbox();
   }
   if (self.owner_mode()) {
-    Status s = self.end();
+    // In a transaction (the binary log on, or BEGIN) the removal waits for its commit, but
+    // the rows' group place and MAX_IN_FLIGHT slot are free for this take already: a loop of
+    // waits on a limit of 1 would wait for the row it is ending.
+    Status s = end_owned(c, true);
     if (!s.ok()) return s;
   }
   auto mb = c.mailbox.lock();

@@ -182,9 +182,12 @@ void Table::release_claims(const Holder* h, const RowId* only, size_t count) {
 }
 
 Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
-                          std::vector<NamedRow>* named) {
+                          std::vector<NamedRow>* named, bool frees_slot) {
   if (owner->revoked_by()) return revoked_status(*owner, ids[0], count);
   auto st = state_.lock();
+  // Its rows are owned in the table that took this one over (a copying ALTER TABLE); here
+  // they are gone with the dropped table: claiming nothing would report a false end.
+  if (st->successor) return moved_status();
   std::vector<RowEntry*> rows;
   for (size_t i = 0; i < count; i++) {
     RowEntry* e = st->index.find(ids[i]);
@@ -202,7 +205,9 @@ Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, c
     return s;
   }
   RowContext ctx = context(*st);
-  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  Move m{RowState::kClaimed, as};
+  m.frees_slot = frees_slot;
+  for (RowEntry* e : rows) move(*st, *e, m, ctx);
   finish(*st, ctx);
   return Status::Ok();
 }

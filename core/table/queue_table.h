@@ -146,6 +146,8 @@ class QueueTable {
   virtual Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) = 0;
   // The table that took over this one's rows (take_over), or null.
   virtual const QueueTable* moved_to() const = 0;
+  // The same, owned: where a holder's call that answered kMoved goes next.
+  virtual std::shared_ptr<QueueTable> moved_to_table() = 0;
 
   // ---- SQL scans (handler) ---------------------------------------------
   // Every payload read from disk is checked against its row's checksum first: a row whose
@@ -267,8 +269,13 @@ class QueueTable {
   // longer owns (TRUNCATE, DROP) are skipped.
   // `named` (if given) receives the rows claimed, checksums read (the caller logs them);
   // reading a row fails the claim (nothing claimed).
+  // kMoved (nothing claimed) once a copying ALTER TABLE moved the rows: the caller claims
+  // them in moved_to_table(), where they are owned now (a transaction's part must be there).
+  // `frees_slot`: the end inside the owner's next take (queue_wait): the rows give up their
+  // message group's place and their MAX_IN_FLIGHT slot now, so that the take may use them,
+  // instead of at the transaction's end (Move::frees_slot).
   virtual Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
-                             std::vector<NamedRow>* named = nullptr) = 0;
+                             std::vector<NamedRow>* named = nullptr, bool frees_slot = false) = 0;
   // The rows another server removed (its binary log, applied here): each must be in the queue
   // (held by no one) with the length and checksum named, else nothing is claimed and the
   // error names the first row that is not (kNotFound: no such row; kInvalid: other bytes,

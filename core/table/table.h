@@ -70,6 +70,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
                              const RowId* asked = nullptr) override;
   Status take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) override;
   const QueueTable* moved_to() const override { return successor_raw_.load(std::memory_order_acquire); }
+  std::shared_ptr<QueueTable> moved_to_table() override { return successor(); }
   Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override;
   Status read_row(RowId id, std::string* payload, bool* found, const Consumer* reader = nullptr) override;
   Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override;
@@ -108,7 +109,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status renew_lease(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds lease) override;
   void release_claims(const Holder* h, const RowId* ids = nullptr, size_t count = 0) override;
   Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as,
-                     std::vector<NamedRow>* named = nullptr) override;
+                     std::vector<NamedRow>* named = nullptr, bool frees_slot = false) override;
   Status claim_named(const NamedRow* rows, size_t count, const Holder* as) override;
   Status claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow>* named, bool copyable = false) override;
   Status claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) override;

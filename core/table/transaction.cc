@@ -105,13 +105,23 @@ void Transaction::log_claims(const std::shared_ptr<QueueTable>& table, const std
 }
 
 Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids,
-                                 size_t count) {
+                                 size_t count, bool frees_slot) {
   std::vector<NamedRow> claimed;
-  Status s = table->claim_owned(&owner, ids, count, &holder_, replication_log_ ? &claimed : nullptr);
+  // The rows are claimed, logged and committed where they are owned now: in the table a
+  // copying ALTER TABLE built, if one took this one over.
+  std::shared_ptr<QueueTable> at = table;
+  Status s;
+  for (;;) {
+    s = at->claim_owned(&owner, ids, count, &holder_, replication_log_ ? &claimed : nullptr, frees_slot);
+    if (s.code() != ErrorCode::kMoved) break;
+    std::shared_ptr<QueueTable> next = at->moved_to_table();
+    if (!next) break;
+    at = std::move(next);
+  }
   if (!s.ok()) return s;
   if (!replication_log_)
     for (size_t i = 0; i < count; i++) claimed.push_back(NamedRow{ids[i], 0, 0});
-  return log_removal(table, claimed, true, nullptr);
+  return log_removal(at, claimed, true, nullptr);
 }
 
 Status Transaction::remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count) {

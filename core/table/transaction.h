@@ -52,8 +52,11 @@ class Transaction {
   // (core/row/id_sequence.h).
   void insert(const std::shared_ptr<QueueTable>& table, std::string row, RowId asked = 0);
   // The rows `ids` that `owner` owns in `table` become this transaction's, to remove at commit.
-  // kLeaseExpired if their lease ran out first (then they went back to the queue).
-  Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count);
+  // kLeaseExpired if their lease ran out first (then they went back to the queue). Rows a
+  // copying ALTER TABLE moved are claimed in the table that took `table` over, where they
+  // are owned now. `frees_slot`: the end inside the owner's next take (QueueTable::claim_owned).
+  Status remove_owned(const std::shared_ptr<QueueTable>& table, const Holder& owner, const RowId* ids, size_t count,
+                      bool frees_slot = false);
   // Up to `max` of the rows of `table` past MESSAGE_TTL that its expiry claimed (left to a
   // logged transaction: ExpiryLog), oldest first; *count = how many.
   Status remove_expired(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count);

@@ -99,14 +99,12 @@ def _clean(s, saved_vars):
             s.sql(f"SET GLOBAL {name} = %s", (_sysvar_value(old),))
 
 
-@pytest.fixture
-def server(_shared, server_factory):
-    """The shared server. The test's connections are closed and its tables dropped afterwards;
-    the test fails if mariadbd died during it."""
-    s = _shared["server"]
-    if not s.alive():  # an earlier test killed it; that test already failed
-        s.destroy(keep_dir=True)
-        s = _shared["server"] = server_factory.new(at_startup=True)
+def _use_shared(holder, server_factory, extra_args=()):
+    s = holder["server"]
+    if s is None or not s.alive():  # not made yet, or an earlier test killed it (that test failed)
+        if s is not None:
+            s.destroy(keep_dir=True)
+        s = holder["server"] = server_factory.new(extra_args=extra_args, at_startup=True)
     saved_vars = _queue_variables(s)
     yield s
     try:
@@ -115,6 +113,39 @@ def server(_shared, server_factory):
         _clean(s, saved_vars)
     except ServerDied as e:
         pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture
+def server(_shared, server_factory):
+    """The shared server. The test's connections are closed and its tables dropped afterwards;
+    the test fails if mariadbd died during it."""
+    yield from _use_shared(_shared, server_factory)
+
+
+BINLOG_ARGS = ["--log-bin=q4m-bin", "--server-id=1", "--binlog-format=MIXED"]
+
+
+@pytest.fixture(scope="session")
+def _shared_binlog():
+    holder = {"server": None}  # made by the first test that asks for it
+    yield holder
+    if holder["server"] is not None:
+        holder["server"].destroy()
+
+
+@pytest.fixture(params=["binlog_off", "binlog_on"])
+def either_server(request, _shared, _shared_binlog, server_factory):
+    """The shared server (binary log off), then a shared server with the binary log on (every
+    autocommit change a two-phase statement transaction, as `./q4m.sh run` and replication
+    run): the same test in both configurations. `.binlog` says which one it is."""
+    if request.param == "binlog_on":
+        gen = _use_shared(_shared_binlog, server_factory, BINLOG_ARGS)
+    else:
+        gen = _use_shared(_shared, server_factory)
+    s = next(gen)
+    s.binlog = request.param == "binlog_on"
+    yield s
+    next(gen, None)
 
 
 @pytest.fixture

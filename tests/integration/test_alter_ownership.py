@@ -5,6 +5,12 @@ new table, queue_abort() or a disconnect gives them back there, its lease runs o
 new table had every row free under new ids: another connection got the owned row at once and
 the owner's queue_end() answered 1 having removed nothing (double processing, nobody told).
 
+Every test runs with the binary log off and on (either_server): with it on, an end is a
+statement transaction that claims the rows, logs their removal and commits it; it claimed them
+in the old table, where they were gone, so queue_end() answered 1, removed nothing, logged
+nothing, and the row stayed owned (its group or MAX_IN_FLIGHT slot held until a restart, which
+handed it out again).
+
 Where the rows cannot stay owned (ALTER ... ENGINE=InnoDB), the owner's next queue_end() or
 queue_wait() fails like an expired lease (1205, "not removed"). ALTER ... ORDER BY, which gives
 the rows new ids, is refused while rows are owned."""
@@ -14,6 +20,7 @@ import pymysql
 import pytest
 
 from sqlcheck import Background, expect_error, query, value, wait_until
+from test_binlog import binlog_events, binlog_position, removals_logged
 
 ER_LOCK_WAIT_TIMEOUT = 1205  # a lease ran out, or the ALTER could not keep the row owned
 ER_ILLEGAL_HA = 1031
@@ -44,6 +51,80 @@ def _take(c, table="a"):
 
 def _state(server):
     return tuple(server.sql(STATE)[0])
+
+
+@pytest.fixture
+def server(either_server):
+    """Each test with the binary log off, then on."""
+    return either_server
+
+
+def _removed_ids(server, since):
+    """The row ids of test.a whose removal the binary log holds after position `since`."""
+    with server.admin().cursor() as cur:
+        return [i for rows in removals_logged(binlog_events(cur, since), "a") for i, _ in rows]
+
+
+def _log_position(server):
+    if not server.binlog:
+        return None
+    with server.admin().cursor() as cur:
+        return binlog_position(cur)
+
+
+@pytest.mark.parametrize("options", ["", "MESSAGE_GROUP_COLUMN='g'", "MAX_IN_FLIGHT=1"])
+@pytest.mark.parametrize("end", ["queue_end", "the next wait", "a batch's end"])
+@pytest.mark.parametrize("ddl", ["ALTER TABLE test.a ADD COLUMN x INT", "OPTIMIZE TABLE test.a"])
+def test_an_end_after_a_copying_alter_removes_the_row_logs_it_and_frees_its_slot(server, options, end, ddl):
+    """The false acknowledgement of issue 40, item 1: with the binary log on, queue_end() after
+    the ALTER answered 1, but the row stayed owned, no removal was logged, and a group or
+    MAX_IN_FLIGHT=1 stayed held."""
+    server.sql(f"CREATE TABLE test.a (id INT NOT NULL, g VARCHAR(10)) ENGINE=QUEUE {options}")
+    server.sql("INSERT INTO test.a VALUES (1, 'x'), (2, 'x'), (3, 'x')")
+    a = server.connect()
+    if end == "a batch's end":
+        assert value(a, "SELECT queue_wait_batch('a', 1, 0)") == 1
+    else:
+        assert _take(a) == 1
+    since = _log_position(server)
+    server.sql(ddl)
+    if end == "the next wait":  # ends row 1; row 2 is free for the take
+        assert value(a, "SELECT queue_wait('a', 10)") == 1
+        assert query(a, "SELECT id FROM a") == [(2,)]
+        assert _state(server) == (2, 1)
+        assert value(a, "SELECT queue_end()") == 1
+        if server.binlog:
+            assert _removed_ids(server, since) == [1, 2]
+    else:
+        assert value(a, "SELECT queue_end()") == 1
+        assert _state(server) == (2, 0)  # removed, and owned by nobody
+        if server.binlog:
+            assert _removed_ids(server, since) == [1]
+        assert _take(a) == 2  # the group, the table's one slot: free again
+        assert value(a, "SELECT queue_end()") == 1
+    a.close()
+    assert server.sql("SELECT id FROM test.a") == [(3,)]
+
+
+@pytest.mark.parametrize("binlog", [False, True], ids=["binlog_off", "binlog_on"])
+@pytest.mark.parametrize("options", ["", "MESSAGE_GROUP_COLUMN='g'", "MAX_IN_FLIGHT=1"])
+def test_a_row_ended_after_a_copying_alter_stays_gone_after_a_restart(server_factory, binlog, options):
+    s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1"] if binlog else [], at_startup=True)
+    try:
+        s.sql(f"CREATE TABLE test.a (id INT NOT NULL, g VARCHAR(10)) ENGINE=QUEUE {options}")
+        s.sql("INSERT INTO test.a VALUES (1, 'x'), (2, 'x')")
+        a = s.connect()
+        assert _take(a) == 1
+        s.sql("ALTER TABLE test.a ADD COLUMN x INT")
+        assert value(a, "SELECT queue_end()") == 1
+        a.close()
+        s.restart()
+        c = s.connect()
+        assert _take(c) == 2  # never the acknowledged row 1
+        assert value(c, "SELECT queue_end()") == 1
+        assert s.value("SELECT COUNT(*) FROM test.a") == 0
+    finally:
+        s.destroy()
 
 
 @pytest.mark.parametrize("alter", COPYING)
@@ -260,11 +341,23 @@ def test_an_alter_killed_after_its_copy_keeps_ownership_and_the_ends_made_meanwh
         state = server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s", (ddl.thread_id(),))
         return state == "Waiting for table metadata lock"
     wait_until(alter_waits_for_the_reader, what="the ALTER to copy and wait for the reader")
-    assert value(a, "SELECT queue_end()") == 1
+    if server.binlog:
+        # The end is a statement transaction that writes the table: it waits for the ALTER's
+        # metadata lock, and goes through once the ALTER is killed.
+        end = Background(lambda: value(a, "SELECT queue_end()"))
+
+        def end_waits_for_the_alter():
+            state = server.value("SELECT STATE FROM information_schema.PROCESSLIST WHERE ID=%s", (a.thread_id(),))
+            return state == "Waiting for table metadata lock"
+        wait_until(end_waits_for_the_alter, what="the end to wait for the ALTER")
+    else:
+        assert value(a, "SELECT queue_end()") == 1
     server.sql(f"KILL QUERY {ddl.thread_id()}")
     with pytest.raises(pymysql.MySQLError) as failed:
         alter.join()
     assert failed.value.args[0] == ER_QUERY_INTERRUPTED
+    if server.binlog:
+        assert end.join() == 1
     query(reader, "COMMIT")
     assert [r[0] for r in server.sql("SHOW COLUMNS FROM test.a")] == ["id", "g"]  # not altered
     assert _state(server) == (3, 1)  # row 1 gone, d owns 2

@@ -240,6 +240,56 @@ def test_a_row_a_transaction_ended_holds_its_slot_until_commit_or_rollback(serve
     assert _take(t) == 2
 
 
+@pytest.mark.parametrize("options", ["MESSAGE_GROUP_COLUMN='k'", "MAX_IN_FLIGHT=1",
+                                     "MESSAGE_GROUP_COLUMN='k' MAX_IN_FLIGHT=1"])
+@pytest.mark.parametrize("mode", ["autocommit", "transaction"])
+@pytest.mark.parametrize("form", ["bare", "consume"])
+def test_a_q4m_loop_of_waits_on_a_limit_of_1_gets_a_row_at_each_wait(either_server, options, mode, form):
+    """Q4M's idiom: the next queue_wait() ends the owned row. Its end (a transaction's, with the
+    binary log on or inside BEGIN) takes effect at the statement's or the transaction's commit,
+    but its group place and MAX_IN_FLIGHT slot are the wait's at once. Before (issue 40, item
+    2), the wait was held back by the row it was ending: [1, 0 after the timeout, 1, 0, 1]."""
+    s = either_server
+    _jobs(s, options, [(1, "a"), (2, "a"), (3, "a")])
+    c = s.connect()
+    if mode == "transaction":
+        query(c, "BEGIN")
+    if form == "bare":
+        got = [value(c, "SELECT queue_wait('test.jobs', 10)") for _ in range(3)]
+        assert got == [1, 1, 1]  # no wait timed out
+        ids = [value(c, "SELECT queue_rowid()")]
+    else:
+        got = [query(c, "SELECT id FROM jobs WHERE queue_wait('jobs', 10)") for _ in range(3)]
+        assert got == [[(1,)], [(2,)], [(3,)]]
+        ids = [value(c, "SELECT queue_rowid()")]
+    assert ids == [3]
+    other = s.connect()
+    assert _take(other) is None  # row 3 is out: the group, the table's one slot
+    assert value(c, "SELECT queue_end()") == 1
+    if mode == "transaction":
+        assert _stats(s)["rows"] == 3  # removed at the COMMIT
+        query(c, "COMMIT")
+    assert _stats(s)["rows"] == 0
+
+
+def test_a_wait_that_ended_a_row_in_a_rolled_back_transaction_gives_it_back_behind_the_next(either_server):
+    """The end inside a wait frees the row's group place at once; a ROLLBACK brings the row
+    back, where it waits for the group's row that is out (concurrency 1), then goes first."""
+    s = either_server
+    _jobs(s, "MESSAGE_GROUP_COLUMN='k'", [(1, "a"), (2, "a"), (3, "a")])
+    c, other = s.connect(), s.connect()
+    query(c, "BEGIN")
+    assert _take(c, 10) == 1
+    assert _take(c, 10) == 2  # ends 1 (at the COMMIT), takes 2
+    query(c, "ROLLBACK")       # 1 is back; c still owns 2 (taking is not transactional)
+    assert _take(other) is None  # a's row 2 is out
+    assert value(c, "SELECT queue_end()") == 1
+    assert _take(other) == 1
+    assert _take(other) == 3
+    assert value(other, "SELECT queue_end()") == 1
+    assert _stats(s)["rows"] == 0
+
+
 # ---- the whole table
 
 def test_max_in_flight_holds_the_table_and_wakes_a_waiter_when_a_row_ends(server):

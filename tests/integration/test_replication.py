@@ -139,6 +139,53 @@ def test_purged_and_redriven_dead_rows_reach_the_replica(pair):
     assert pair.replica.sql(states)[0] == (4, "queued")
 
 
+@pytest.mark.parametrize("ddl", ["ALTER TABLE {t} ADD COLUMN x INT", "ALTER TABLE {t} ENGINE=QUEUE",
+                                 "OPTIMIZE TABLE {t}"])
+def test_every_end_across_a_copying_alter_or_optimize_reaches_the_replica(pair, ddl):
+    """Rows owned (one, a batch, a dead row taken with queue_take_dead) and dead rows across a
+    copying ALTER TABLE or OPTIMIZE, then ended every way: queue_end, the end inside the next
+    wait, a batch's end, queue_take_dead's end, queue_purge_dead, queue_redrive_dead, and the
+    expiry of MESSAGE_TTL. The replica holds the primary's rows, ids and all. (Issue 40, item 1:
+    an end after the ALTER was acknowledged with 1 and never logged; the replica kept the row.)"""
+    t = "across_" + ddl.split()[0].lower() + ("_engine" if "ENGINE" in ddl else "")
+    ttl = "ttl_" + t
+    p = pair.primary
+    p.sql(f"CREATE TABLE test.{t} (id INT NOT NULL, g VARCHAR(8)) ENGINE=QUEUE MAX_DELIVERIES=1 "
+          "MESSAGE_GROUP_COLUMN='g'")
+    p.sql(f"INSERT INTO test.{t} VALUES " + ", ".join(f"({i}, 'g{i}')" for i in range(1, 13)))
+    x, e, w, b, d = (p.connect() for _ in range(5))
+    for i in (1, 2, 3):  # dead at once
+        assert query(x, f"SELECT id FROM {t} WHERE queue_wait('{t}', 0)") == [(i,)]
+        assert value(x, "SELECT queue_abort()") == 1
+    assert query(e, f"SELECT id FROM {t} WHERE queue_wait('{t}', 0)") == [(4,)]
+    assert query(w, f"SELECT id FROM {t} WHERE queue_wait('{t}', 0)") == [(5,)]
+    assert value(b, f"SELECT queue_wait_batch('{t}', 2, 0)") == 2  # 6, 7
+    assert query(d, f"SELECT id FROM {t} WHERE queue_take_dead('{t}')") == [(1,)]
+    p.sql(f"CREATE TABLE test.{ttl} (id INT NOT NULL) ENGINE=QUEUE MESSAGE_TTL=2")
+    p.sql(f"INSERT INTO test.{ttl} VALUES (1), (2)")
+    pair.sync()
+    p.sql(ddl.format(t=f"test.{t}"))
+    p.sql(ddl.format(t=f"test.{ttl}"))
+    assert value(e, "SELECT queue_end()") == 1
+    assert query(w, f"SELECT id FROM {t} WHERE queue_wait('{t}', 0)") == [(8,)]  # ends 5
+    assert value(b, "SELECT queue_end()") == 1
+    assert value(d, "SELECT queue_end()") == 1
+    assert value(x, f"SELECT queue_purge_dead('{t}', 1)") == 1  # 2
+    assert value(x, f"SELECT queue_redrive_dead('{t}')") == 1   # 3, queued again as a copy
+    assert value(w, "SELECT queue_end()") == 1
+    # Expired rows look gone once claimed; their removal is logged a moment later.
+    wait_until(lambda: _stats(p, ttl)["rows_expired"] == 2, timeout=30, what="the expiry after the DDL")
+    for c in (x, e, w, b, d):
+        c.close()
+    primary = rows_with_ids(p, t)
+    assert [r[1] for r in primary] == [9, 10, 11, 12, 3]
+    pair.sync()
+    assert rows_with_ids(pair.replica, t) == primary
+    assert rows(pair.replica, ttl) == []
+    assert pair.status()["Last_SQL_Errno"] == 0
+    p.sql(f"DROP TABLE test.{t}, test.{ttl}")
+
+
 def _stats(server, table):
     return server.queue_stats(f"test.{table}")
 

@@ -134,3 +134,51 @@ def test_a_wait_ended_by_kill_query_enters_no_owner_mode(server):
     assert e.value.args[0] == ER_QUERY_INTERRUPTED, e.value.args
     assert query(c, "SELECT v FROM q") == [(1,)]
     expect_error(c, "SELECT queue_end()", "queue_end(): this connection does not own a row")
+
+
+# ---- the note (issue 40, item 9) ------------------------------------------------------
+
+def _notes(c):
+    return [(level, code, msg) for level, code, msg in query(c, "SHOW WARNINGS")]
+
+
+def _owning_nothing_notes(c):
+    return [msg for level, _, msg in _notes(c) if level == "Note" and "owner mode owning no row" in msg]
+
+
+def test_a_read_or_delete_while_owning_nothing_gets_a_note_naming_the_table_and_the_way_out(server):
+    """Q4M's behaviour stays (the session sees no row), but an operator is told: COUNT(*) = 0 and
+    "0 rows affected" on a table of 102 rows came silently before."""
+    _queue(server, n=102)
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('q:v > 1000', 0)") == 0
+    for sql in ("SELECT COUNT(*) FROM q", "SELECT v FROM q", "DELETE FROM q",
+                "SELECT COUNT(*) FROM q WHERE v > 5"):
+        with c.cursor() as cur:
+            cur.execute(sql)
+            assert cur.fetchall() in ((), ((0,),)), sql
+        notes = _owning_nothing_notes(c)
+        assert len(notes) == 1, (sql, _notes(c))
+        for part in ("QUEUE table 'test.q'", "owner mode owning no row", "queue_wait() timed out",
+                     "queue_end()", "queue_abort()"):
+            assert part in notes[0], (sql, notes[0])
+    assert server.value("SELECT COUNT(*) FROM test.q") == 102  # nothing deleted
+    query(c, "INSERT INTO q VALUES (200)")  # an INSERT is not affected: no note
+    assert _owning_nothing_notes(c) == []
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT COUNT(*) FROM q") == 103
+    assert _notes(c) == []  # out of owner mode: no note
+
+
+def test_no_note_for_a_connection_that_owns_a_row_or_consumes(server):
+    _queue(server, n=3)
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('q', 0)") == 1
+    assert value(c, "SELECT COUNT(*) FROM q") == 1
+    assert _notes(c) == []
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT queue_wait('q:v > 10', 0)") == 0
+    # Q4M's consume statement after a timeout: the wait ends owner mode before the table is read.
+    assert query(c, "SELECT v FROM q WHERE queue_wait('q', 0)") == [(2,)]
+    assert _notes(c) == []
+    assert value(c, "SELECT queue_end()") == 1

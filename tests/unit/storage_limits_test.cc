@@ -10,6 +10,7 @@
 
 #include "core/policy/message_groups.h"
 #include "check.h"
+#include "core/table/transaction.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -137,6 +138,34 @@ TEST(many_consumers_never_have_more_than_n_rows_of_a_group_out) {
   uint32_t most = 0;
   for (auto& [g, p] : peak) most = std::max(most, p);
   CHECK(most > 1);
+}
+
+// Q4M's loop (issue 40, item 2): the end inside the next wait joins a transaction (binary log
+// on, or BEGIN) that commits later, but the wait takes the next row at once: the row it ends
+// holds no group place and no MAX_IN_FLIGHT slot any more. queue_end() in a transaction holds
+// them until the commit.
+TEST(the_end_inside_the_next_wait_frees_the_rows_slot_for_that_wait) {
+  for (bool table_limit : {false, true}) {
+    TempDir dir;
+    auto t = limited_table(dir.file("t"), [&](TableOptions& o) {
+      if (table_limit) o.max_in_flight = 1;  // (and no group limit: GROUP_CONCURRENCY 0)
+      o.group_concurrency = table_limit ? 0 : 1;
+    }, {"A:a1", "A:a2", "A:a3"});
+    REQUIRE(t);
+    Consumer c, other;
+    Transaction txn(1);
+    c.set_transaction(&txn);
+    CHECK_EQ(take_key_label(c, t), std::string("a1"));
+    CHECK_EQ(take_key_label(c, t), std::string("a2"));  // ends a1 (at the commit), takes a2
+    CHECK_EQ(take_key_label(other, t), std::string(""));
+    REQUIRE(c.end().ok());  // queue_end(): a2 holds its slot until the commit
+    CHECK_EQ(take_key_label(other, t), std::string(""));
+    CHECK_EQ(t->info().rows, 3u);
+    REQUIRE(txn.commit().ok());
+    c.set_transaction(nullptr);
+    CHECK_EQ(take_key_label(other, t), std::string("a3"));
+    CHECK_EQ(t->info().rows, 1u);
+  }
 }
 
 TEST(max_in_flight_closes_the_table_and_a_row_ending_serves_a_waiter) {

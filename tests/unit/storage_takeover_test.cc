@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "check.h"
+#include "core/table/transaction.h"
 #include "storage_test_util.h"
 
 using namespace q4m;
@@ -158,6 +159,41 @@ TEST(the_next_id_and_the_relay_records_are_kept_durably) {
   REQUIRE(crashed);
   CHECK_EQ(crashed->last_relayed_rowid(7), 40u);
   CHECK_EQ(crashed->info().next_rowid, 7u);
+}
+
+// queue_end() with the binary log on (or inside BEGIN) is a transaction's claim: it must claim,
+// and commit, the rows in the table that took them over. It claimed them in the old table,
+// where they were gone once the ALTER dropped it: end() succeeded, nothing was removed, the
+// row stayed owned (issue 40, item 1).
+TEST(a_transactions_end_after_the_take_over_removes_the_rows_in_the_new_table) {
+  for (bool batch : {false, true}) {
+    Alter x;
+    REQUIRE(x.src && x.dst);
+    Consumer owner, other;
+    if (batch) {
+      size_t taken = 0;
+      REQUIRE(owner.wait_batch(Subscription{x.src, nullptr}, 2, milliseconds(0), &taken).ok());
+      REQUIRE(taken == 2);  // a, b
+    } else {
+      REQUIRE(take(owner, x.src));  // a
+    }
+    REQUIRE(copy_rows(*x.src, *x.dst).ok());
+    REQUIRE(x.dst->take_over(x.src, true).ok());
+    REQUIRE(TableRegistry::instance().drop(x.dir.file("src")).ok());  // the ALTER went through
+    Transaction txn(1);
+    owner.set_transaction(&txn);
+    REQUIRE(owner.end().ok());
+    owner.set_transaction(nullptr);
+    CHECK_EQ(x.dst->info().owned_rows, batch ? 2u : 1u);  // claimed, removed at the commit
+    REQUIRE(txn.commit().ok());
+    CHECK_EQ(x.dst->info().rows, batch ? 2u : 3u);
+    CHECK_EQ(x.dst->info().owned_rows, 0u);
+    REQUIRE(take(other, x.dst));
+    CHECK_EQ(other.owned_rowid(), batch ? 3u : 2u);
+    auto crashed = crash_copy(x.dir, x.dst_path, "crashed");  // durable in the new table's file
+    REQUIRE(crashed);
+    CHECK_EQ(crashed->info().rows, batch ? 2u : 3u);
+  }
 }
 
 TEST(a_dropped_new_table_gives_everything_back) {
