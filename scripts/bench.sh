@@ -10,12 +10,13 @@
 # --binlog on|off: the server's binary log (log-bin, ROW format). Default: on when
 # --scenarios names outbox or consume-txn (the recommended setting for two-phase
 # commit with QUEUE), else off (as the autocommit figures were always measured).
-# Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards.
+# Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards; Q4M_BENCH_PLUGIN_DIR runs
+# another build's ha_queue.so (e.g. a copy of the old one, to alternate old and new).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BENCH=$REPO/build/bin/q4m-bench
-PLUGIN_DIR=$REPO/build/plugin
+PLUGIN_DIR=${Q4M_BENCH_PLUGIN_DIR:-$REPO/build/plugin}  # another build (old/new alternated): its plugin dir
 log() { echo "[bench] $*" >&2; }
 
 [ -x "$BENCH" ] || { log "missing $BENCH (run: make tools)"; exit 2; }
