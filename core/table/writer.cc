@@ -196,8 +196,8 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   Status s = invalidate_snapshot(*w);
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
   if (s.ok() && sync) {
-    answer_unsynced_ends(leader, batch, ctx.now_ms);
     answer_unsynced(leader, batch);
+    answer_unsynced_ends(leader, batch, ctx.now_ms);  // after it: it leaves null what it answered
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -279,6 +279,7 @@ void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<Commit
     auto st = state_.lock();
     publish_locked(*st, ends, 0, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
   }
+  global_stats().commit_records_before_sync.add(ends.size());
   for (CommitRequest*& r : batch) {
     if (!r || std::find(ends.begin(), ends.end(), r) == ends.end()) continue;
     CommitRequest* answered = r;
