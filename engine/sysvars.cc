@@ -31,7 +31,8 @@ unsigned int commit_spin_us = 300;
 // Same order as q4m::SyncMode.
 const char* sync_mode_names[] = {"none", "fdatasync", "fsync", nullptr};
 unsigned long crash_point = 0;
-const char* crash_point_names[] = {"none", "before_prepare", "after_prepare", "before_commit", "after_commit", nullptr};
+const char* crash_point_names[] = {"none",         "before_prepare",        "after_prepare", "before_commit",
+                                   "after_commit", "before_commit_record", nullptr};
 TYPELIB crash_point_typelib = {array_elements(crash_point_names) - 1, "crash_point_typelib", crash_point_names,
                                nullptr};
 TYPELIB sync_mode_typelib = {array_elements(sync_mode_names) - 1, "sync_mode_typelib",
@@ -151,8 +152,9 @@ int check_crash_point(MYSQL_THD, st_mysql_sys_var*, void* save, st_mysql_value* 
 MYSQL_SYSVAR_ENUM(debug_crash_point, crash_point, PLUGIN_VAR_RQCMDARG,
                   "For crash tests only, on a server started with --queue-debug-hooks=ON: the server kills "
                   "itself (SIGKILL, as kill -9) when a transaction reaches this point of QUEUE's two-phase "
-                  "commit (before_prepare, after_prepare: its parts are durable; before_commit: the "
-                  "coordinator decided; after_commit). none (default)",
+                  "commit (before_prepare, after_prepare: its parts are durable; before_commit_record: the "
+                  "coordinator has it, QUEUE's commit record is not written; before_commit: the coordinator "
+                  "decided; after_commit). none (default)",
                   check_crash_point, nullptr, 0, &crash_point_typelib);
 // Not a server variable (no SHOW VARIABLES, no SET): the mark of the ConnectionState this
 // session belongs to. COM_RESET_CONNECTION and COM_CHANGE_USER put every session variable

@@ -24,7 +24,16 @@ std::chrono::milliseconds session_lease(THD* thd);
 bool session_sync_removals(THD* thd);
 
 // queue_debug_crash_point: the points of two-phase commit a crash test can stop the server at.
-enum class CrashPoint : unsigned long { kNone, kBeforePrepare, kAfterPrepare, kBeforeCommit, kAfterCommit };
+// kBeforeCommitRecord: in commit_ordered, once the coordinator (the binary log: written and
+// synced) has the transaction and before QUEUE queues its part's commit record.
+enum class CrashPoint : unsigned long {
+  kNone,
+  kBeforePrepare,
+  kAfterPrepare,
+  kBeforeCommit,
+  kAfterCommit,
+  kBeforeCommitRecord
+};
 void crash_at(CrashPoint point);  // kills the server if queue_debug_crash_point names `point`
 
 // A hidden session variable that COM_RESET_CONNECTION / COM_CHANGE_USER set back to 0.

@@ -70,6 +70,7 @@ int commit(handlerton*, THD* thd, bool all) {
 void commit_ordered(handlerton*, THD* thd, bool all) {
   ConnectionState* cs = peek_connection_state(thd);
   if (!cs || !cs->transaction() || !cs->transaction()->prepared() || !ends_transaction(thd, all)) return;
+  crash_at(CrashPoint::kBeforeCommitRecord);
   cs->transaction()->queue_commit(/*durable=*/!mysql_bin_log.is_open());
 }
 

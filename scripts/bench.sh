@@ -11,12 +11,13 @@
 # configuration `./q4m.sh run` starts and the docs recommend (it coordinates two-phase
 # commit and replication); off measures a server without it; both runs the whole benchmark
 # once with each, on first. The output says which configuration ran.
-# Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards.
+# Env: Q4M_BENCH_KEEP=1 keeps the temp dir (server log) afterwards; Q4M_BENCH_PLUGIN_DIR runs
+# another build's ha_queue.so (e.g. a copy of the old one, to alternate old and new).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BENCH=$REPO/build/bin/q4m-bench
-PLUGIN_DIR=$REPO/build/plugin
+PLUGIN_DIR=${Q4M_BENCH_PLUGIN_DIR:-$REPO/build/plugin}  # another build (old/new alternated): its plugin dir
 log() { echo "[bench] $*" >&2; }
 
 [ -x "$BENCH" ] || { log "missing $BENCH (run: make tools)"; exit 2; }

@@ -269,10 +269,16 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // Requests that waived the sync (removals with queue_sync_removals=OFF, returns), in a
   // batch that syncs for others: published and answered once written, before the sync.
   void answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch);
+  // Commit records that waive the sync (a part's end while the binary log can recover its
+  // transaction), in a batch that syncs for others' prepares: published and answered once
+  // written, before the sync, up to the first request that gives ids after the sync (rows
+  // enter the index in id order).
+  void answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now_ms);
   // The batch's rows and removals go into the index (state lock taken here); `written` (the
   // chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                std::string_view written, uint64_t now_ms);
+  void publish_locked(State& st, const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
   uint64_t publish_removal(State& st, const WriteBatch& b, RowContext& ctx);  // returns how many
   // A prepared part (its claims move to the part's own holder) / its end: true if a committed
   // row was placed elsewhere than kFree.

@@ -197,6 +197,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
   if (s.ok() && sync) {
     answer_unsynced(leader, batch);
+    answer_unsynced_ends(leader, batch, ctx.now_ms);  // after it: it leaves null what it answered
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -260,30 +261,61 @@ uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx)
   return removed;
 }
 
+void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now) {
+  std::vector<CommitRequest*> ends;
+  for (CommitRequest* r : batch) {
+    if (!r || !r->batch.status.ok()) continue;  // refused: nothing written
+    const WriteBatch& b = r->batch;
+    if (b.phase == WriteBatch::Phase::kPrepare) continue;  // gives no ids; published after the sync
+    if (!b.sync && b.phase == WriteBatch::Phase::kEnd) {
+      ends.push_back(r);
+      continue;
+    }
+    if (!b.sync) continue;  // answer_unsynced() publishes it before the sync too
+    break;                  // a synced request: what follows it is published after it
+  }
+  if (ends.empty()) return;
+  {
+    auto st = state_.lock();
+    publish_locked(*st, ends, 0, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
+  }
+  global_stats().commit_records_before_sync.add(ends.size());
+  for (CommitRequest*& r : batch) {
+    if (!r || std::find(ends.begin(), ends.end(), r) == ends.end()) continue;
+    CommitRequest* answered = r;
+    r = nullptr;
+    if (answered != leader) CommitPipeline::answer(answered);  // the leader returns after its sync
+  }
+}
+
 void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
                     std::string_view written, uint64_t now) {
+  auto st = state_.lock();
+  st->tail.append(file.id(), base, written);
+  publish_locked(*st, batch, base, now);
+}
+
+void Table::publish_locked(State& st, const std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now) {
   uint64_t inserted = 0, removed = 0;
   bool placed_elsewhere = false;
-  auto st = state_.lock();
-  RowContext ctx = context(*st);
-  st->tail.append(file.id(), base, written);
+  RowContext ctx = context(st);
   const bool journaling = Snapshots::any();
   for (CommitRequest* r : batch) {
     if (!r || !r->batch.status.ok()) continue;  // answered before the sync / refused: nothing written
     const WriteBatch& b = r->batch;
-    st->ticket = r->ticket;
+    st.ticket = r->ticket;
     if (journaling && b.phase == WriteBatch::Phase::kEnd && b.commit && !b.ids.empty())
-      st->journal.inserted(r->ticket, b.ids[0]);
-    if (journaling && b.phase == WriteBatch::Phase::kNone && !b.ids.empty()) st->journal.inserted(r->ticket, b.ids[0]);
+      st.journal.inserted(r->ticket, b.ids[0]);
+    if (journaling && b.phase == WriteBatch::Phase::kNone && !b.ids.empty()) st.journal.inserted(r->ticket, b.ids[0]);
     if (b.phase == WriteBatch::Phase::kPrepare) {
-      publish_prepared(*st, b, base, now, ctx);
+      publish_prepared(st, b, base, now, ctx);
       continue;
     }
     if (b.phase == WriteBatch::Phase::kEnd) {
-      if (publish_end(*st, b, ctx, &inserted, &removed)) placed_elsewhere = true;
+      if (publish_end(st, b, ctx, &inserted, &removed)) placed_elsewhere = true;
       continue;
     }
-    if (b.removal_count) removed += publish_removal(*st, b, ctx);
+    if (b.removal_count) removed += publish_removal(st, b, ctx);
     for (size_t k = 0; k < b.ids.size(); k++) {
       RowEntry e;
       e.id = b.ids[k];
@@ -292,18 +324,18 @@ void Table::publish(const std::vector<CommitRequest*>& batch, const DataFile& fi
       e.time_ms = b.inserted_at(row, now);
       std::string_view payload = (*b.rows)[row];
       e.length = static_cast<uint32_t>(payload.size());
-      st->index.append(e);
+      st.index.append(e);
       inserted++;
-      RowEntry& added = *st->index.find(e.id);
-      if (place_new(*st, added, payload, b.history ? &b.history[row] : nullptr, ctx)) placed_elsewhere = true;
+      RowEntry& added = *st.index.find(e.id);
+      if (place_new(st, added, payload, b.history ? &b.history[row] : nullptr, ctx)) placed_elsewhere = true;
     }
   }
-  st->ticket = 0;
-  if (journaling || !st->journal.empty()) st->journal.prune(Snapshots::oldest());
-  if (placed_elsewhere) release(*st, ctx);  // rows behind a copied row that is dead or delayed
-  st->policies.each([&](auto& p) { p.published(ctx); });
-  note_index_change(*st, inserted, removed);
-  finish(*st, ctx);
+  st.ticket = 0;
+  if (journaling || !st.journal.empty()) st.journal.prune(Snapshots::oldest());
+  if (placed_elsewhere) release(st, ctx);  // rows behind a copied row that is dead or delayed
+  st.policies.each([&](auto& p) { p.published(ctx); });
+  note_index_change(st, inserted, removed);
+  finish(st, ctx);
 }
 
 fmt::Meta Table::meta_now(const Writer& w, uint64_t removed) const {

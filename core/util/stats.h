@@ -21,6 +21,9 @@ struct GlobalStats {
   Counter group_commits;                       // chunks written by the log writer
   Counter unsynced_removal_commits;  // of which, in a durable mode, removals only, none asking for a sync
   Counter removals_answered_before_sync;  // removals that waived the sync, in a batch synced for others
+  // commit records that waived the sync (the binary log recovers them), in a batch synced for
+  // others' prepares: published and answered once written
+  Counter commit_records_before_sync;
   Counter commit_spin_hits, commit_spin_timeouts;  // followers done while spinning / gone to sleep after
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;

@@ -40,8 +40,11 @@ def _commit_and_die(s, c):
     s.start()
 
 
-# (binlog, point) pairs kept whole: all of them, in both configurations.
-WHOLE = [("binlog", p) for p in POINTS] + [("no-binlog", p) for p in POINTS]
+# (binlog, point) pairs kept whole: all of them, in both configurations. before_commit_record:
+# the coordinator has the transaction (synced), QUEUE's commit record is not written (it waits for
+# no sync of its own with the binary log: the binlog's recovery commits the part; with tc.log,
+# QUEUE's tc.log recovery does).
+WHOLE = [(b, p) for b in ("binlog", "no-binlog") for p in POINTS + ["before_commit_record"]]
 
 
 @pytest.mark.parametrize("binlog,point", WHOLE)
@@ -59,7 +62,7 @@ def test_an_outbox_transaction_killed_at_any_point_is_all_or_nothing(server_fact
         assert (orders, queued) in [(0, 0), (1, 1)], f"{point}/{binlog}: orders {orders}, queue rows {queued}"
         if point in ("before_prepare",):
             assert orders == 0
-        if point in ("before_commit", "after_commit"):  # the coordinator (binlog or tc.log) has it: committed
+        if point in ("before_commit_record", "before_commit", "after_commit"):  # the coordinator has it
             assert orders == 1, f"{point}/{binlog}: a decided transaction was rolled back"
         # Nothing is left prepared, and the table works on.
         assert s.sql("XA RECOVER") == []
@@ -84,11 +87,53 @@ def test_a_consume_transaction_killed_at_any_point_is_all_or_nothing(server_fact
         results = s.value("SELECT COUNT(*) FROM test.results")
         queued = s.value("SELECT COUNT(*) FROM test.q")
         assert (results, queued) in [(0, 1), (1, 0)], f"{point}/{binlog}: results {results}, queue rows {queued}"
-        if point in ("before_commit", "after_commit"):
+        if point in ("before_commit_record", "before_commit", "after_commit"):
             assert results == 1, f"{point}/{binlog}: a decided transaction was rolled back"
         assert s.sql("XA RECOVER") == []
     finally:
         s.destroy()
+
+
+def test_with_the_binlog_an_autocommit_change_killed_before_its_commit_record_is_committed(server_factory):
+    """With the binary log on, QUEUE's commit record waits for no sync (the binlog keeps the
+    transaction until QUEUE's commit_checkpoint_request answer). Killed after the binlog has an
+    autocommit INSERT and before QUEUE wrote its commit record, the restart commits it from the
+    binlog: the row is there under the id it would have had; killed there in a consuming
+    statement, the row is gone."""
+    s = _server(server_factory, "binlog")
+    try:
+        s.sql("INSERT INTO test.q VALUES (1), (2)")
+        c = s.connect()
+        query(c, "SET GLOBAL queue_debug_crash_point = 'before_commit_record'")
+        _run_and_die(s, c, "INSERT INTO q VALUES (3)")
+        assert s.sql("XA RECOVER") == []
+        assert sorted(s.sql("SELECT id FROM test.q")) == [(1,), (2,), (3,)]
+        owners = [s.connect() for _ in range(3)]  # one row each: a second wait would end the first
+        for c in owners:
+            assert value(c, "SELECT queue_wait('q', 0)") == 1
+        taken = [(value(c, "SELECT id FROM q"), value(c, "SELECT queue_rowid()")) for c in owners]
+        assert taken == [(1, 1), (2, 2), (3, 3)]  # the recovered row got the id it was logged with
+        query(owners[2], "SET GLOBAL queue_debug_crash_point = 'before_commit_record'")
+        _run_and_die(s, owners[2], "SELECT queue_end()")  # row 3's end is logged, its record not written
+        assert s.sql("XA RECOVER") == []
+        assert sorted(s.sql("SELECT id FROM test.q")) == [(1,), (2,)]  # 1 and 2 back: their owners went
+        s.sql("INSERT INTO test.q VALUES (4)")
+        owners = [s.connect() for _ in range(3)]
+        for c in owners:
+            assert value(c, "SELECT queue_wait('q', 0)") == 1
+        assert [(value(c, "SELECT id FROM q"), value(c, "SELECT queue_rowid()")) for c in owners] == [
+            (1, 1), (2, 2), (4, 4)]  # ids never go back
+    finally:
+        s.destroy()
+
+
+def _run_and_die(s, c, statement):
+    try:
+        query(c, statement)
+    except Exception:  # noqa: BLE001 - the server is gone: that is the point
+        pass
+    s.kill9()
+    s.start()
 
 
 def test_without_the_binlog_a_transaction_committed_then_killed_keeps_both_halves(server_factory):

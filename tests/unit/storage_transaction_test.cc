@@ -223,6 +223,39 @@ TEST(an_end_the_coordinator_keeps_recoverable_waits_for_no_sync_until_a_checkpoi
   CHECK(after->prepared_parts().empty());
 }
 
+// An unsynced end that shares its chunk with another transaction's prepare (which syncs) is
+// published and answered once written, before that sync; the chunk's other requests keep
+// their order (rows in id order), and both are durable after the sync.
+TEST(an_unsynced_end_sharing_a_chunk_with_a_prepare_is_answered_before_the_sync) {
+  SyncModeScope durable(SyncMode::kFdatasync);
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  const std::vector<std::string_view> before{"before"};
+  REQUIRE(t->insert(before, nullptr).ok());
+  Transaction first(1), second(2);
+  first.insert(t, "first");
+  REQUIRE(first.prepare("xid-1").ok());
+  second.insert(t, "second");
+  const uint64_t early = global_stats().commit_records_before_sync.get();
+  first.queue_commit(/*durable=*/false);  // queued only
+  REQUIRE(second.prepare("xid-2").ok());  // leads: one chunk with first's end and its prepare
+  CHECK_EQ(global_stats().commit_records_before_sync.get(), early + 1);
+  REQUIRE(first.commit().ok());  // already answered
+  CHECK_EQ(t->info().rows, 2u);
+  second.queue_commit(/*durable=*/false);
+  REQUIRE(second.commit().ok());
+  const auto rows = scan(*t);
+  REQUIRE(rows.size() == 3u);
+  CHECK(rows[0].second == "before" && rows[1].second == "first" && rows[2].second == "second");
+  CHECK(rows[0].first < rows[1].first && rows[1].first < rows[2].first);
+  REQUIRE(t->sync_commits().ok());
+  auto after = reopen(dir.file("t"));
+  REQUIRE(after);
+  CHECK_EQ(after->info().rows, 3u);
+  CHECK(after->prepared_parts().empty());
+}
+
 // A power cut that loses an unsynced commit record leaves the part prepared, rows and all: the
 // binary log's recovery commits it again (then its rows get the ids the record would have given).
 TEST(a_lost_unsynced_end_leaves_its_part_prepared_not_lost) {
