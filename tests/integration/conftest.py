@@ -1,5 +1,10 @@
 """Fixtures: `server` (a shared server, cleaned after each test) and `fresh_server` (a private
 server per test, for restarts and crashes). Both have the q4m plugin installed and a `test` database.
+
+Every server runs with the binary log on (the recommended configuration, q4m_server.binlog_args)
+unless the test says otherwise: `server_factory.new(binlog=False)`, its own --skip-log-bin or
+--log-bin, or `@both_binlog_modes` (binlog_modes.py), which runs the test once with each and
+gives `server` and `fresh_server` the mode of the run (the `binlog` fixture: True or False).
 """
 import os
 import shutil
@@ -42,13 +47,14 @@ class _ServerFactory:
         self.servers = []  # every server made: none outlives the session (a test that forgot
         # its destroy() left mariadbd processes running after the run)
 
-    def new(self, extra_args=(), install=True, at_startup=False):
+    def new(self, extra_args=(), install=True, at_startup=False, binlog=True):
         """A started server with the plugin: installed while it runs (INSTALL SONAME), or with
         at_startup loaded at startup (--plugin-load-add, as ./q4m.sh run does), which alone
-        gives QUEUE two-phase commit when the binary log is off (docs/transactions.md)."""
+        gives QUEUE two-phase commit when the binary log is off (docs/transactions.md).
+        The binary log is on unless `binlog` is False or extra_args say how (q4m_server.Server)."""
         self.n += 1
         args = list(extra_args) + (["--plugin-load-add=ha_queue.so"] if at_startup else [])
-        s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir)
+        s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir, binlog=binlog)
         self.servers.append(s)
         s.start()
         if install and not at_startup:
@@ -64,11 +70,19 @@ def server_factory(tmp_root, pristine, plugin_dir):
         s.kill9()
 
 
+@pytest.fixture
+def binlog(request):
+    """The binary log mode of this test's servers: True (the default) or False, as
+    @both_binlog_modes parametrizes it."""
+    return getattr(request, "param", True)
+
+
 @pytest.fixture(scope="session")
 def _shared(server_factory):
-    holder = {"server": server_factory.new(at_startup=True)}
+    holder = {}  # binlog mode -> the shared server of that mode, made when first asked for
     yield holder
-    holder["server"].destroy()
+    for s in holder.values():
+        s.destroy()
 
 
 def _queue_variables(s):
@@ -100,13 +114,15 @@ def _clean(s, saved_vars):
 
 
 @pytest.fixture
-def server(_shared, server_factory):
-    """The shared server. The test's connections are closed and its tables dropped afterwards;
-    the test fails if mariadbd died during it."""
-    s = _shared["server"]
-    if not s.alive():  # an earlier test killed it; that test already failed
+def server(_shared, server_factory, binlog):
+    """The shared server (one per binary log mode). The test's connections are closed and its
+    tables dropped afterwards; the test fails if mariadbd died during it."""
+    s = _shared.get(binlog)
+    if s is not None and not s.alive():  # an earlier test killed it; that test already failed
         s.destroy(keep_dir=True)
-        s = _shared["server"] = server_factory.new(at_startup=True)
+        s = None
+    if s is None:
+        s = _shared[binlog] = server_factory.new(at_startup=True, binlog=binlog)
     saved_vars = _queue_variables(s)
     yield s
     try:
@@ -118,9 +134,9 @@ def server(_shared, server_factory):
 
 
 @pytest.fixture
-def fresh_server(server_factory):
+def fresh_server(server_factory, binlog):
     """A private server for tests that restart or kill it."""
-    s = server_factory.new()
+    s = server_factory.new(binlog=binlog)
     yield s
     s.destroy(keep_dir=bool(os.environ.get("Q4M_KEEP_TMP")))
 
