@@ -7,6 +7,11 @@ import json
 
 from sqlcheck import expect_error, query, value
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 ER_NOT_KEYFILE = 1034  # "Incorrect key file for table; try to repair it" (HA_ERR_CRASHED)
 ER_CRASHED_ON_USAGE = 1194
 
