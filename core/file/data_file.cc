@@ -118,8 +118,11 @@ Status DataFile::append(const std::string& bytes, bool preallocate, Room room) {
   if (preallocate && room == Room::kLeaveReserve) {
     // Rows only where the reserve stays whole: on a full disk the INSERT fails here, with
     // nothing written and the reserve kept for the removals that drain the queue.
-    Status s = allocate_to(size_ + bytes.size() + kRemovalReserve);
-    if (!s.ok()) return s;
+    const uint64_t need = size_ + bytes.size() + kRemovalReserve;
+    if (need > allocated_ && !allocate_to((need / kPreallocStep + 1) * kPreallocStep).ok()) {
+      Status s = allocate_to(need);  // a full step did not fit: the reserve alone may
+      if (!s.ok()) return s;
+    }
   }
   Status s = write_at(size_, bytes.data(), bytes.size(), "write");
   if (!s.ok()) {
@@ -137,7 +140,7 @@ Status DataFile::append(const std::string& bytes, bool preallocate, Room room) {
 // Zero-fills up to the next step boundary past the reserve. Only an optimization: on failure
 // (ENOSPC) the file keeps what was allocated, and appends extend it as without preallocation.
 void DataFile::preallocate_after_data() {
-  allocate_to(((size_ + kRemovalReserve) / kPreallocStep + 1) * kPreallocStep);
+  allocate_to(((size_ + kRemovalReserve - 1) / kPreallocStep + 1) * kPreallocStep);
 }
 
 Status DataFile::allocate_to(uint64_t end) {
