@@ -17,7 +17,6 @@ import pytest
 from binlog_modes import both_binlog_modes
 from sqlcheck import query, sql_error, value
 
-pytestmark = both_binlog_modes
 
 FILE_HEADER = 16
 CHUNK_HEADER = 16
@@ -70,6 +69,7 @@ def _flip(path, at):
         f.write(bytes([b ^ 0x08]))
 
 
+@both_binlog_modes
 def test_a_damaged_middle_chunk_refuses_the_open_naming_it(fresh_server):
     s = fresh_server
     path = _table_of_40_rows_1_to_10_consumed(s)
@@ -88,6 +88,7 @@ def test_a_damaged_middle_chunk_refuses_the_open_naming_it(fresh_server):
     assert path.read_bytes() == damaged, "nothing is cut or changed: the file is left for a human"
 
 
+@both_binlog_modes
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])
 def test_a_torn_last_chunk_is_cut_and_leaves_nothing_prepared(fresh_server, binlog, damage):
     s = fresh_server
@@ -112,3 +113,38 @@ def test_a_torn_last_chunk_is_cut_and_leaves_nothing_prepared(fresh_server, binl
     assert value(c, "SELECT queue_end()") == 1
     query(c, "DROP TABLE q")
     assert not path.exists()
+
+
+def test_drop_table_discards_a_part_nothing_can_decide(server_factory):
+    """Binary log off, the engine loaded at startup (tc.log: two-phase commit for a transaction
+    with InnoDB): the lost commit record of such a transaction cannot be decided (no binary log
+    to ask), so its part stays prepared; DROP TABLE drops the table anyway, with a warning that
+    says what is lost (it used to refuse for good: 1210 "would lose prepared transaction parts")."""
+    s = server_factory.new(at_startup=True, binlog=False)
+    try:
+        s.sql("CREATE TABLE test.q (id INT NOT NULL) ENGINE=QUEUE")
+        s.sql("CREATE TABLE test.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+        c = s.connect()
+        query(c, "INSERT INTO q VALUES (1)")
+        query(c, "BEGIN")
+        query(c, "INSERT INTO t VALUES (2)")
+        query(c, "INSERT INTO q VALUES (2)")
+        query(c, "COMMIT")
+        s.stop()
+        path = s.datadir / "test" / "q.Q4M"
+        path.with_name("q.Q4M.idx").unlink(missing_ok=True)
+        last, n, _ = _chunks(path)[-1]
+        with open(path, "r+b") as f:  # the transaction's commit record, torn
+            f.truncate(last + CHUNK_HEADER + n - 3)
+        s.start()
+        c = s.connect()
+        assert [r[0] for r in query(c, "SELECT id FROM q")] == [1]  # row 2 is in the prepared part
+        assert "cannot tell their outcome" in s.err_log_since_start()
+        with c.cursor() as cur:
+            cur.execute("DROP TABLE q")
+            cur.execute("SHOW WARNINGS")
+            warnings = cur.fetchall()
+        assert any("DROP TABLE discarded 1 prepared transaction part" in w[2] for w in warnings), warnings
+        assert not path.exists()
+    finally:
+        s.destroy()
