@@ -15,6 +15,11 @@ import pytest
 
 from sqlcheck import Background, expect_error, query, value, wait_until
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 ER_LOCK_WAIT_TIMEOUT = 1205  # a lease ran out, or the ALTER could not keep the row owned
 ER_ILLEGAL_HA = 1031
 ER_QUERY_INTERRUPTED = 1317
