@@ -42,8 +42,8 @@ class DataFile {
   // refuses INSERTs first (docs/recovery.md, "Full file system").
   enum class Room { kMayUseReserve, kLeaveReserve };
   Status append(const std::string& bytes, bool preallocate = false, Room room = Room::kMayUseReserve);
-  // Room kept for removals past the data of a durable-mode file: about 8,000 single-row
-  // removals (33 bytes each), 2,000 with the binary log on (a prepare and a commit record).
+  // Room kept for removals past the data of a durable-mode file: about 9,000 single-row
+  // removals (a 29-byte chunk each), 2,300 with the binary log on (prepare + commit, ~114).
   static constexpr uint64_t kRemovalReserve = 256u << 10;
   // Cuts the file back to size() (drops the zero-filled preallocation, if any).
   Status release_preallocation();
