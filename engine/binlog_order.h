@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace q4m_engine {
 
@@ -15,5 +16,11 @@ namespace q4m_engine {
 // newest `files` binary log files (an encrypted one too); empty if there is no binary log
 // or it cannot be read (the engine's own order stands then).
 std::unordered_map<uint64_t, uint64_t> binlog_commit_order(int files = 3);
+
+// The my_xids the binary log committed in earlier server runs: the Xid events of the `files`
+// newest files written before this run's first one (the first file of a run is the one whose
+// format description has a creation time). False if there is no binary log or a file cannot
+// be read.
+bool xids_of_earlier_runs(int files, std::unordered_set<uint64_t>* out);
 
 }  // namespace q4m_engine

@@ -4,6 +4,7 @@
 #include <sql_lex.h>
 #include <log.h>
 
+#include "engine/orphan_parts.h"
 #include "engine/ha_queue.h"
 
 #include "core/table/registry.h"
@@ -296,6 +297,7 @@ int ha_queue::delete_table(const char* name) {
   // belongs to another engine): owners must not take them for removed.
   THD* thd = ha_thd();
   const bool rows_moved = thd && thd_sql_command(thd) == SQLCOM_ALTER_TABLE;
+  if (!rows_moved) discard_orphaned_parts_for_drop(data_file_path(name));
   q4m::Status st = q4m::TableRegistry::instance().drop(data_file_path(name), rows_moved);
   if (st.ok() || st.code() == q4m::ErrorCode::kNotFound) return 0;  // nothing left to remove
   return raise_status_error(st);

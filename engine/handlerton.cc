@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "engine/orphan_parts.h"
 #include "engine/handlerton.h"
 
 #include "core/table/reaper.h"
@@ -117,6 +118,7 @@ int engine_init(void* p) {
   hton->table_options = queue_table_options;
   install_transaction_hooks(hton);
   install_xa_hooks(hton);
+  q4m::TableRegistry::instance().set_open_hook(end_orphaned_parts);
   install_backup_hooks(hton);
   q4m::BlockingHooks hooks;
   hooks.begin = blocking_begin;

@@ -250,6 +250,11 @@ void end_recovered_commits() {
   if (deferring.load()) end_deferred();
 }
 
+uint64_t internal_xid(const std::string& key) {
+  XID xid;
+  return xid_of(key, &xid) ? xid.get_my_xid() : 0;
+}
+
 void install_xa_hooks(handlerton* hton) {
   hton->prepare = prepare;
   hton->recover = recover;

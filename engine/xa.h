@@ -6,6 +6,9 @@
 // table of the datadir to find them.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 struct handlerton;
 
 namespace q4m_engine {
@@ -17,5 +20,8 @@ void install_xa_hooks(handlerton* hton);
 void end_recovered_commits();
 // Clean shutdown: the marker goes if no open table holds a prepared part.
 void forget_prepared_marker_if_unused();
+// The server's own id (my_xid) of the transaction a prepared part's xid names (as the files
+// keep it), or 0 for a user's XA transaction.
+uint64_t internal_xid(const std::string& key);
 
 }  // namespace q4m_engine

@@ -68,7 +68,7 @@ def main():
 
 def run(root, args):
     make_pristine_datadir(root / "pristine")
-    s = Server(root / "s", root / "pristine").start()
+    s = Server(root / "s", root / "pristine", binlog=False).start()
     s.install_plugin()
     s.sql("SET GLOBAL queue_sync_mode = 'none'")
     s.sql("SET GLOBAL queue_compact_min_bytes = 18446744073709551615")  # only the explicit compaction

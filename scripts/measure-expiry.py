@@ -18,7 +18,7 @@ def measure(root, pristine, plugin_dir, binlog, rows):
     args = ["--plugin-load-add=ha_queue.so"]
     if binlog:
         args += ["--log-bin=bin", "--server-id=1", "--binlog-format=ROW"]
-    server = Server(root / ("on" if binlog else "off"), pristine, extra_args=args, plugin_dir=plugin_dir).start()
+    server = Server(root / ("on" if binlog else "off"), pristine, extra_args=args, plugin_dir=plugin_dir, binlog=binlog).start()
     try:
         server.sql("CREATE TABLE test.q (id INT NOT NULL, body VARCHAR(64)) ENGINE=QUEUE")
         batch = 1000

@@ -67,7 +67,7 @@ def main():
     ap.add_argument("--consumers", type=int, default=16)
     args = ap.parse_args()
     root, pristine, plugin_dir = scratch("q4m-limits-")
-    server = Server(root / "s", pristine, plugin_dir=plugin_dir).start()
+    server = Server(root / "s", pristine, plugin_dir=plugin_dir, binlog=False).start()
     try:
         server.install_plugin()
         print(f"{args.consumers} consumers, {args.seconds:.0f} s per figure")

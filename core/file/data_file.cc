@@ -110,10 +110,19 @@ Status DataFile::write_at(uint64_t offset, const char* data, size_t length, cons
   return Status::Ok();
 }
 
-Status DataFile::append(const std::string& bytes, bool preallocate) {
+Status DataFile::append(const std::string& bytes, bool preallocate, Room room) {
   if (!preallocate && allocated_ > size_) {
     Status s = release_preallocation();
     if (!s.ok()) return s;
+  }
+  if (preallocate && room == Room::kLeaveReserve) {
+    // Rows only where the reserve stays whole: on a full disk the INSERT fails here, with
+    // nothing written and the reserve kept for the removals that drain the queue.
+    const uint64_t need = size_ + bytes.size() + kRemovalReserve;
+    if (need > allocated_ && !allocate_to((need / kPreallocStep + 1) * kPreallocStep).ok()) {
+      Status s = allocate_to(need);  // a full step did not fit: the reserve alone may
+      if (!s.ok()) return s;
+    }
   }
   Status s = write_at(size_, bytes.data(), bytes.size(), "write");
   if (!s.ok()) {
@@ -124,23 +133,30 @@ Status DataFile::append(const std::string& bytes, bool preallocate) {
   size_ += bytes.size();
   unsynced_appends_ = true;
   if (size_ > allocated_) allocated_ = size_;
-  if (preallocate && allocated_ == size_) preallocate_after_data();
+  if (preallocate && allocated_ < size_ + kRemovalReserve) preallocate_after_data();
   return Status::Ok();
 }
 
-// Zero-fills up to the next step boundary. Only an optimization: on failure (ENOSPC)
-// the file is cut back and appends simply extend it as without preallocation.
+// Zero-fills up to the next step boundary past the reserve. Only an optimization: on failure
+// (ENOSPC) the file keeps what was allocated, and appends extend it as without preallocation.
 void DataFile::preallocate_after_data() {
+  allocate_to(((size_ + kRemovalReserve - 1) / kPreallocStep + 1) * kPreallocStep);
+}
+
+Status DataFile::allocate_to(uint64_t end) {
   static const char kZeros[64 * 1024] = {};
-  const uint64_t target = (size_ / kPreallocStep + 1) * kPreallocStep;
-  while (allocated_ < target) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(kZeros), target - allocated_));
-    if (!write_at(allocated_, kZeros, n, "preallocate").ok()) {
-      cut_to_data_end();  // if even the cut fails, the tail is zeros up to allocated_: still valid
-      return;
+  const uint64_t before = allocated_;
+  while (allocated_ < end) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof(kZeros), end - allocated_));
+    Status s = write_at(allocated_, kZeros, n, "write");
+    if (!s.ok()) {
+      // Back to what was allocated (zeros: still a valid tail if even this cut fails).
+      if (::ftruncate(fd_, static_cast<off_t>(before)) == 0) allocated_ = before;
+      return s;
     }
     allocated_ += n;
   }
+  return Status::Ok();
 }
 
 int DataFile::cut_to_data_end() {

@@ -34,7 +34,17 @@ class DataFile {
   // fdatasync flushes data only, not the inode (docs/file-format.md, "Preallocation").
   // Without it, preallocated space is released first: unsynced writes into it could
   // reach the disk out of order, leaving a zero gap before a valid chunk.
-  Status append(const std::string& bytes, bool preallocate = false);
+  //
+  // `room`: with preallocation, an append that adds rows (kLeaveReserve) first makes sure
+  // kRemovalReserve zero-filled bytes stay allocated after it, and fails with ENOSPC, writing
+  // nothing, if the file system cannot give them; other appends (removals, returns, commit
+  // records) may use them. So consumers keep draining a queue whose disk is full: a full disk
+  // refuses INSERTs first (docs/recovery.md, "Full file system").
+  enum class Room { kMayUseReserve, kLeaveReserve };
+  Status append(const std::string& bytes, bool preallocate = false, Room room = Room::kMayUseReserve);
+  // Room kept for removals past the data of a durable-mode file: about 9,000 single-row
+  // removals (a 29-byte chunk each), 2,300 with the binary log on (prepare + commit, ~114).
+  static constexpr uint64_t kRemovalReserve = 256u << 10;
   // Cuts the file back to size() (drops the zero-filled preallocation, if any).
   Status release_preallocation();
   Status sync(SyncMode mode);  // no-op for kNone
@@ -59,6 +69,7 @@ class DataFile {
   DataFile(int fd, FileLock lock, std::string path, uint64_t size);
   Status write_at(uint64_t offset, const char* data, size_t length, const char* what);
   void preallocate_after_data();
+  Status allocate_to(uint64_t end);  // zero-fills [allocated_, end); on failure keeps what was allocated
   int cut_to_data_end();  // ftruncate to size_ (torn bytes, preallocation); 0 or errno
   int fd_;
   FileLock lock_;  // released after fd_ is closed (members go after the destructor's body)

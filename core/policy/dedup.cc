@@ -2,6 +2,10 @@
 
 #include "core/file/data_file.h"
 
+#include <map>
+#include <utility>
+#include <vector>
+
 namespace q4m {
 
 void Dedup::configure(const TableOptions& options, WriterContext& ctx) {
@@ -12,14 +16,31 @@ void Dedup::configure(const TableOptions& options, WriterContext& ctx) {
   // Rows inserted within the window, removed ones too (their bytes stay until compaction,
   // which then writes their keys as DEDUP_KEY records).
   const KeyColumn& column = *options.dedup;
+  // Rows of two-phase parts (every INSERT with the binary log on): their keys count once their
+  // part committed, or while it is still prepared (its keys were admitted at its prepare, as
+  // they are while the server runs); a rolled-back part's do not. (They were not read at all:
+  // with the binary log on a restart that walked the file forgot every key, issue 40.)
+  std::map<uint64_t, std::vector<std::pair<std::string, uint64_t>>> parts;
   Status s = for_each_record(*ctx.file, ctx.file->size(), [&](const fmt::Record& r, std::string_view body) {
+    if (r.type == fmt::kTxnEnd) {
+      auto it = parts.find(r.txn);
+      if (it == parts.end()) return;
+      if (r.committed)
+        for (const auto& [k, t] : it->second) window_.remember(k, t);
+      parts.erase(it);
+      return;
+    }
     if (r.time_ms + window_ms_ <= ctx.now_ms) return;
     const std::string_view bytes = body.substr(r.payload_pos, r.length);
     if (r.type == fmt::kRow && row_key(column, bytes, &key))
       window_.remember(key, r.time_ms);
+    else if (r.type == fmt::kTxnRow && row_key(column, bytes, &key))
+      parts[r.txn].emplace_back(key, r.time_ms);
     else if (r.type == fmt::kDedupKey)
       window_.remember(std::string(bytes), r.time_ms);
   });
+  for (const auto& [txn, keys] : parts)  // still prepared
+    for (const auto& [k, t] : keys) window_.remember(k, t);
   if (!s.ok()) {  // inserts stop rather than let a duplicate in
     *ctx.broken = s;
     return;

@@ -67,6 +67,7 @@ Status TableRegistry::acquire(const std::string& path, std::shared_ptr<QueueTabl
       if (it != m->end() && it->second == slot) m->erase(it);
       return s;
     }
+    if (open_hook_) open_hook_(*opened);
     *table = opened;
   }
   *out = *table;

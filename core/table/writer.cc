@@ -111,10 +111,15 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
                     std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
   IdSequence ids = w->ids;
   w->buffer.clear();
-  // Flagged `unsynced` (docs/file-format.md): a chunk no sync follows, and also the first
-  // synced chunk after such chunks, since a power cut before its sync ends may keep it and
-  // lose them. Recovery then cuts both as a lost tail; neither caller had been answered.
-  fmt::ChunkBuilder chunk(&w->buffer, !sync || w->file->has_unsynced_appends());
+  // Flagged `unsynced` (docs/file-format.md) unless every chunk before it is durable: a power
+  // cut may then keep it and lose them, and recovery must cut them as a lost tail, not call
+  // the gap corruption. Whether a sync follows this chunk itself does not matter: unflagged,
+  // it says that what precedes it was synced, so a bad chunk before it is damage. (It used
+  // to be flagged whenever no sync followed it: with the binary log on every statement's
+  // commit record is written so, which flagged every chunk and turned a damaged middle chunk
+  // into a "torn tail" that cut every later chunk, issue 40.)
+  fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone || w->file->has_unsynced_appends());
+  bool adds_rows = false;  // else the chunk may use the room kept for removals (DataFile::Room)
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
@@ -144,6 +149,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
                                                       [&](auto& p) { p.reject(b); });
       if (!admitted) continue;  // b.status says why; nothing of it is written
       if (prepare) b.txn = w->next_txn++;
+      adds_rows = adds_rows || !b.admitted.empty();
       for (size_t i : b.admitted) {
         if (prepare) {  // ids at its commit, so that rows become visible in id order
           b.offsets.push_back(chunk.add_txn_row(b.txn, b.inserted_at(i, ctx.now_ms), (*b.rows)[i]));
@@ -194,7 +200,9 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
 
   const uint64_t base = w->file->size();
   Status s = invalidate_snapshot(*w);
-  if (s.ok()) s = w->file->append(w->buffer, mode != SyncMode::kNone);
+  if (s.ok())
+    s = w->file->append(w->buffer, mode != SyncMode::kNone,
+                        adds_rows ? DataFile::Room::kLeaveReserve : DataFile::Room::kMayUseReserve);
   if (s.ok() && sync) {
     answer_unsynced(leader, batch);
     answer_unsynced_ends(leader, batch, ctx.now_ms);  // after it: it leaves null what it answered

@@ -1,5 +1,10 @@
 """Fixtures: `server` (a shared server, cleaned after each test) and `fresh_server` (a private
 server per test, for restarts and crashes). Both have the q4m plugin installed and a `test` database.
+
+Every server runs with the binary log on (the recommended configuration, q4m_server.binlog_args)
+unless the test says otherwise: `server_factory.new(binlog=False)`, its own --skip-log-bin or
+--log-bin, or `@both_binlog_modes` (binlog_modes.py), which runs the test once with each and
+gives `server` and `fresh_server` the mode of the run (the `binlog` fixture: True or False).
 """
 import os
 import shutil
@@ -42,13 +47,14 @@ class _ServerFactory:
         self.servers = []  # every server made: none outlives the session (a test that forgot
         # its destroy() left mariadbd processes running after the run)
 
-    def new(self, extra_args=(), install=True, at_startup=False):
+    def new(self, extra_args=(), install=True, at_startup=False, binlog=True):
         """A started server with the plugin: installed while it runs (INSTALL SONAME), or with
         at_startup loaded at startup (--plugin-load-add, as ./q4m.sh run does), which alone
-        gives QUEUE two-phase commit when the binary log is off (docs/transactions.md)."""
+        gives QUEUE two-phase commit when the binary log is off (docs/transactions.md).
+        The binary log is on unless `binlog` is False or extra_args say how (q4m_server.Server)."""
         self.n += 1
         args = list(extra_args) + (["--plugin-load-add=ha_queue.so"] if at_startup else [])
-        s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir)
+        s = Server(self.tmp_root / f"s{self.n}", self.pristine, args, self.plugin_dir, binlog=binlog)
         self.servers.append(s)
         s.start()
         if install and not at_startup:
@@ -64,11 +70,19 @@ def server_factory(tmp_root, pristine, plugin_dir):
         s.kill9()
 
 
+@pytest.fixture
+def binlog(request):
+    """The binary log mode of this test's servers: True (the default) or False, as
+    @both_binlog_modes parametrizes it."""
+    return getattr(request, "param", True)
+
+
 @pytest.fixture(scope="session")
 def _shared(server_factory):
-    holder = {"server": server_factory.new(at_startup=True)}
+    holder = {}  # binlog mode -> the shared server of that mode, made when first asked for
     yield holder
-    holder["server"].destroy()
+    for s in holder.values():
+        s.destroy()
 
 
 def _queue_variables(s):
@@ -99,12 +113,16 @@ def _clean(s, saved_vars):
             s.sql(f"SET GLOBAL {name} = %s", (_sysvar_value(old),))
 
 
-def _use_shared(holder, server_factory, extra_args=()):
-    s = holder["server"]
-    if s is None or not s.alive():  # not made yet, or an earlier test killed it (that test failed)
-        if s is not None:
-            s.destroy(keep_dir=True)
-        s = holder["server"] = server_factory.new(extra_args=extra_args, at_startup=True)
+def _use_shared(holder, server_factory, binlog):
+    """The shared server of one binary log mode (made when first asked for): the test's
+    connections are closed and its tables dropped afterwards; the test fails if mariadbd died
+    during it."""
+    s = holder.get(binlog)
+    if s is not None and not s.alive():  # an earlier test killed it; that test already failed
+        s.destroy(keep_dir=True)
+        s = None
+    if s is None:
+        s = holder[binlog] = server_factory.new(at_startup=True, binlog=binlog)
     saved_vars = _queue_variables(s)
     yield s
     try:
@@ -116,42 +134,27 @@ def _use_shared(holder, server_factory, extra_args=()):
 
 
 @pytest.fixture
-def server(_shared, server_factory):
-    """The shared server. The test's connections are closed and its tables dropped afterwards;
-    the test fails if mariadbd died during it."""
-    yield from _use_shared(_shared, server_factory)
+def server(_shared, server_factory, binlog):
+    """The shared server (one per binary log mode)."""
+    yield from _use_shared(_shared, server_factory, binlog)
 
 
-BINLOG_ARGS = ["--log-bin=q4m-bin", "--server-id=1", "--binlog-format=MIXED"]
-
-
-@pytest.fixture(scope="session")
-def _shared_binlog():
-    holder = {"server": None}  # made by the first test that asks for it
-    yield holder
-    if holder["server"] is not None:
-        holder["server"].destroy()
-
-
-@pytest.fixture(params=["binlog_off", "binlog_on"])
-def either_server(request, _shared, _shared_binlog, server_factory):
-    """The shared server (binary log off), then a shared server with the binary log on (every
-    autocommit change a two-phase statement transaction, as `./q4m.sh run` and replication
-    run): the same test in both configurations. `.binlog` says which one it is."""
-    if request.param == "binlog_on":
-        gen = _use_shared(_shared_binlog, server_factory, BINLOG_ARGS)
-    else:
-        gen = _use_shared(_shared, server_factory)
+@pytest.fixture(params=[False, True], ids=["binlog_off", "binlog_on"])
+def either_server(request, _shared, server_factory):
+    """The shared server with the binary log off, then the one with it on (every autocommit
+    change a two-phase statement transaction, as `./q4m.sh run` and replication run): the same
+    test in both configurations. `.binlog` says which one it is."""
+    gen = _use_shared(_shared, server_factory, request.param)
     s = next(gen)
-    s.binlog = request.param == "binlog_on"
+    s.binlog = request.param
     yield s
     next(gen, None)
 
 
 @pytest.fixture
-def fresh_server(server_factory):
+def fresh_server(server_factory, binlog):
     """A private server for tests that restart or kill it."""
-    s = server_factory.new()
+    s = server_factory.new(binlog=binlog)
     yield s
     s.destroy(keep_dir=bool(os.environ.get("Q4M_KEEP_TMP")))
 

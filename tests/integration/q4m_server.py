@@ -81,13 +81,40 @@ class ServerDied(Exception):
     pass
 
 
-class Server:
-    """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir."""
+def _names_option(args, *names):
+    """Does any of `args` set one of the options `names` (e.g. "log-bin": --log-bin,
+    --log-bin=x, --log_bin=x; the server reads - and _ alike)?"""
+    for a in args:
+        name = a.split("=", 1)[0].lstrip("-").replace("_", "-")
+        if name in names:
+            return True
+    return False
 
-    def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR, datadir=None):
+
+def binlog_args(root, args):
+    """What a server gets on top of `args` so that its binary log is on, as on `./q4m.sh run`'s
+    server (--log-bin, --server-id=1; the server's default binlog_format, MIXED): nothing for
+    an option `args` sets itself (its own --log-bin, --skip-log-bin, --server-id...)."""
+    extra = []
+    if not _names_option(args, "log-bin", "skip-log-bin", "disable-log-bin"):
+        extra.append(f"--log-bin={Path(root) / 'binlog' / 'q4m-bin'}")
+    if not _names_option(args, "server-id"):
+        extra.append("--server-id=1")
+    return extra
+
+
+class Server:
+    """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir.
+
+    The binary log is on unless `binlog=False` or the server's own args say how (--skip-log-bin,
+    --log-bin=...): the configuration `./q4m.sh run` and the docs recommend (issue 40). Its files
+    are in root/binlog, out of the datadir (a copy of the datadir does not carry them)."""
+
+    def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR, binlog=True, datadir=None):
         """datadir: where the copy of pristine goes (default root/data); the power-cut test puts
         it on a loop-mounted image while the socket and error log stay in root."""
         self.root = Path(root)
+        self.binlog_default = binlog
         self.plugin_dir = Path(plugin_dir)
         self.root.mkdir(parents=True, exist_ok=True)
         self.datadir = Path(datadir) if datadir else self.root / "data"
@@ -107,7 +134,13 @@ class Server:
                 f"--log-error={self.errlog_path}", f"--pid-file={self.root / 'mysqld.pid'}",
                 "--skip-name-resolve", "--max-connections=300",
                 "--local-infile=1", f"--secure-file-priv={self.root}"] + INNODB_ARGS + SERVER_ONLY_ARGS + _as_root_args()
-        args += self.extra_args + list(extra_args or [])
+        own = self.extra_args + list(extra_args or [])
+        if self.binlog_default:
+            own = binlog_args(self.root, own) + own
+        args += own
+        self.binlog = not _names_option(own, "skip-log-bin", "disable-log-bin") and _names_option(own, "log-bin")
+        if self.binlog:
+            (self.root / "binlog").mkdir(exist_ok=True)
         self._log_mark = self.errlog_path.stat().st_size if self.errlog_path.exists() else 0
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)

@@ -8,6 +8,11 @@ import pytest
 
 from sqlcheck import expect_error, query, value, wait_until
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 ER_WRONG_ARGUMENTS = 1210
 
 

@@ -5,7 +5,7 @@ new table, queue_abort() or a disconnect gives them back there, its lease runs o
 new table had every row free under new ids: another connection got the owned row at once and
 the owner's queue_end() answered 1 having removed nothing (double processing, nobody told).
 
-Every test runs with the binary log off and on (either_server): with it on, an end is a
+Every test runs with the binary log off and on (both_binlog_modes): with it on, an end is a
 statement transaction that claims the rows, logs their removal and commits it; it claimed them
 in the old table, where they were gone, so queue_end() answered 1, removed nothing, logged
 nothing, and the row stayed owned (its group or MAX_IN_FLIGHT slot held until a restart, which
@@ -21,6 +21,11 @@ import pytest
 
 from sqlcheck import Background, expect_error, query, value, wait_until
 from test_binlog import binlog_events, binlog_position, removals_logged
+
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
 
 ER_LOCK_WAIT_TIMEOUT = 1205  # a lease ran out, or the ALTER could not keep the row owned
 ER_ILLEGAL_HA = 1031
@@ -51,12 +56,6 @@ def _take(c, table="a"):
 
 def _state(server):
     return tuple(server.sql(STATE)[0])
-
-
-@pytest.fixture
-def server(either_server):
-    """Each test with the binary log off, then on."""
-    return either_server
 
 
 def _removed_ids(server, since):
@@ -106,10 +105,9 @@ def test_an_end_after_a_copying_alter_removes_the_row_logs_it_and_frees_its_slot
     assert server.sql("SELECT id FROM test.a") == [(3,)]
 
 
-@pytest.mark.parametrize("binlog", [False, True], ids=["binlog_off", "binlog_on"])
 @pytest.mark.parametrize("options", ["", "MESSAGE_GROUP_COLUMN='g'", "MAX_IN_FLIGHT=1"])
 def test_a_row_ended_after_a_copying_alter_stays_gone_after_a_restart(server_factory, binlog, options):
-    s = server_factory.new(extra_args=["--log-bin=q4m-bin", "--server-id=1"] if binlog else [], at_startup=True)
+    s = server_factory.new(binlog=binlog, at_startup=True)
     try:
         s.sql(f"CREATE TABLE test.a (id INT NOT NULL, g VARCHAR(10)) ENGINE=QUEUE {options}")
         s.sql("INSERT INTO test.a VALUES (1, 'x'), (2, 'x')")

@@ -199,6 +199,8 @@ def test_bad_option_is_a_clear_error(server, tmp_path):
     assert p.returncode != 0 and "--binlog: expected on or off, got 'maybe'" in p.stderr
 
 
+# With the binary log on a removal is a two-phase statement whose prepare is synced (docs/transactions.md).
+@pytest.mark.parametrize("binlog", [False], ids=["binlog-off"], indirect=True)
 def test_durable_inserts_consume_without_syncs_and_the_server_is_left_as_found(server, tmp_path):
     """--sync durable-inserts: INSERTs synced, removals not (queue_sync_removals=OFF in the
     benchmark's sessions only). The benchmark puts back the globals it changed."""
@@ -238,6 +240,7 @@ def _txn_runs_verified(doc, messages):
     return runs
 
 
+@pytest.mark.parametrize("binlog", [False], ids=["binlog-off"], indirect=True)  # what it checks is the binary log off
 @pytest.mark.parametrize("protocol", ["text", "prepared"])
 def test_transactional_scenarios_run_and_verify(server, tmp_path, protocol):
     """outbox (an InnoDB order row and its message, one COMMIT) and consume-txn (take a message,
@@ -292,16 +295,14 @@ def test_transactional_scenarios_with_the_binary_log(server_factory, tmp_path):
         assert p.returncode == 2 and "--binlog off, but" in p.stderr and "binary log on" in p.stderr
     finally:
         s.destroy()
-
-
+@pytest.mark.parametrize("binlog", [False], ids=["binlog-off"], indirect=True)  # what it checks is the binary log off
 def test_binlog_requirement_is_checked(server, tmp_path):
     p, _ = run_bench(server, tmp_path, "--scenarios", "outbox", "--messages", "10", "--binlog", "on")
     assert p.returncode == 2 and "binary log off" in p.stderr and "--log-bin" in p.stderr
     p, doc = run_bench(server, tmp_path, "--scenarios", "outbox", "--messages", "10", "--binlog", "off",
                        "--concurrency", "1")
     assert p.returncode == 0 and doc["ok"] is True, p.stdout + p.stderr
-
-
+@pytest.mark.parametrize("binlog", [False], ids=["binlog-off"], indirect=True)  # what it checks is the binary log off
 def test_queue_installed_at_runtime_fails_the_transactional_runs_clearly(fresh_server, tmp_path):
     """INSTALL SONAME while the binary log is off: MariaDB gives QUEUE no two-phase commit, so
     the QUEUE runs fail with the engine's error (the InnoDB ones still verify)."""

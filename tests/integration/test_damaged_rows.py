@@ -7,6 +7,17 @@ import json
 
 from sqlcheck import expect_error, query, value
 
+import pytest
+
+# Both binary log modes (issue 40). With it on, discarding a damaged row fails: the binary log's
+# removal statement names the row by a checksum of its bytes (Table::name_row reads them), so
+# queue_end() after queue_take_dead() gets error 3000 and the row stays. A known defect,
+# reported with issue 40; strict, so that its fix must remove the mark.
+pytestmark = pytest.mark.parametrize("binlog", [
+    pytest.param(True, id="binlog-on", marks=pytest.mark.xfail(
+        strict=True, reason="issue 40: the binary log's removal of a damaged row reads its bytes (error 3000)")),
+    pytest.param(False, id="binlog-off")], indirect=True)
+
 ER_NOT_KEYFILE = 1034  # "Incorrect key file for table; try to repair it" (HA_ERR_CRASHED)
 ER_CRASHED_ON_USAGE = 1194
 

@@ -12,6 +12,11 @@ import pytest
 
 from sqlcheck import expect_error, query, value
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 ER_ILLEGAL_HA_CREATE_OPTION = 1478
 ER_DUP_ENTRY = 1062
 JOBS = ("CREATE TABLE test.jobs (job_key VARCHAR(64) NULL, body TEXT) ENGINE=QUEUE "

@@ -5,6 +5,11 @@ import json
 
 from sqlcheck import expect_error, query, start_waiter, value, wait_until
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 
 def _jobs(server, rows):
     server.sql("CREATE TABLE test.jobs (id INT, customer VARCHAR(20), msg TEXT) "

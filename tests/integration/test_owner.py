@@ -4,6 +4,11 @@ import threading
 
 from sqlcheck import Background, expect_error, query, value, wait_until
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 
 def _queue(server, name="q", n=0):
     server.sql(f"CREATE TABLE test.{name} (v INT, s VARCHAR(20)) ENGINE=QUEUE")

@@ -5,6 +5,11 @@ import pytest
 
 from sqlcheck import owned_row_id, query, value
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 MODES = [(mode, kill) for mode in ("fdatasync", "none", "fsync") for kill in (False, True)]
 MODE_IDS = [f"{m}-{'kill9' if k else 'clean'}" for m, k in MODES]
 

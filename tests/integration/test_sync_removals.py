@@ -7,6 +7,11 @@ import pytest
 
 from sqlcheck import query, sql_error, value
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 
 def _status(server):
     return {r[1]: int(r[2]) for r in server.sql("SHOW ENGINE QUEUE STATUS")}

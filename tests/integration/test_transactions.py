@@ -7,6 +7,11 @@ import pymysql
 
 from sqlcheck import expect_error, query, value
 
+from binlog_modes import both_binlog_modes
+
+# Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
+pytestmark = both_binlog_modes
+
 ER_RECORD_FILE_FULL = 1114
 
 

@@ -136,7 +136,7 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="q4m-complat-", dir=args.workdir))
     try:
         make_pristine_datadir(root / "pristine")
-        s = Server(root / "s", root / "pristine").start()
+        s = Server(root / "s", root / "pristine", binlog=False).start()
         s.install_plugin()
         print(f"# {machine()}; file {args.file_mib} MiB, {args.live_percent}% live, rows {args.row_bytes} B")
         hdr = ("concurrent sync       compaction_s file_MiB live_rows  n   base_p50 base_p99 base_max"

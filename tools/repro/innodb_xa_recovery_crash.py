@@ -41,7 +41,7 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="innodb-xa-repro-"))
     pristine = root / "pristine"
     make_pristine_datadir(pristine)
-    s = Server(root / "s", pristine, ARGS, plugin_dir=root)  # no q4m plugin anywhere
+    s = Server(root / "s", pristine, ARGS, plugin_dir=root, binlog=False)  # no q4m plugin anywhere
     s.start()
     s.sql("CREATE TABLE test.orders (id INT PRIMARY KEY) ENGINE=InnoDB")
     s.sql("CREATE TABLE test.jobs (id INT PRIMARY KEY) ENGINE=InnoDB")

@@ -94,7 +94,7 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="q4m-rates-"))
     try:
         make_pristine_datadir(root / "pristine")
-        s = Server(root / "s", root / "pristine").start()
+        s = Server(root / "s", root / "pristine", binlog=False).start()
         s.install_plugin()
         s.sql("CREATE DATABASE rates")
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
