@@ -4,12 +4,14 @@
 #   src/     the server's source headers, from Debian's source package of that version; when the
 #            archive cannot serve it (Debian's security archive often lacks the source of its
 #            newest build on mirrors), from the newest source package of the same 10.x series
-#            it can serve, after the struct probe (tools/struct-probe) shows that the layouts
-#            the plugin uses are the same with that version's generated headers as with its own;
+#            it can serve, but only if tools/struct-probe/abi-check.py shows that those headers
+#            describe the classes the plugin uses as that version's own compiled code does
+#            (members, offsets, virtual methods: DWARF of its libmariadbd.a);
 #   devroot/ generated headers (my_config.h, mysql_version.h, ...) and libmysqlservices.a from
 #            that exact version's libmariadbd-dev and libmariadb-dev debs (unpacked, not installed).
 #   scripts/build-sdk.sh 1:10.11.19-0+deb12u1 [--dry-run]
-# Prints the SDK directory. Needs apt's deb-src entries (scripts/setup-deps.sh adds them).
+# Prints the SDK directory; exit status 1 (and why, on stderr) if no SDK can be made for the
+# version. Needs apt's deb-src entries (scripts/setup-deps.sh adds them), g++, make and gdb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEB_VERSION=$1
@@ -24,6 +26,11 @@ CACHE=$CACHE_ROOT/mariadb-$VERSION
 if [ -f "$CACHE/.complete" ]; then echo "$CACHE"; exit 0; fi
 # The source package versions apt knows, newest first.
 SOURCE_VERSIONS=$(apt-cache showsrc mariadb 2>/dev/null | sed -n 's/^Version: //p' | sort -uVr)
+# A version found unbuildable stays so until apt's source packages change (no re-check per run).
+REFUSED=$CACHE/refused
+if [ -f "$REFUSED" ] && [ "$(head -1 "$REFUSED")" = "$(echo $SOURCE_VERSIONS)" ]; then
+  tail -n +2 "$REFUSED" >&2; exit 1
+fi
 
 # The source package: this version's if apt can fetch it, else the newest of the series it can.
 fetch_source() {  # fetch_source DEB_VERSION DIR -> 0 if DIR has the orig tarball
@@ -99,20 +106,29 @@ for v in $SOURCE_VERSIONS; do
   fi
   exact_sdk "$v" || continue
   log "building MariaDB $VERSION's SDK from MariaDB $up's source headers and $VERSION's own packaged headers"
-  rm -rf "$CACHE/src" "$CACHE/gen"
+  rm -rf "$CACHE/src" "$CACHE/gen" "$REFUSED"
   unpack_dev_debs "$DEB_VERSION" "$CACHE"
   cp -a "$CACHE_ROOT/mariadb-$up/src" "$CACHE/src"
   cp -a "$CACHE_ROOT/mariadb-$up/gen" "$CACHE/gen"
   printf 'server %s\nsource %s\n' "$DEB_VERSION" "$v" > "$CACHE/SDK-INFO"
-  # The probe needs the SDK marked; unmarked again if the layouts differ.
+  # The checks need the SDK marked; unmarked again if they fail. The struct probe compares
+  # the two header sets (the generated headers' effect); abi-check compares the headers with
+  # the server's own compiled code, which alone sees what changed in its source.
   touch "$CACHE/.complete"
-  if ! Q4M_CACHE=$CACHE_ROOT bash tools/struct-probe/probe.sh "$up" "$VERSION" >&2; then
-    rm -f "$CACHE/.complete"
-    log "MariaDB $up's headers do not describe $VERSION's structs: the plugin cannot be built for"
-    log "$VERSION until Debian's archive serves its source package (deb-src of the security archive)"
-    exit 1
+  report=$CACHE/abi-check.txt
+  if Q4M_CACHE=$CACHE_ROOT bash tools/struct-probe/probe.sh "$up" "$VERSION" >&2 \
+     && python3 tools/struct-probe/abi-check.py "$CACHE" > "$report" 2>&1; then
+    log "MariaDB $up's source headers describe $VERSION's classes as its own code does ($report)"
+    echo "$CACHE"; exit 0
   fi
-  echo "$CACHE"; exit 0
+  rm -f "$CACHE/.complete"
+  { echo $SOURCE_VERSIONS
+    [ -f "$report" ] && grep -v ': same$' "$report" | head -40 | sed 's/^/[sdk]   /'
+    echo "[sdk] MariaDB $up's headers do not describe $VERSION's classes (above; $report): the plugin"
+    echo "[sdk] cannot be built for $VERSION until apt can fetch its source package (docs/build.md)"
+  } > "$REFUSED"
+  tail -n +2 "$REFUSED" >&2
+  exit 1
 done
 log "no source package of MariaDB $SERIES up to $DEB_VERSION can be fetched (deb-src entries missing?)"
 exit 1

@@ -38,28 +38,60 @@ if ! grep -qs "debian-security" /etc/apt/sources.list.d/q4m-deb-src.sources; the
 fi
 
 have_pkg_version() { [ "$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true)" = "$2" ]; }
+sdk_args() { [ $DRY_RUN = 1 ] && echo --dry-run; true; }
 
-# 1. server + client + toolchain at the newest version (or the pinned one), held
+# 1. the toolchain (build-sdk.sh compiles its checks with it)
+TOOLS="g++ make gdb python3-pytest python3-pymysql"
+need_tools=0
+for p in $TOOLS; do dpkg -s "$p" >/dev/null 2>&1 || need_tools=1; done
+if [ $need_tools = 1 ]; then
+  if [ $DRY_RUN = 1 ]; then log "would install $TOOLS"; else
+    apt_update_once
+    log "installing $TOOLS"
+    # shellcheck disable=SC2086  # one word per package
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOLS >&2
+  fi
+fi
+
+# 2. the server version: the newest Debian serves (or Q4M_MARIADB_DEB_VERSION), if the plugin
+# can be built for it (its SDK, scripts/build-sdk.sh); else the installed one, else the newest
+# version that can be. Chosen before installing: never a server the plugin cannot be built for.
 PKGS="mariadb-server mariadb-server-core mariadb-client mariadb-client-core mariadb-common libmariadb3 mariadb-backup"
-DEB_VERSION=${Q4M_MARIADB_DEB_VERSION:-$(apt-cache policy mariadb-server-core | sed -n 's/^ *Candidate: //p')}
+installed=$(dpkg-query -W -f='${db:Status-Status} ${Version}' mariadb-server-core 2>/dev/null | sed -n 's/^installed //p' || true)
+candidate=$(apt-cache policy mariadb-server-core | sed -n 's/^ *Candidate: //p')
+DEB_VERSION=${Q4M_MARIADB_DEB_VERSION:-$candidate}
 [ -n "$DEB_VERSION" ] && [ "$DEB_VERSION" != "(none)" ] || { log "apt knows no mariadb-server-core"; exit 1; }
+if ! CACHE=$(bash scripts/build-sdk.sh "$DEB_VERSION" $(sdk_args)); then
+  wanted=$DEB_VERSION; DEB_VERSION=""
+  for v in $installed $(apt-cache madison mariadb-server-core | awk '{print $3}'); do
+    [ "$v" = "$wanted" ] && continue
+    if CACHE=$(bash scripts/build-sdk.sh "$v" $(sdk_args)); then DEB_VERSION=$v; break; fi
+  done
+  [ -n "$DEB_VERSION" ] || { log "the plugin can be built for no MariaDB version apt offers"; exit 1; }
+  log "WARNING: MariaDB $wanted cannot be built for yet (above); using $DEB_VERSION."
+  log "WARNING: run this again when Debian's archive serves $wanted's source package (docs/build.md)."
+fi
+
+# 3. server + client at that version, held (so `apt upgrade` does not move the server under a
+# plugin built for it: a run of this script does, and the next `make` rebuilds the plugin)
 need_install=0
 for p in $PKGS libmariadb-dev; do have_pkg_version "$p" "$DEB_VERSION" || need_install=1; done
-for p in g++ make python3-pytest python3-pymysql; do dpkg -s "$p" >/dev/null 2>&1 || need_install=1; done
 pinned=""; for p in $PKGS libmariadb-dev; do pinned="$pinned $p=$DEB_VERSION"; done
 if [ $need_install = 1 ]; then
-  installed=$(dpkg-query -W -f='${Version}' mariadb-server-core 2>/dev/null || true)
-  log "installing MariaDB $DEB_VERSION${installed:+ (installed: $installed)} and build tools"
-  # shellcheck disable=SC2086  # one word per package
+  log "installing MariaDB $DEB_VERSION${installed:+ (installed: $installed)}"
   if [ $DRY_RUN = 1 ]; then
-    log "would run: apt-get install g++ make python3-pytest python3-pymysql$pinned; apt-mark hold"
-    apt-get -s install -qq --no-install-recommends --allow-downgrades --allow-change-held-packages \
-      g++ make python3-pytest python3-pymysql $pinned 2>&1 | grep -E '^(Inst|Remv)' | sed 's/^/[setup]   /' >&2 || true
+    log "would run: apt-get install$pinned; apt-mark hold"
+    # shellcheck disable=SC2086  # one word per package
+    apt-get -s install -qq --no-install-recommends --allow-downgrades --allow-change-held-packages $pinned 2>&1 \
+      | grep -E '^(Inst|Remv)' | sed 's/^/[setup]   /' >&2 || true
   else
     apt_update_once
+    # shellcheck disable=SC2086  # one word per package
     $SUDO apt-mark unhold $PKGS libmariadb-dev >/dev/null 2>&1 || true
+    # shellcheck disable=SC2086
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --allow-downgrades \
-      --allow-change-held-packages g++ make python3-pytest python3-pymysql $pinned >&2
+      --allow-change-held-packages $pinned >&2
+    # shellcheck disable=SC2086
     $SUDO apt-mark hold $PKGS libmariadb-dev >/dev/null
     # Debian starts a system mariadbd on install; we never need it for build or tests.
     if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl stop mariadb >/dev/null 2>&1 || true; fi
@@ -67,7 +99,7 @@ if [ $need_install = 1 ]; then
   fi
 fi
 
-# 2. q4m-monitor (tools/monitor) and its browser tests: Debian's packages, pinned. Chromium
+# 4. q4m-monitor (tools/monitor) and its browser tests: Debian's packages, pinned. Chromium
 # is the exception: Debian's security archive keeps only its newest build, so the pinned one
 # may be gone; then the archive's current build is installed, browser and driver always at
 # one version (ChromeDriver drives only its own Chromium).
@@ -94,5 +126,4 @@ if [ $need_monitor = 1 ]; then
   fi
 fi
 
-# 3. the server's headers for that version (cached, keyed by version)
-bash scripts/build-sdk.sh "$DEB_VERSION" $([ $DRY_RUN = 1 ] && echo --dry-run)
+echo "$CACHE"

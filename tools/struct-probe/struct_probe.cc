@@ -11,6 +11,8 @@
 #include "table.h"
 #include "handler.h"
 #include "item_func.h"
+#include "item_strfunc.h"
+#include "item_create.h"
 #include "field.h"
 #include "sql_lex.h"
 #include "mdl.h"
