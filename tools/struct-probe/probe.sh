@@ -4,10 +4,10 @@
 #   tools/struct-probe/probe.sh SDK_A [SDK_B]      SDK: a version (10.11.19) or an SDK directory
 #   STD=gnu++11 tools/struct-probe/probe.sh SDK_A  the server's own standard against ours
 # With two SDKs (or STD set), exit status 0 only if both print the same lines; the lines go to
-# $OUT (default /tmp/struct-probe-$USER), one file per build.
+# $OUT (default: a new directory in /tmp), one file per build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/struct-probe-${USER:-$(id -un)}}
+OUT=${OUT:-$(mktemp -d /tmp/struct-probe.XXXXXX)}
 mkdir -p "$OUT"
 sdk_dir() { case "$1" in */*) echo "$1" ;; *) echo "${Q4M_CACHE:-$HOME/.cache/q4m}/mariadb-$1" ;; esac; }
 
@@ -17,7 +17,7 @@ probe() {  # probe SDK STD -> prints the output file
   [ -f "$sdk/.complete" ] || { echo "no SDK in $sdk (scripts/setup-deps.sh makes it)" >&2; exit 2; }
   flags=$(make -s --no-print-directory plugin-cxxflags MARIADB_VERSION=probe SDK="$sdk")
   flags=${flags//-std=gnu++17/-std=$std}
-  name=$OUT/$(basename "$sdk")-$std
+  name=$(mktemp -u "$OUT/$(basename "$sdk")-$std.XXXX")
   # shellcheck disable=SC2086  # one word per flag
   g++ $flags -Wno-invalid-offsetof tools/struct-probe/struct_probe.cc -o "$name.bin"
   "$name.bin" > "$name.txt"
