@@ -1,21 +1,31 @@
 # q4m build. `make run` = build + start a local server with the engine; `make test` = all tests.
-MARIADB_VERSION := 10.11.18
+# The plugin is built for one server version: the installed server's, else the version
+# scripts/setup-deps.sh would install (Debian's newest, security updates included).
+# `make MARIADB_VERSION=10.11.19 BUILD=build-10.11.19 plugin` builds for another version's SDK.
+ifeq ($(origin MARIADB_VERSION),undefined)
+MARIADB_VERSION := $(shell bash scripts/mariadb-version.sh)
+endif
+ifeq ($(strip $(MARIADB_VERSION)),)
+$(error cannot tell the MariaDB server version (no mariadb-server-core installed or in apt): set MARIADB_VERSION)
+endif
 SDK ?= $(HOME)/.cache/q4m/mariadb-$(MARIADB_VERSION)
-BUILD := build
+BUILD ?= build
 CXX ?= g++
 JOBS ?= 2
 
 # Queue core (core/, cond/): plain C++17, no MariaDB headers (none are on its include path).
 # Includes are written from the repository root ("core/table/queue_table.h").
 CORE_CXXFLAGS := -std=c++17 -O2 -g -fPIC -Wall -Wextra -pthread -fno-omit-frame-pointer -I.
+# The server version's own packaged headers (libmariadbd-dev) come before the source package's,
+# which may be an older version's when Debian's archive lacks the newer source (docs/build.md).
+SDK_INCLUDES := -I$(SDK)/gen -I$(SDK)/devroot/usr/include/mariadb/server -I$(SDK)/src/include/providers \
+  -I$(SDK)/src/include -I$(SDK)/src/sql -I$(SDK)/src/wsrep-lib/include -I$(SDK)/src/wsrep-lib/wsrep-API/v26
 # Engine + functions: compiled against the server's own headers; these defines change
 # the layout of server structs and must match Debian's build (see docs/build.md).
 PLUGIN_CXXFLAGS := -std=gnu++17 -O2 -g -fPIC -fno-omit-frame-pointer -fstack-protector-strong \
   -D_FORTIFY_SOURCE=2 -DHAVE_CONFIG_H -DMYSQL_DYNAMIC_PLUGIN -D_FILE_OFFSET_BITS=64 -DDBUG_OFF -DNDEBUG \
   -Wall -Wno-unused-parameter -I. \
-  -I$(SDK)/gen -I$(SDK)/src/include/providers -I$(SDK)/src/include -I$(SDK)/src/sql \
-  -I$(SDK)/devroot/usr/include/mariadb/server -I$(SDK)/src/wsrep-lib/include \
-  -I$(SDK)/src/wsrep-lib/wsrep-API/v26
+  $(SDK_INCLUDES)
 SERVICES_LIB := $(SDK)/devroot/usr/lib/x86_64-linux-gnu/libmysqlservices.a
 
 CORE_SRC := $(wildcard core/*/*.cc cond/*.cc)
@@ -37,7 +47,7 @@ TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/
 # Client programs the integration tests drive (binary-protocol consumer, scripted session).
 TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client $(BUILD)/tests/db_statement_client
 
-.PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean
+.PHONY: FORCE all deps plugin plugin-cxxflags tools unit-tests test-clients run stop test unit integration bench clean
 all: plugin tools unit-tests test-clients
 
 # Installs the pinned MariaDB, toolchain and cached server headers (idempotent).
@@ -46,8 +56,19 @@ deps:
 
 $(SDK)/.complete:
 	@bash scripts/setup-deps.sh >/dev/null
+	@test -f $@ || { echo "scripts/setup-deps.sh made no SDK for MariaDB $(MARIADB_VERSION) in $(SDK)" >&2; exit 1; }
+
+# Which SDK the plugin objects were compiled against: a new server version (or SDK) rebuilds them.
+SDK_STAMP := $(BUILD)/sdk-version
+$(SDK_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MARIADB_VERSION) $(SDK)' | cmp -s - $@ || echo '$(MARIADB_VERSION) $(SDK)' > $@
+FORCE:
 
 plugin: $(PLUGIN)
+# The flags the plugin is compiled with (tools/struct-probe/probe.sh compiles its probe with them).
+plugin-cxxflags:
+	@echo '$(PLUGIN_CXXFLAGS)'
 tools: $(TOOLS)
 unit-tests: $(UNIT_BIN)
 test-clients: $(TEST_CLIENTS)
@@ -58,13 +79,13 @@ $(BUILD)/core/%.o: core/%.cc $(CORE_HDR)
 $(BUILD)/cond/%.o: cond/%.cc $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CORE_CXXFLAGS) -c $< -o $@
-$(BUILD)/engine/%.o: engine/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
+$(BUILD)/engine/%.o: engine/%.cc $(PLUGIN_HDR) $(CORE_HDR) $(SDK_STAMP) | $(SDK)/.complete
 	@mkdir -p $(dir $@)
 	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
-$(BUILD)/functions/%.o: functions/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
+$(BUILD)/functions/%.o: functions/%.cc $(PLUGIN_HDR) $(CORE_HDR) $(SDK_STAMP) | $(SDK)/.complete
 	@mkdir -p $(dir $@)
 	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
-$(BUILD)/plugin/%.o: plugin/%.cc $(PLUGIN_HDR) $(CORE_HDR) | $(SDK)/.complete
+$(BUILD)/plugin/%.o: plugin/%.cc $(PLUGIN_HDR) $(CORE_HDR) $(SDK_STAMP) | $(SDK)/.complete
 	@mkdir -p $(dir $@)
 	$(CXX) $(PLUGIN_CXXFLAGS) -c $< -o $@
 

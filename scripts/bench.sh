@@ -17,7 +17,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BENCH=$REPO/build/bin/q4m-bench
-PLUGIN_DIR=${Q4M_BENCH_PLUGIN_DIR:-$REPO/build/plugin}  # another build (old/new alternated): its plugin dir
+# Q4M_PLUGIN_DIR / Q4M_SERVER_ROOT: another build, a server unpacked elsewhere (docs/build.md,
+# "Testing against another server version"), as the integration tests take them.
+PLUGIN_DIR=${Q4M_BENCH_PLUGIN_DIR:-${Q4M_PLUGIN_DIR:-$REPO/build/plugin}}  # Q4M_BENCH_PLUGIN_DIR: another build (old/new alternated)
+ROOT_OPTS=""
+if [ -n "${Q4M_SERVER_ROOT:-}" ]; then
+  PATH=$Q4M_SERVER_ROOT/usr/bin:$Q4M_SERVER_ROOT/usr/sbin:$PATH
+  ROOT_OPTS="--basedir=$Q4M_SERVER_ROOT/usr --lc-messages-dir=$Q4M_SERVER_ROOT/usr/share/mysql"
+fi
 log() { echo "[bench] $*" >&2; }
 
 [ -x "$BENCH" ] || { log "missing $BENCH (run: make tools)"; exit 2; }
@@ -86,7 +93,7 @@ trap cleanup EXIT
 
 log "initializing a throwaway server in $TMP"
 "$INSTALL_DB" --no-defaults --datadir="$TMP/data" --auth-root-authentication-method=normal \
-  --skip-test-db >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; exit 2; }
+  --skip-test-db $ROOT_OPTS >"$TMP/install.log" 2>&1 || { cat "$TMP/install.log" >&2; exit 2; }
 
 # InnoDB sized for a 2-core / small-memory machine; everything else default.
 # innodb_flush_log_at_trx_commit, sync_binlog and queue_sync_mode are set per run by
@@ -95,7 +102,7 @@ log "initializing a throwaway server in $TMP"
 USER_OPT=""; [ "$(id -u)" = 0 ] && USER_OPT="--user=root"
 log "binary log: $binlog${PLUGIN_OPTS:+; QUEUE loaded at startup}"
 "$MARIADBD" --no-defaults $USER_OPT --datadir="$TMP/data" --socket="$SOCK" --skip-networking \
-  --pid-file="$TMP/mysqld.pid" --log-error="$TMP/error.log" --plugin-dir="$PLUGIN_DIR" $PLUGIN_OPTS \
+  --pid-file="$TMP/mysqld.pid" --log-error="$TMP/error.log" --plugin-dir="$PLUGIN_DIR" $PLUGIN_OPTS $ROOT_OPTS \
   --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --innodb-flush-method=O_DIRECT \
   --max-connections=1100 --thread-cache-size=300 $BINLOG_OPTS &
 SERVER_PID=$!

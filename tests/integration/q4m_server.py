@@ -16,8 +16,23 @@ from pathlib import Path
 import pymysql
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN_DIR = REPO / "build" / "plugin"
+# Q4M_SERVER_ROOT: test a server unpacked elsewhere (`dpkg-deb -x` of another version's debs,
+# docs/build.md "Testing against another server version") instead of the installed one; its
+# client tools (mariadb, mariadb-dump, mariadb-backup, ...) then come first on every test's PATH.
+SERVER_ROOT = Path(os.environ["Q4M_SERVER_ROOT"]) if os.environ.get("Q4M_SERVER_ROOT") else None
+# Q4M_PLUGIN_DIR: the plugin built for that server (`make MARIADB_VERSION=... BUILD=... plugin`).
+PLUGIN_DIR = Path(os.environ.get("Q4M_PLUGIN_DIR") or REPO / "build" / "plugin")
 PLUGIN_SO = PLUGIN_DIR / "ha_queue.so"
+# The server package's own plugins (file_key_management.so, ...).
+SERVER_PLUGIN_DIR = (SERVER_ROOT or Path("/")) / "usr/lib/mysql/plugin"
+# mariadbd and mariadb-install-db look for their share files (errmsg.sys, the system tables'
+# SQL) under the compiled-in /usr unless told where they are.
+SERVER_ROOT_ARGS = ([f"--basedir={SERVER_ROOT}/usr", f"--lc-messages-dir={SERVER_ROOT}/usr/share/mysql"]
+                    if SERVER_ROOT else [])
+if SERVER_ROOT:
+    os.environ["PATH"] = f"{SERVER_ROOT}/usr/bin:{SERVER_ROOT}/usr/sbin:{os.environ.get('PATH', '')}"
+    lib = f"{SERVER_ROOT}/usr/lib/x86_64-linux-gnu"
+    os.environ["LD_LIBRARY_PATH"] = f"{lib}:{os.environ['LD_LIBRARY_PATH']}" if os.environ.get("LD_LIBRARY_PATH") else lib
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 60
 # A hung engine must fail a test, not hang the suite: every client read has a deadline.
@@ -25,6 +40,12 @@ READ_TIMEOUT_S = 180
 
 
 def _tool(name):
+    if SERVER_ROOT:
+        # Never a tool of the installed server: that would test a mix of two versions.
+        for d in ("usr/sbin", "usr/bin"):
+            if (SERVER_ROOT / d / name).exists():
+                return str(SERVER_ROOT / d / name)
+        raise RuntimeError(f"{name} not found in Q4M_SERVER_ROOT={SERVER_ROOT}")
     path = shutil.which(name)
     for d in ("/usr/sbin", "/usr/bin"):
         if path is None and os.path.exists(os.path.join(d, name)):
@@ -52,7 +73,8 @@ def make_pristine_datadir(dest: Path):
     with open(log, "w") as out:
         rc = subprocess.call(
             [_tool("mariadb-install-db"), "--no-defaults", f"--datadir={dest}",
-             "--auth-root-authentication-method=normal", "--skip-test-db"] + INNODB_ARGS + _as_root_args(),
+             "--auth-root-authentication-method=normal", "--skip-test-db"] + SERVER_ROOT_ARGS + INNODB_ARGS
+            + _as_root_args(),
             stdout=out, stderr=subprocess.STDOUT)
     if rc != 0:
         raise RuntimeError(f"mariadb-install-db failed (rc={rc}):\n{log.read_text()[-3000:]}")
@@ -133,7 +155,7 @@ class Server:
                 f"--socket={self.socket}", "--skip-networking", f"--plugin-dir={self.plugin_dir}",
                 f"--log-error={self.errlog_path}", f"--pid-file={self.root / 'mysqld.pid'}",
                 "--skip-name-resolve", "--max-connections=300",
-                "--local-infile=1", f"--secure-file-priv={self.root}"] + INNODB_ARGS + SERVER_ONLY_ARGS + _as_root_args()
+                "--local-infile=1", f"--secure-file-priv={self.root}"] + SERVER_ROOT_ARGS + INNODB_ARGS + SERVER_ONLY_ARGS + _as_root_args()
         own = self.extra_args + list(extra_args or [])
         if self.binlog_default:
             own = binlog_args(self.root, own) + own

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from q4m_server import _tool
 from sqlcheck import expect_error, query, value
 
 HERE = Path(__file__).resolve().parent
@@ -267,7 +268,7 @@ def _client_dir(server, tmp_path):
     bin_dir.mkdir(exist_ok=True)
     for tool in ("mariadb", "mariadb-dump"):
         wrapper = bin_dir / tool
-        wrapper.write_text(f"#!/bin/sh\nexec /usr/bin/{tool} --socket={server.socket} --user=root \"$@\"\n")
+        wrapper.write_text(f"#!/bin/sh\nexec {_tool(tool)} --socket={server.socket} --user=root \"$@\"\n")
         wrapper.chmod(0o755)
     return bin_dir
 

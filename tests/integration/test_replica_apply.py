@@ -8,11 +8,11 @@ import itertools
 import random
 import shutil
 import threading
-from pathlib import Path
 
 import pymysql
 import pytest
 
+from q4m_server import SERVER_PLUGIN_DIR
 from replication_pair import Pair
 from sqlcheck import consume_job, query, wait_until
 
@@ -21,7 +21,6 @@ ROWS_PER_PRODUCER = 600
 # The replica logs what it applies (log_slave_updates), as a replica that may be promoted must:
 # its binary log then coordinates its commits.
 REPLICA_BINLOG = ["--log-bin=replica-bin", "--log-slave-updates"]
-SERVER_PLUGIN_DIR = Path("/usr/lib/mysql/plugin")  # the Debian package's
 
 
 def _produce(primary, producer, removed, errors):
