@@ -264,15 +264,11 @@ def test_kill9_under_load_never_lets_a_key_in_twice_nor_loses_one(fresh_server):
 # With the binary log on every autocommit INSERT is a statement transaction whose drop is
 # decided at its commit (two-phase): the note came only without it. The plugin is loaded at
 # startup, as ./q4m.sh run does.
-BINLOG_MODES = {"binlog on": ["--log-bin=bin", "--server-id=1", "--binlog-format=ROW"], "binlog off": ["--skip-log-bin"]}
-
-
-@pytest.fixture(params=list(BINLOG_MODES), scope="module")
-def binlog_server(request, server_factory):
-    s = server_factory.new(extra_args=BINLOG_MODES[request.param], at_startup=True)
-    assert s.value("SELECT @@log_bin") == (request.param == "binlog on")
-    yield s
-    s.destroy()
+@pytest.fixture
+def binlog_server(server, binlog):
+    """The shared server of the module's binary log mode (both_binlog_modes)."""
+    assert server.value("SELECT @@log_bin") == binlog
+    return server
 
 
 def _dup_notes(c):
