@@ -37,7 +37,7 @@ TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/
 # Client programs the integration tests drive (binary-protocol consumer, scripted session).
 TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client $(BUILD)/tests/db_statement_client
 
-.PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean
+.PHONY: all deps plugin tools unit-tests test-clients run stop test unit integration bench clean deb
 all: plugin tools unit-tests test-clients
 
 # Installs the pinned MariaDB, toolchain and cached server headers (idempotent).
@@ -97,8 +97,9 @@ $(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/comm
 	$(CXX) $(TOOL_CXXFLAGS) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)
 
 # README command 1: build, then start a local server (./var) with the engine installed.
+# Running needs the plugin and the tools (q4m-monitor is Python), not the unit tests.
 run: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) plugin tools
 	@bash scripts/local-server.sh start
 
 stop:
@@ -115,6 +116,16 @@ unit: unit-tests
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@bash scripts/bench.sh $(BENCH_ARGS)
+
+# The Debian package mariadb-plugin-q4m (docs/build.md, "Debian package"): the plugin for the
+# installed mariadb-server version, which the package then depends on exactly.
+# DEB_VERSION_SUFFIX is appended to the package version (a newer build of the same tree).
+MARIADB_DEB_VERSION ?= $(shell dpkg-query -W -f='$${Version}' mariadb-server-core 2>/dev/null)
+DEB_DIR ?= $(BUILD)/deb
+DEB_VERSION_SUFFIX ?=
+deb: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) plugin tools
+	@bash scripts/build-deb.sh "$(DEB_DIR)" "$(MARIADB_DEB_VERSION)" "$(DEB_VERSION_SUFFIX)"
 
 clean:
 	rm -rf $(BUILD)
