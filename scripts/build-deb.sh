@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the Debian package mariadb-plugin-q4m from an already built tree (`make deb` builds the
 # plugin and the tools first, then calls this). No network, no debhelper: dpkg-deb only.
-#   scripts/build-deb.sh OUT_DIR SERVER_VERSION [VERSION_SUFFIX]
+#   scripts/build-deb.sh OUT_DIR SERVER_VERSION [VERSION_SUFFIX [MAINTAINER]]
 # SERVER_VERSION is the mariadb-server version the plugin was built for; the package depends on
 # exactly it. VERSION_SUFFIX is appended to the package version (e.g. "+local2" for a newer
 # build of the same tree). Prints the path of the .deb as its last line.
@@ -11,6 +11,7 @@ ROOT=$PWD
 OUT=${1:?usage: build-deb.sh OUT_DIR SERVER_VERSION [VERSION_SUFFIX]}
 SERVER_VERSION=${2:-}
 SUFFIX=${3:-}
+MAINTAINER=${4:-q4m authors <q4m@users.noreply.github.com>}
 PKG=mariadb-plugin-q4m
 SRC=$ROOT/packaging/deb
 BUILD=$ROOT/build
@@ -65,7 +66,7 @@ install -D -m 644 "$SRC/copyright" "$DOC/copyright"
 install -m 644 "$SRC/README" "$DOC/README"
 date=$(date -R -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")
 sed -e "s/@VERSION@/$VERSION/" -e "s/@GITREV@/$gitrev/" -e "s/@SERVER_VERSION@/$SERVER_VERSION/" \
-    -e "s/@DATE@/$date/" "$SRC/changelog.in" | gzip -9n >"$DOC/changelog.Debian.gz"
+    -e "s/@DATE@/$date/" -e "s|@MAINTAINER@|$MAINTAINER|" "$SRC/changelog.in" | gzip -9n >"$DOC/changelog.Debian.gz"
 chmod 644 "$DOC/changelog.Debian.gz"
 
 # --- control
@@ -80,7 +81,7 @@ rm -rf "$SHL"
 [ -n "$shlibs" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 size=$(du -k -s --exclude=DEBIAN "$STAGE" | cut -f1)
 sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$ARCH/" -e "s/@SIZE@/$size/" \
-    -e "s/@SERVER_VERSION@/$SERVER_VERSION/g" -e "s/@SHLIBS@/$shlibs/" \
+    -e "s/@SERVER_VERSION@/$SERVER_VERSION/g" -e "s/@SHLIBS@/$shlibs/" -e "s|@MAINTAINER@|$MAINTAINER|" \
     "$SRC/control.in" >"$STAGE/DEBIAN/control"
 echo /etc/mysql/mariadb.conf.d/50-q4m.cnf >"$STAGE/DEBIAN/conffiles"
 for s in postinst prerm postrm; do install -m 755 "$SRC/$s" "$STAGE/DEBIAN/$s"; done
@@ -89,6 +90,8 @@ for s in postinst prerm postrm; do install -m 755 "$SRC/$s" "$STAGE/DEBIAN/$s"; 
 chmod 644 "$STAGE/DEBIAN/md5sums" "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/conffiles"
 
 deb=$OUT/${PKG}_${VERSION}_${ARCH}.deb
+# One package in OUT_DIR, so that `apt install ./build/deb/mariadb-plugin-q4m_*.deb` picks it.
+rm -f "$OUT/${PKG}"_*.deb
 dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$deb" >/dev/null
 rm -rf "$STAGE"
 echo "$deb"
