@@ -38,6 +38,20 @@ rm -rf "$STAGE"
 mkdir -p "$STAGE/DEBIAN"
 umask 022
 
+# The plugin must link in the server it is for: every symbol it takes from the server (the
+# unversioned undefined ones) must be exported by this machine's mariadbd. Catches a plugin
+# linked from stale objects, which the server would refuse at startup ("undefined symbol").
+if [ -x /usr/sbin/mariadbd ] && [ -z "${Q4M_DEB_SKIP_SYMBOL_CHECK:-}" ]; then
+  missing=$(comm -23 <(nm -D --undefined-only "$BUILD/plugin/ha_queue.so" | awk '$1 == "U" && $2 !~ /@/ {print $2}' | LC_ALL=C sort -u) \
+                     <(nm -D --defined-only /usr/sbin/mariadbd | awk '{print $3}' | sed 's/@.*//' | LC_ALL=C sort -u))
+  if [ -n "$missing" ]; then
+    echo "build-deb: $BUILD/plugin/ha_queue.so needs symbols /usr/sbin/mariadbd does not export" \
+         "(stale objects? make -B plugin):" >&2
+    echo "$missing" | head -n 5 | c++filt >&2
+    exit 1
+  fi
+fi
+
 # --- files
 install -D -m 644 "$BUILD/plugin/ha_queue.so" "$STAGE/usr/lib/mysql/plugin/ha_queue.so"
 install -D -m 755 "$BUILD/bin/q4m-bench" "$STAGE/usr/bin/q4m-bench"
