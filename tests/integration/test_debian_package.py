@@ -15,7 +15,9 @@ service only (everything else is still asked of the original), as on a normal De
 """
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,11 +40,30 @@ ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
 
 
 def run(cmd, timeout=120, check=True):
-    r = subprocess.run(cmd, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=timeout)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, cmd))} exited {r.returncode}:\n{r.stdout[-4000:]}")
-    return r
+    """Runs cmd to its end: a Ctrl-C or SIGTERM meanwhile is raised only after it (killing
+    apt or dpkg halfway would leave the package half-installed for the cleanup)."""
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        end = time.monotonic() + timeout
+        interrupted = None
+        while True:
+            try:
+                rc = proc.wait(timeout=max(0.1, end - time.monotonic()))
+                break
+            except KeyboardInterrupt as e:
+                interrupted = e
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise AssertionError(f"{' '.join(map(str, cmd))} took over {timeout} s")
+        out.seek(0)
+        text = out.read()
+    if interrupted:
+        raise interrupted
+    if check and rc != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} exited {rc}:\n{text[-4000:]}")
+    return subprocess.CompletedProcess(cmd, rc, text)
 
 
 def installed_version():
@@ -154,6 +175,15 @@ def drop_test_database():
         shutil.rmtree(DATADIR / DB, ignore_errors=True)
 
 
+def _stop_like_ctrl_c(sig, frame):
+    # SIGTERM/SIGHUP (e.g. the suite's timeout) end the test as Ctrl-C does, so the fixture's
+    # cleanup still restores policy-rc.d and purges the package. An interrupted run's leftovers
+    # (the saved policy, a "+pkgtest" package) are also cleaned up by the next run.
+    for s in (signal.SIGTERM, signal.SIGHUP):  # a second one must not cut the cleanup short
+        signal.signal(s, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {sig}")
+
+
 @pytest.fixture
 def machine(tmp_path):
     if os.geteuid() != 0:
@@ -165,6 +195,7 @@ def machine(tmp_path):
         pytest.skip(f"{PKG} {version} is installed (not by this test): the test would replace it")
     was_running = service_running()
     had_user = run(["getent", "passwd", "q4m"], check=False).returncode == 0
+    old_handlers = {sig: signal.signal(sig, _stop_like_ctrl_c) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         if version:  # a leftover of an interrupted run of this test
             run(["dpkg", "--purge", PKG], timeout=120)
@@ -186,6 +217,8 @@ def machine(tmp_path):
         if not had_user:  # postinst's system user: Debian keeps users on purge, the test does not
             run(["deluser", "--system", "q4m"], check=False)
             run(["delgroup", "--system", "q4m"], check=False)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
 
 
 def test_install_upgrade_remove_reinstall_purge(machine):
