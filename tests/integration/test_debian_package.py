@@ -231,7 +231,9 @@ def test_install_upgrade_remove_reinstall_purge(machine):
     assert f"mariadb-server (= {server})" in control
     if shutil.which("lintian"):  # not a dependency of the tree; docs/build.md explains the overrides
         tags = run(["lintian", "-I", "--pedantic", str(deb1)], check=False).stdout
-        assert not [t for t in tags.splitlines() if t[:2] in ("E:", "W:", "I:", "P:")], tags
+        # A suffixed version ("-1+pkgtest1") is no initial upload: that override goes unused.
+        assert not [t for t in tags.splitlines() if t[:2] in ("E:", "W:", "I:", "P:")
+                    and "unused-override initial-upload-closes-no-bugs" not in t], tags
 
     # --- install: a running server is restarted with the engine loaded at startup
     pid = server_pid()
