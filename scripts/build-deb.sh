@@ -89,8 +89,19 @@ chmod 644 "$DOC/changelog.Debian.gz"
 SHL=$OUT/shlibs
 rm -rf "$SHL"; mkdir -p "$SHL/debian"
 printf 'Source: q4m\n\nPackage: %s\nArchitecture: any\n' "$PKG" >"$SHL/debian/control"
-shlibs=$(cd "$SHL" && dpkg-shlibdeps -O -e"$STAGE/usr/bin/q4m-bench" -e"$STAGE/usr/bin/q4m-forward" \
-           -e"$STAGE/usr/lib/mysql/plugin/ha_queue.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+BINS=("$STAGE/usr/bin/q4m-bench" "$STAGE/usr/bin/q4m-forward" "$STAGE/usr/lib/mysql/plugin/ha_queue.so")
+if command -v dpkg-shlibdeps >/dev/null; then
+  shlibs=$(cd "$SHL" && dpkg-shlibdeps -O "${BINS[@]/#/-e}" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+else
+  # No dpkg-dev (scripts/setup-deps.sh does not need it): the packages owning the libraries
+  # the binaries load, without minimum versions.
+  shlibs=$(for lib in $(objdump -p "${BINS[@]}" | awk '$1 == "NEEDED" {print $2}' | sort -u); do
+             path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|x86_64/ {print $NF; exit}')
+             [ -n "$path" ] || continue
+             real=$(readlink -f "$path")  # dpkg knows a file by one of its /lib, /usr/lib names
+             { dpkg -S "$path" "$real" "${real#/usr}" 2>/dev/null || true; } | head -n 1 | cut -d: -f1
+           done | sort -u | paste -sd, | sed 's/,/, /g')
+fi
 rm -rf "$SHL"
 [ -n "$shlibs" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 size=$(du -k -s --exclude=DEBIAN "$STAGE" | cut -f1)

@@ -36,7 +36,9 @@ POLICY_SAVED = Path("/usr/sbin/policy-rc.d.q4m-test-orig")
 DB = "q4m_pkgtest"
 MARK = "+pkgtest"          # version suffix of the test's builds: a leftover is recognisable
 APT = ["apt-get", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=60"]
-ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+# Run from `make test`: the nested `make deb` must not inherit its jobserver or flags.
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+ENV["DEBIAN_FRONTEND"] = "noninteractive"
 
 
 def run(cmd, timeout=120, check=True):
