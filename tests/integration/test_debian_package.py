@@ -33,6 +33,9 @@ PLUGIN = Path("/usr/lib/mysql/plugin/ha_queue.so")
 DATADIR = Path("/var/lib/mysql")
 POLICY = Path("/usr/sbin/policy-rc.d")
 POLICY_SAVED = Path("/usr/sbin/policy-rc.d.q4m-test-orig")
+# Debian's server listens on 127.0.0.1:3306; other tests' throwaway servers take free TCP ports
+# on this machine, so while the test runs the service listens on its socket only.
+SOCKET_ONLY = Path("/etc/mysql/mariadb.conf.d/99-q4m-pkgtest.cnf")
 DB = "q4m_pkgtest"
 MARK = "+pkgtest"          # version suffix of the test's builds: a leftover is recognisable
 APT = ["apt-get", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=60"]
@@ -202,7 +205,9 @@ def machine(tmp_path):
         if version:  # a leftover of an interrupted run of this test
             run(["dpkg", "--purge", PKG], timeout=120)
         allow_mariadb_in_policy()
-        r = run(["service", "mariadb", "start"], timeout=120, check=False)
+        SOCKET_ONLY.write_text("# written by q4m's test_debian_package.py while it runs\n"
+                               "[mariadb]\nskip-networking\n")
+        r = run(["service", "mariadb", "restart"], timeout=120, check=False)
         if r.returncode != 0 or server_pid() is None:
             pytest.skip(f"Debian's mariadb service cannot be started here: {r.stdout[-1000:]}")
         connect(deadline=30).close()
@@ -211,8 +216,9 @@ def machine(tmp_path):
         drop_test_database()
         if installed_version():
             run(["dpkg", "--purge", PKG], timeout=120, check=False)
-        if was_running:
-            run(["service", "mariadb", "start"], timeout=120, check=False)
+        SOCKET_ONLY.unlink(missing_ok=True)
+        if was_running:  # as before: with its own configuration
+            run(["service", "mariadb", "restart"], timeout=120, check=False)
         else:
             run(["service", "mariadb", "stop"], timeout=120, check=False)
         restore_policy()
@@ -251,6 +257,7 @@ def test_install_upgrade_remove_reinstall_purge(machine):
     for unit in ("q4m-monitor.service", "q4m-forward@.service"):
         assert Path("/lib/systemd/system", unit).exists()
         assert not list(Path("/etc/systemd/system").glob(f"*.wants/{unit}")), f"{unit} enabled"
+    assert query("SELECT @@skip_networking", db=None) == ((1,),)  # no TCP port taken from others
     engine = query("SELECT SUPPORT, TRANSACTIONS, XA FROM information_schema.ENGINES "
                    "WHERE ENGINE = 'QUEUE'", db=None)
     assert engine == (("YES", "YES", "YES"),), engine  # loaded at startup: two-phase commit
