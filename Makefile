@@ -41,13 +41,15 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.cc=$(BUILD)/tests/%)
 
 TOOL_CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -pthread -I. $(shell mariadb_config --cflags 2>/dev/null)
 TOOL_LIBS := $(shell mariadb_config --libs 2>/dev/null) -pthread
+# The installed tools (q4m-bench, q4m-forward; also in the Debian package) get Debian's hardening.
+TOOL_HARDENING := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -Wl,-z,relro -Wl,-z,now
 BENCH_SRC := $(wildcard tools/bench/*.cc)
 FORWARD_SRC := $(wildcard tools/forward/*.cc)
 TOOLS := $(if $(BENCH_SRC),$(BUILD)/bin/q4m-bench) $(if $(FORWARD_SRC),$(BUILD)/bin/q4m-forward)
 # Client programs the integration tests drive (binary-protocol consumer, scripted session).
 TEST_CLIENTS := $(BUILD)/tests/ps_consumer $(BUILD)/tests/session_client $(BUILD)/tests/db_statement_client
 
-.PHONY: FORCE all deps plugin plugin-cxxflags tools unit-tests test-clients run stop test unit integration bench clean
+.PHONY: FORCE all deps plugin plugin-cxxflags tools unit-tests test-clients run stop test unit integration bench clean deb
 all: plugin tools unit-tests test-clients
 
 # Installs the pinned MariaDB, toolchain and cached server headers (idempotent).
@@ -103,7 +105,7 @@ $(BUILD)/tests/storage_power_loss_test: TEST_LDFLAGS := \
 
 $(BUILD)/bin/q4m-bench: $(BENCH_SRC) $(wildcard tools/bench/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
-	$(CXX) $(TOOL_CXXFLAGS) $(BENCH_SRC) -o $@ $(TOOL_LIBS)
+	$(CXX) $(TOOL_CXXFLAGS) $(TOOL_HARDENING) $(BENCH_SRC) -o $@ $(TOOL_LIBS)
 $(BUILD)/tests/ps_consumer: tests/integration/ps_consumer.cc
 	@mkdir -p $(dir $@)
 	$(CXX) $(TOOL_CXXFLAGS) $< -o $@ $(TOOL_LIBS)
@@ -115,11 +117,12 @@ $(BUILD)/tests/db_statement_client: tests/integration/db_statement_client.cc $(w
 	$(CXX) $(TOOL_CXXFLAGS) -Itools/common $< -o $@ $(TOOL_LIBS)
 $(BUILD)/bin/q4m-forward: $(FORWARD_SRC) $(wildcard tools/forward/*.h tools/common/*.h)
 	@mkdir -p $(dir $@)
-	$(CXX) $(TOOL_CXXFLAGS) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)
+	$(CXX) $(TOOL_CXXFLAGS) $(TOOL_HARDENING) $(FORWARD_SRC) -o $@ $(TOOL_LIBS)
 
 # README command 1: build, then start a local server (./var) with the engine installed.
+# Running needs the plugin and the tools (q4m-monitor is Python), not the unit tests.
 run: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory -j$(JOBS) plugin tools
 	@bash scripts/local-server.sh start
 
 stop:
@@ -136,6 +139,17 @@ unit: unit-tests
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@bash scripts/bench.sh $(BENCH_ARGS)
+
+# The Debian package mariadb-plugin-q4m (docs/build.md, "Debian package"): the plugin for the
+# installed mariadb-server version, which the package then depends on exactly.
+# DEB_VERSION_SUFFIX is appended to the package version (a newer build of the same tree).
+MARIADB_DEB_VERSION ?= $(shell dpkg-query -W -f='$${Version}' mariadb-server-core 2>/dev/null)
+DEB_DIR ?= $(BUILD)/deb
+DEB_VERSION_SUFFIX ?=
+DEB_MAINTAINER ?= q4m authors <q4m@users.noreply.github.com>
+deb: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) plugin tools
+	@bash scripts/build-deb.sh "$(DEB_DIR)" "$(MARIADB_DEB_VERSION)" "$(DEB_VERSION_SUFFIX)" "$(DEB_MAINTAINER)"
 
 clean:
 	rm -rf $(BUILD)

@@ -6,11 +6,12 @@
 #   ./q4m.sh test   build + run every test (unit, then integration on throwaway servers)
 #   ./q4m.sh bench  build + run the benchmark (QUEUE vs InnoDB SKIP LOCKED vs SELECT 1)
 #   ./q4m.sh stop   stop the local server and q4m-monitor
+#   ./q4m.sh deb    build the Debian package build/deb/mariadb-plugin-q4m_*.deb (docs/build.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 case "${1:-}" in
-  run|test|bench|stop) ;;
-  *) echo "usage: $0 run|test|bench|stop" >&2; exit 1 ;;
+  run|test|bench|stop|deb) ;;
+  *) echo "usage: $0 run|test|bench|stop|deb" >&2; exit 1 ;;
 esac
 bash scripts/setup-deps.sh >/dev/null
 exec make --no-print-directory "$@"
