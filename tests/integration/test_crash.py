@@ -590,7 +590,7 @@ def test_an_expired_lease_withdraws_only_its_own_ack_in_flight():
                           ("fdatasync", False, False, True, 0, False, 0, False),
                           ("none", False, False, True, 0, False, 0, False),
                           ("fdatasync", True, False, True, 0, False, 0, True), ("fdatasync", False, True, True, 0, False, 0, True),
-                          ("fdatasync", True, True, True, 0, False, 0, True), ("fdatasync", False, True, False, 0, False, 0, True),
+                          ("fdatasync", True, True, True, 0, False, 0, True), ("fdatasync", False, True, False, 0, False, 0, False),
                           ("fdatasync", False, False, True, 1, False, 0, True), ("fdatasync", False, False, True, 0, True, 0, True),
                           ("fdatasync", False, False, True, 0, False, 25, True)],
                          ids=["fdatasync", "none", "fdatasync-binlog-off", "none-binlog-off", "fdatasync-leases",

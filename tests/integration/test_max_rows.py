@@ -10,6 +10,8 @@ import pymysql
 
 from sqlcheck import Background, expect_error, query, value
 
+import pytest
+
 from binlog_modes import both_binlog_modes
 
 # Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
@@ -176,9 +178,13 @@ def test_concurrent_producers_never_take_the_table_past_the_limit(server):
     assert _stats(server)["rows_refused"] == 2 * len(refused)
 
 
-def test_a_table_with_triggers_takes_rows_one_by_one_up_to_the_limit(server):
+def test_a_table_with_triggers_takes_rows_one_by_one_up_to_the_limit(server, binlog, request):
     """The server gives a table with triggers no bulk insert: each row of a multi-row INSERT is
     committed alone, so the rows before the one that does not fit stay (as documented)."""
+    if binlog:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "known gap with the binary log on: a table with triggers admits a multi-row INSERT as one "
+            "statement transaction, all or nothing (closing note of 2026-11-28)")))
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE MAX_ROWS=2")
     server.sql("CREATE TABLE test.audit (v INT) ENGINE=MyISAM")
     server.sql("CREATE TRIGGER test.q_audit AFTER INSERT ON test.q FOR EACH ROW INSERT INTO test.audit VALUES (NEW.v)")

@@ -6,6 +6,8 @@ import json
 import pymysql
 import pytest
 
+from binlog_modes import both_binlog_modes
+
 from sqlcheck import query, value
 
 PASSWORD = "pw-op"
@@ -79,7 +81,12 @@ def test_release_while_the_owner_waits_in_queue_wait_reports_at_its_next_wait(se
     assert server.value("SELECT `ROWS` FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='q'") == 2
 
 
-def test_redrive_and_purge_of_dead_rows(server):
+@both_binlog_modes
+def test_redrive_and_purge_of_dead_rows(server, binlog, request):
+    if binlog:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "known gap with the binary log on: queue_purge_dead() removes the rows but queue_stats() "
+            "does not count them in rows_purged (closing note of 2026-11-28)")))
     _dead_table(server, 5)
     op = server.connect()
     assert value(op, "SELECT queue_redrive_dead('test.jobs', 2)") == 2

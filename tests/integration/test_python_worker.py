@@ -545,8 +545,10 @@ def test_worker_process_killed_mid_job_another_finishes_every_job(server, tmp_pa
     counts = ledger_counts(server)
     if transactional:
         assert counts == {i: 1 for i in range(n)}
-        # job 5 was handed out a second time, to the second worker
-        assert server.sql("SELECT delivery, who FROM ledger WHERE job_id = 5") == [(2, "second")]
+        # job 5 was handed out again (a second time, or a third if the second worker's first take
+        # raced the killed connection's end), and done once, by the second worker
+        [(delivery, who)] = server.sql("SELECT delivery, who FROM ledger WHERE job_id = 5")
+        assert delivery >= 2 and who == "second", (delivery, who)
     else:
         # at least once: every job; job 5's first run, written by its own connection before
         # the kill, is in the ledger next to its second (so may be the other thread's job)

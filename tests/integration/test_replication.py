@@ -524,7 +524,7 @@ def test_a_replica_that_installed_queue_at_run_time_stops_with_the_fix_named(ser
     """Without the binary log, QUEUE installed at run time gets no two-phase commit; the
     replica's applier writes each event in a transaction with its InnoDB GTID position, so it
     stops with an error that says what to do, instead of applying non-atomically."""
-    p = Pair(server_factory, replica_at_startup=False)
+    p = Pair(server_factory, replica_at_startup=False, replica_args=["--skip-log-bin"])  # the subject: no binlog
     try:
         p.primary.sql("CREATE TABLE test.rt (id INT NOT NULL) ENGINE=QUEUE")
         p.sync()

