@@ -154,24 +154,18 @@ def _build_insert(conn, table, rows, delay, group, dedup_key, visible_at_column,
     return sql, args
 
 
-def _run(conn_or_pool, sql, args):
-    """Runs one statement on a connection (never committed here) or on a connection taken
-    from a pool / factory (committed, then given back)."""
+def _on_connection(conn_or_pool, work):
+    """Returns work(conn) on the caller's connection (never committed here) or on a connection
+    taken from a pool / factory (committed, then given back)."""
     if hasattr(conn_or_pool, "cursor"):
-        with conn_or_pool.cursor() as cur:
-            return cur.execute(sql, args)
+        return work(conn_or_pool)
     own = conn_or_pool.connection() if hasattr(conn_or_pool, "connection") else conn_or_pool()
     try:
-        with own.cursor() as cur:
-            n = cur.execute(sql, args)
+        n = work(own)
         own.commit()
         return n
     finally:
         own.close()
-
-
-def _conn_for_options(conn_or_pool):
-    return conn_or_pool if hasattr(conn_or_pool, "cursor") else None
 
 
 def enqueue(conn_or_pool, table, row, delay=None, group=None, dedup_key=None,
@@ -198,19 +192,10 @@ def enqueue_many(conn_or_pool, table, rows, delay=None, group=None, dedup_key=No
     sync. delay/group/dedup_key apply to every row; for a key per row put it in the row under
     the column's name."""
     rows = list(rows)
-    conn = _conn_for_options(conn_or_pool)
-    if conn is None and (delay is not None or group is not None or dedup_key is not None):
-        own = (conn_or_pool.connection() if hasattr(conn_or_pool, "connection")
-               else conn_or_pool())
-        try:
-            sql, args = _build_insert(own, table, rows, delay, group, dedup_key,
-                                      visible_at_column, group_column, dedup_column)
-            with own.cursor() as cur:
-                n = cur.execute(sql, args)
-            own.commit()
-            return n
-        finally:
-            own.close()
-    sql, args = _build_insert(conn, table, rows, delay, group, dedup_key, visible_at_column,
-                              group_column, dedup_column)
-    return _run(conn_or_pool, sql, args)
+
+    def insert(conn):
+        sql, args = _build_insert(conn, table, rows, delay, group, dedup_key, visible_at_column,
+                                  group_column, dedup_column)
+        with conn.cursor() as cur:
+            return cur.execute(sql, args)
+    return _on_connection(conn_or_pool, insert)
