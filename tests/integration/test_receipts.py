@@ -261,3 +261,50 @@ def test_a_replica_removes_the_rows_ended_by_receipt(server_factory):
             p.sql("SELECT queue_scan_rowid(), id FROM jobs ORDER BY 1") == [(5, 5), (6, 6)]
     finally:
         pair.destroy()
+
+
+def test_groups_and_limits_apply_to_rows_held_by_receipts(server):
+    server.sql("CREATE TABLE jobs (id INT, k VARCHAR(8)) ENGINE=QUEUE MESSAGE_GROUP_COLUMN='k' MAX_IN_FLIGHT=3")
+    server.sql("INSERT INTO jobs VALUES (1,'a'),(2,'a'),(3,'b'),(4,'c'),(5,'d')")
+    got = receive(server, server.connect(), n=10)
+    assert [r[0] for r in got] == [1, 3, 4]  # one per group (FIFO), three at most in flight
+    assert receive(server, server.connect()) == []
+    assert server.value("SELECT queue_end_receipt('jobs', %s)", (got[0][1],)) == 1
+    assert [r[0] for r in receive(server, server.connect(), n=10)] == [2]  # group a's next
+    # A condition picks rows as queue_wait('jobs:...') does.
+    server.sql("DELETE FROM jobs")  # (the held rows stay)
+    server.sql("CREATE TABLE q2 (id INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO q2 VALUES (1),(2),(3)")
+    assert server.sql("SELECT id FROM q2 WHERE queue_receive('q2:id > 1', 60, 5)") == [(2,), (3,)]
+
+
+def test_kill_query_ends_a_waiting_receive(server):
+    server.sql("CREATE TABLE jobs (id INT) ENGINE=QUEUE")
+    c = server.connect()
+    result = {}
+
+    def wait():
+        try:
+            result["rows"] = server.sql(RECEIVE, (60, 1, 60), conn=c)
+        except pymysql.MySQLError as e:
+            result["error"] = e.args
+
+    t = threading.Thread(target=wait)
+    t.start()
+    assert eventually(lambda: server.value(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID=%s AND STATE='Waiting for a queue row'",
+        (c.thread_id(),)) == 1)
+    server.sql(f"KILL QUERY {c.thread_id()}")
+    t.join(30)
+    assert not t.is_alive() and result.get("error", (0,))[0] == 1317, result
+    server.sql("INSERT INTO jobs VALUES (1)")
+    assert [r[0] for r in receive(server, c)] == [1]  # the connection goes on
+
+
+def test_receipts_survive_a_copying_alter_table(server):
+    make_jobs(server, 2)
+    got = receive(server, server.connect(), n=2)
+    server.sql("ALTER TABLE jobs ADD COLUMN note TEXT")  # a copy: the rows keep their holders
+    assert server.value("SELECT queue_end_receipt('jobs', %s)", (got[0][1],)) == 1
+    assert server.value("SELECT queue_abort_receipt('jobs', %s)", (got[1][1],)) == 1
+    assert server.sql("SELECT id FROM jobs") == [(2,)]
