@@ -308,3 +308,16 @@ def test_receipts_survive_a_copying_alter_table(server):
     assert server.value("SELECT queue_end_receipt('jobs', %s)", (got[0][1],)) == 1
     assert server.value("SELECT queue_abort_receipt('jobs', %s)", (got[1][1],)) == 1
     assert server.sql("SELECT id FROM jobs") == [(2,)]
+
+
+def test_a_restart_gives_received_rows_back_and_their_receipts_go_stale(fresh_server):
+    s = fresh_server
+    make_jobs(s, 2)
+    got = receive(s, s.connect(), n=2)
+    s.restart(kill=True)
+    assert s.queue_stats("test.jobs")["rows"] == 2 and owned_rows(s) == 0
+    err = error_of(s, "SELECT queue_end_receipt('jobs', %s)", (got[0][1],))
+    assert err[0] == 1205 and "since the table was last opened" in err[1] and got[0][1] in err[1]
+    again = receive(s, s.connect(), n=2)
+    assert [r[0] for r in again] == [1, 2] and again[0][1] != got[0][1]
+    assert s.value("SELECT queue_end_receipt('jobs', %s)", (f"{again[0][1]},{again[1][1]}",)) == 2
