@@ -66,9 +66,14 @@ std::shared_ptr<QueueTable> latest(std::shared_ptr<QueueTable> t) {
 
 }  // namespace
 
-// Every queue's receipts: few tables, looked up once per call.
+// Every queue's receipts: few tables, looked up once per call. The tables are kept here, so
+// that a lookup takes no book's lock (a book's call may be writing a RETURN record).
 struct ReceiptsRegistry {
-  Guarded<std::vector<std::shared_ptr<Receipts>>> books;
+  struct Queue {
+    std::weak_ptr<QueueTable> table;  // the latest table of the queue it was found for
+    std::shared_ptr<Receipts> book;
+  };
+  Guarded<std::vector<Queue>> queues;
   static ReceiptsRegistry& instance() {
     static ReceiptsRegistry* r = new ReceiptsRegistry();  // never destroyed: forget_all() empties it
     return *r;
@@ -76,34 +81,37 @@ struct ReceiptsRegistry {
 };
 
 std::shared_ptr<Receipts> Receipts::of(const std::shared_ptr<QueueTable>& table) {
-  auto books = ReceiptsRegistry::instance().books.lock();
-  for (const std::shared_ptr<Receipts>& b : *books) {
-    auto st = b->state_.lock();
-    std::shared_ptr<QueueTable> bt = st->table.lock();
-    if (!bt || !same_queue(bt.get(), table.get())) continue;
-    if (!table->moved_to()) st->table = table;  // the queue's current table
-    return b;
+  auto queues = ReceiptsRegistry::instance().queues.lock();
+  for (ReceiptsRegistry::Queue& q : *queues) {
+    std::shared_ptr<QueueTable> t = q.table.lock();
+    if (!t || !same_queue(t.get(), table.get())) continue;
+    if (!table->moved_to()) q.table = table;  // the queue's current table (a copying ALTER's)
+    return q.book;
   }
   // A new queue (or one opened again): the books of dropped tables are forgotten meanwhile.
-  for (auto it = books->begin(); it != books->end();) {
-    auto st = (*it)->state_.lock();
-    (*it)->sweep(st->book);
-    if (st->book.empty() && st->table.expired())
-      it = books->erase(it);
+  for (auto it = queues->begin(); it != queues->end();) {
+    bool empty;
+    {
+      auto st = it->book->state_.lock();
+      it->book->sweep(st->book);
+      empty = st->book.empty();
+    }
+    if (empty && it->table.expired())
+      it = queues->erase(it);
     else
       ++it;
   }
-  books->push_back(std::make_shared<Receipts>(table));
-  return books->back();
+  queues->push_back(ReceiptsRegistry::Queue{table, std::make_shared<Receipts>()});
+  return queues->back().book;
 }
 
 void Receipts::forget_all() {
-  std::vector<std::shared_ptr<Receipts>> books;
-  books.swap(*ReceiptsRegistry::instance().books.lock());
-  for (auto& b : books) b->state_.lock()->book.clear();  // each holder gives its row back
+  std::vector<ReceiptsRegistry::Queue> queues;
+  queues.swap(*ReceiptsRegistry::instance().queues.lock());
+  for (auto& q : queues) q.book->state_.lock()->book.clear();  // each holder gives its row back
 }
 
-Receipts::Receipts(std::weak_ptr<QueueTable> table) : epoch_(new_epoch()) { state_.lock()->table = std::move(table); }
+Receipts::Receipts() : epoch_(new_epoch()) {}
 
 Receipts::~Receipts() = default;
 

@@ -38,7 +38,7 @@ class Receipts {
   // Server shutdown, plugin unload: every receipt is forgotten, its row given back.
   static void forget_all();
 
-  explicit Receipts(std::weak_ptr<QueueTable> table);
+  Receipts();  // (use of())
   ~Receipts();
   Receipts(const Receipts&) = delete;
   Receipts& operator=(const Receipts&) = delete;
@@ -87,7 +87,6 @@ class Receipts {
     Book book;
     uint64_t takes = 0;
     size_t sweep_at = 1024;
-    std::weak_ptr<QueueTable> table;  // the latest table of the queue it was found for
   };
   Guarded<State> state_;
   friend struct ReceiptsRegistry;
