@@ -321,3 +321,31 @@ def test_a_restart_gives_received_rows_back_and_their_receipts_go_stale(fresh_se
     again = receive(s, s.connect(), n=2)
     assert [r[0] for r in again] == [1, 2] and again[0][1] != got[0][1]
     assert s.value("SELECT queue_end_receipt('jobs', %s)", (f"{again[0][1]},{again[1][1]}",)) == 2
+
+
+def test_the_python_helpers_take_on_one_connection_and_end_on_another(server):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
+    from q4m_worker import abort_receipts, end_receipts, receive as take, renew_receipts
+    from q4m_worker.errors import is_lease_lost
+
+    server.sql("CREATE TABLE jobs (id INT, body TEXT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE results (id INT) ENGINE=InnoDB")
+    server.sql("INSERT INTO jobs VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    a, b = server.connect(), server.connect()
+    got = take(a, "jobs", lease=60, max_rows=2)
+    assert [r.row for r in got] == [{"id": 1, "body": "a"}, {"id": 2, "body": "b"}]
+    assert take(a, "test.jobs", lease=60, condition="id = 3")[0].row["id"] == 3
+    assert renew_receipts(b, "jobs", [r.receipt for r in got], 120) == 2
+    b.begin()
+    with b.cursor() as cur:
+        cur.execute("INSERT INTO results VALUES (1)")
+    assert end_receipts(b, "jobs", got[0].receipt) == 1
+    b.commit()
+    assert abort_receipts(b, "jobs", [got[1].receipt], delay=0) == 1
+    with pytest.raises(pymysql.MySQLError) as e:
+        end_receipts(a, "jobs", got[1].receipt)
+    assert is_lease_lost(e.value)
+    assert server.value("SELECT COUNT(*) FROM results") == 1
+    assert sorted(r[0] for r in server.sql("SELECT id FROM jobs")) == [2]  # 3 is held
