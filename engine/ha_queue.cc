@@ -629,8 +629,12 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
+  // The statement's queue_receive() (a constant condition: evaluated before the scan) took
+  // rows under receipts: the scan reads those.
+  q4m::RowId first_received = 0;
+  received_scan_ = !copy_scan_ && next_received(&first_received);
   // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
-  snapshot_scan_ = !copy_scan_ && reads_snapshot(thd);
+  snapshot_scan_ = !copy_scan_ && !received_scan_ && reads_snapshot(thd);
   snapshot_next_ = 0;
   snapshot_.clear();
   if (snapshot_scan_) {
@@ -678,7 +682,7 @@ int ha_queue::rnd_next(uchar* buf) {
   bool found = false;
   q4m::RowHistory history;
   if (staged_next_ > 0) return next_staged(buf);
-  if (!copy_scan_ && next_received(&id)) return id ? read_received(buf, id) : HA_ERR_END_OF_FILE;
+  if (received_scan_) return next_received(&id) && id ? read_received(buf, id) : HA_ERR_END_OF_FILE;
   if (snapshot_scan_) return next_in_snapshot(buf);
   q4m::Status st =
       copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
