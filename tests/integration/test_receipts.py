@@ -91,11 +91,11 @@ def test_a_stale_receipt_fails_with_a_clear_error_and_changes_nothing(server):
 
 def test_abort_with_a_delay_renew_and_dead_letters(server):
     make_jobs(server, 1, "MAX_DELIVERIES=2")
-    (r,) = receive(server, server.connect(), lease=1.5)
-    assert server.value("SELECT queue_renew_receipt('jobs', %s, 60)", (r[1],), conn=server.connect()) == 1
-    time.sleep(2)  # past the first lease: the renewed one holds
-    assert owned_rows(server) == 1
-    assert server.value("SELECT queue_abort_receipt('jobs', %s, 0.5)", (r[1],), conn=server.connect()) == 1
+    (r,) = receive(server, server.connect(), lease=5)
+    assert server.value("SELECT queue_renew_receipt('jobs', %s, 600)", (r[1],), conn=server.connect()) == 1
+    assert server.value("SELECT LEASE_LEFT_MS FROM information_schema.QUEUE_OWNED_ROWS") > 60000
+    assert server.value("SELECT CONNECTION_ID FROM information_schema.QUEUE_OWNED_ROWS") == 0  # the table's
+    assert server.value("SELECT queue_abort_receipt('jobs', %s, 2)", (r[1],), conn=server.connect()) == 1
     assert server.sql("SELECT queue_scan_state() FROM jobs") == [("delayed",)]
     assert receive(server, server.connect()) == []
     (r2,) = receive(server, server.connect(), timeout=30)  # after the delay
