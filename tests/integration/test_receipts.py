@@ -349,3 +349,19 @@ def test_the_python_helpers_take_on_one_connection_and_end_on_another(server):
     assert is_lease_lost(e.value)
     assert server.value("SELECT COUNT(*) FROM results") == 1
     assert sorted(r[0] for r in server.sql("SELECT id FROM jobs")) == [2]  # 3 is held
+
+
+def test_the_dashboard_shows_a_row_held_by_a_receipt_without_a_connection_to_end(server, tmp_path):
+    from monitor_harness import Client, Monitor
+    make_jobs(server, 1)
+    receive(server, server.connect())
+    m = Monitor(server, tmp_path)
+    try:
+        c = Client(m)
+        assert c.login("root", "").status == 303
+        page = c.request("/queue?schema=test&table=jobs")
+        assert page.status == 200
+        assert "a receipt" in page.text and "give back" in page.text
+        assert "end connection" not in page.text  # KILL 0 would fail: no connection holds it
+    finally:
+        m.stop()
