@@ -156,13 +156,15 @@ TEST(renew_keeps_the_row_past_its_first_lease) {
   auto t = table_with(dir.file("t"), {"a"});
   REQUIRE(t);
   auto r = Receipts::of(t);
-  auto got = receive(*r, t, 1, milliseconds(300));
+  auto got = receive(*r, t, 1, milliseconds(5000));
   REQUIRE(got.size() == 1u);
   size_t n = 0;
   REQUIRE(r->renew({got[0].receipt}, kLong, &n).ok());
   CHECK_EQ(n, 1u);
-  std::this_thread::sleep_for(milliseconds(600));  // past the first lease: nothing may happen
-  CHECK_EQ(t->counters().lease_expiries.get(), 0u);
+  const auto owned = t->owned_rows();
+  REQUIRE(owned.size() == 1u);
+  CHECK(owned[0].lease_left_ms > 30000);  // the renewed lease, not the first one
+  CHECK_EQ(owned[0].connection_id, 0u);   // held by no connection
   REQUIRE(end_now(*r, {got[0].receipt}, &n).ok());
   CHECK_EQ(t->info().rows, 0u);
 }
