@@ -140,7 +140,7 @@ TEST(abort_by_receipt_gives_the_row_back_after_its_delay_with_its_delivery_count
   auto got = receive(*r, t, 1);
   REQUIRE(got.size() == 1u);
   size_t n = 0;
-  REQUIRE(r->abort({got[0].receipt}, milliseconds(200), &n).ok());
+  REQUIRE(r->abort({got[0].receipt}, milliseconds(1500), &n).ok());
   CHECK_EQ(n, 1u);
   CHECK(receive(*r, t, 1).empty());  // delayed
   auto again = receive(*r, t, 1, kLong, milliseconds(10000));
