@@ -70,6 +70,31 @@ class ConnectionState {
     return read_query_id_ == query_id && read_rowid_ ? read_table_ : nullptr;
   }
 
+  // queue_receive(): the rows statement `query_id` took under receipts from `table`, in id
+  // order, with their receipts. That statement's scan of the table reads them (and only
+  // them), and queue_receipt() answers for each (functions/receipt_functions.cc).
+  struct ReceivedRows {
+    int64_t query_id = -1;
+    std::shared_ptr<q4m::QueueTable> table;
+    std::vector<std::pair<uint64_t, std::string>> rows;
+  };
+  void set_received(ReceivedRows r) { received_ = std::move(r); }
+  const ReceivedRows* received_in(int64_t query_id) const {
+    return received_.query_id == query_id ? &received_ : nullptr;
+  }
+  // Whether statement `query_id` received rows from `table` (then its scan reads those only):
+  // *next = the first of them after `after`, 0 if none is left.
+  bool next_received(int64_t query_id, const q4m::QueueTable* table, uint64_t after, uint64_t* next) const {
+    if (received_.query_id != query_id || !q4m::same_queue(received_.table.get(), table)) return false;
+    *next = 0;
+    for (const auto& row : received_.rows)
+      if (row.first > after) {
+        *next = row.first;
+        break;
+      }
+    return true;
+  }
+
   // A copying ALTER: what the row its scan of the old table read last has been
   // through, for the new table's write of that row (the server reads a row, then writes it).
   void keep_copied_history(int64_t query_id, const q4m::RowHistory& h) {
@@ -160,6 +185,7 @@ class ConnectionState {
   CopySource copy_source_;
   uint64_t read_rowid_ = 0;
   q4m::QueueTable* read_table_ = nullptr;
+  ReceivedRows received_;
 };
 
 // The connection's state, or null if it has none. Own thread only: a connection pool's

@@ -629,8 +629,12 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
+  // The statement's queue_receive() (a constant condition: evaluated before the scan) took
+  // rows under receipts: the scan reads those.
+  q4m::RowId first_received = 0;
+  received_scan_ = !copy_scan_ && next_received(&first_received);
   // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
-  snapshot_scan_ = !copy_scan_ && reads_snapshot(thd);
+  snapshot_scan_ = !copy_scan_ && !received_scan_ && reads_snapshot(thd);
   snapshot_next_ = 0;
   snapshot_.clear();
   if (snapshot_scan_) {
@@ -678,6 +682,7 @@ int ha_queue::rnd_next(uchar* buf) {
   bool found = false;
   q4m::RowHistory history;
   if (staged_next_ > 0) return next_staged(buf);
+  if (received_scan_) return next_received(&id) && id ? read_received(buf, id) : HA_ERR_END_OF_FILE;
   if (snapshot_scan_) return next_in_snapshot(buf);
   q4m::Status st =
       copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
@@ -686,6 +691,22 @@ int ha_queue::rnd_next(uchar* buf) {
   if (!found) return copy_scan_ ? HA_ERR_END_OF_FILE : next_staged(buf);
   if (copy_history_) connection_state(ha_thd()).keep_copied_history(ha_thd()->query_id, history);
   scan_after_ = id;
+  return read_into(buf, id);
+}
+
+// The statement took rows under receipts (queue_receive): its scan reads those, which no
+// connection owns, and nothing else.
+bool ha_queue::next_received(q4m::RowId* id) {
+  const ConnectionState* cs = find_connection_state(ha_thd());
+  return cs && cs->next_received(ha_thd()->query_id, queue_.get(), scan_after_, id);
+}
+
+int ha_queue::read_received(uchar* buf, q4m::RowId id) {
+  bool found = false;
+  q4m::Status st = queue_->read_row(id, &payload_, &found);
+  if (!st.ok()) return raise(st);
+  scan_after_ = id;
+  if (!found) return rnd_next(buf);  // gone since (TRUNCATE): the next one
   return read_into(buf, id);
 }
 

@@ -123,6 +123,10 @@ class ha_queue final : public handler {
   size_t snapshot_next_ = 0;
   int next_in_snapshot(uchar* buf);
   bool reads_snapshot(THD* thd) const;
+  // A scan in the statement that took rows under receipts (queue_receive) reads those.
+  bool received_scan_ = false;
+  bool next_received(q4m::RowId* id);
+  int read_received(uchar* buf, q4m::RowId id);
   std::string payload_;
 
   // Multi-row INSERT: rows are buffered and committed together.

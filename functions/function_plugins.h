@@ -29,5 +29,10 @@ extern Plugin_function queue_apply_srcid_plugin;
 extern Plugin_function queue_apply_redrive_plugin;
 extern Plugin_function queue_expire_plugin;
 extern Plugin_function queue_backup_stage_plugin;
+extern Plugin_function queue_receive_plugin;
+extern Plugin_function queue_receipt_plugin;
+extern Plugin_function queue_end_receipt_plugin;
+extern Plugin_function queue_abort_receipt_plugin;
+extern Plugin_function queue_renew_receipt_plugin;
 
 }  // namespace q4m_functions

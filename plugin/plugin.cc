@@ -78,5 +78,13 @@ maria_declare_plugin(queue){
     Q4M_FUNCTION(queue_expire_plugin, "queue_expire",
                  "queue_expire(db, tbl): remove the rows MESSAGE_TTL's expiry claimed, in this transaction"),
     Q4M_FUNCTION(queue_backup_stage_plugin, "queue_backup_stage",
-                 "queue_backup_stage(dir): the next BACKUP STAGE END copies the QUEUE data files into dir")
+                 "queue_backup_stage(dir): the next BACKUP STAGE END copies the QUEUE data files into dir"),
+    Q4M_FUNCTION(queue_receive_plugin, "queue_receive",
+                 "queue_receive(tbl, lease [, max_rows [, timeout]]): take rows under receipts"),
+    Q4M_FUNCTION(queue_receipt_plugin, "queue_receipt", "queue_receipt(): receipt of the row being read"),
+    Q4M_FUNCTION(queue_end_receipt_plugin, "queue_end_receipt", "queue_end_receipt(tbl, receipts): remove them"),
+    Q4M_FUNCTION(queue_abort_receipt_plugin, "queue_abort_receipt",
+                 "queue_abort_receipt(tbl, receipts [, delay]): give them back"),
+    Q4M_FUNCTION(queue_renew_receipt_plugin, "queue_renew_receipt",
+                 "queue_renew_receipt(tbl, receipts, lease): extend their leases")
 maria_declare_plugin_end;

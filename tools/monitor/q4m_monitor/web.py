@@ -222,7 +222,8 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                   "LEFT JOIN information_schema.PROCESSLIST p ON p.ID = o.CONNECTION_ID "
                   "WHERE o.TABLE_SCHEMA=%s AND o.TABLE_NAME=%s ORDER BY o.ROW_ID LIMIT 200", (schema, table))
         for o in owned:  # KILL: any connection with SUPER/CONNECTION ADMIN, else the account's own
-            o["may_kill"] = allowed["kill"] or o["USER"] == s.user
+            # (connection 0: a row held by a receipt, queue_receive(): no connection to end)
+            o["may_kill"] = o["CONNECTION_ID"] != 0 and (allowed["kill"] or o["USER"] == s.user)
         cols = browse.columns(conn, schema, table)
         dead_cols, dead_rows = [], []
         if info["DEAD_ROWS"]:
