@@ -138,7 +138,9 @@ bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as, Named
     if (!queued(e->state) && !owned_by_viewer) return false;
     if (named && !name_row(*st, *e, named).ok()) return false;
     RowContext ctx = context(*st);
-    move(*st, *e, Move{RowState::kClaimed, claimer}, ctx);
+    Move m{RowState::kClaimed, claimer};
+    m.ends_as = EndKind::kDeleted;
+    move(*st, *e, m, ctx);
     finish(*st, ctx);
   }
   if (viewer && !as) viewer->claimed_in(weak_from_this());  // a transaction gives back its own
@@ -252,7 +254,9 @@ Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow
     rows.push_back(e);
   }
   RowContext ctx = context(*st);
-  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  Move m{RowState::kClaimed, as};
+  m.ends_as = copyable ? EndKind::kRedriven : EndKind::kPurged;  // copyable: a redrive's
+  for (RowEntry* e : rows) move(*st, *e, m, ctx);
   finish(*st, ctx);
   return Status::Ok();
 }
