@@ -54,20 +54,30 @@ class EndedRows {
 
   // How a claimed row will end if its claim is removed (a DELETE, the expiry, a purge); a
   // row with no mark that ends ends consumed. Kept only while the table keeps history.
-  void mark(RowId id, EndKind kind) { marks_[id] = kind; }
+  // `deliveries` >= 0: the count to record (a replica's, as its primary named it).
+  void mark(RowId id, EndKind kind, int32_t deliveries = -1) { marks_[id] = Mark{kind, deliveries}; }
   void unmark(RowId id) {
     if (!marks_.empty()) marks_.erase(id);
   }
   EndKind kind_of(RowId id) const {
     if (marks_.empty()) return EndKind::kConsumed;
     auto it = marks_.find(id);
-    return it == marks_.end() ? EndKind::kConsumed : it->second;
+    return it == marks_.end() ? EndKind::kConsumed : it->second.kind;
+  }
+  uint16_t deliveries_of(RowId id, uint16_t counted) const {
+    if (marks_.empty()) return counted;
+    auto it = marks_.find(id);
+    return it == marks_.end() || it->second.deliveries < 0 ? counted : static_cast<uint16_t>(it->second.deliveries);
   }
 
  private:
   std::deque<EndedRow> rows_;
   uint64_t bytes_ = 0;
-  std::unordered_map<RowId, EndKind> marks_;
+  struct Mark {
+    EndKind kind;
+    int32_t deliveries;
+  };
+  std::unordered_map<RowId, Mark> marks_;
 };
 
 }  // namespace q4m

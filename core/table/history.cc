@@ -17,6 +17,12 @@ void Table::note_end_kind(State& st, RowId id, RowState from, const Move& m) {
   }
 }
 
+void Table::name_end(const State& st, const RowEntry& e, EndKind kind, NamedRow* named) const {
+  if (!st.history_ms) return;
+  named->end_kind = static_cast<uint8_t>(kind);
+  named->deliveries = e.deliveries;
+}
+
 void Table::note_history(std::vector<CommitRequest*>& batch, uint64_t now_ms) {
   auto removes = [](const WriteBatch& b) {
     return (b.phase == WriteBatch::Phase::kNone && b.removal_count > 0) ||
@@ -32,7 +38,8 @@ void Table::note_history(std::vector<CommitRequest*>& batch, uint64_t now_ms) {
     auto entry = [&](RowId id, const Holder* holder) {
       const RowEntry* e = st->index.find(id);
       if (!e || e->holder != holder) return;  // vanished (TRUNCATE): its REMOVE is ignored too
-      b.ended.push_back(fmt::HistoryEntry{id, now_ms, static_cast<uint8_t>(st->ended.kind_of(id)), e->deliveries});
+      b.ended.push_back(fmt::HistoryEntry{id, now_ms, static_cast<uint8_t>(st->ended.kind_of(id)),
+                                          st->ended.deliveries_of(id, e->deliveries)});
     };
     if (b.phase == WriteBatch::Phase::kEnd) {
       auto it = st->prepared.find(b.txn);

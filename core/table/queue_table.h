@@ -43,6 +43,10 @@ struct NamedRow {
   RowId id;
   uint32_t length;
   uint32_t checksum;
+  // HISTORY_RETENTION: how the row ends here and its delivery count, so that a replica keeps
+  // the same history (0: the table keeps none; a replica then records a consumption).
+  uint8_t end_kind = 0;
+  uint16_t deliveries = 0;
 };
 
 // A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.

@@ -361,6 +361,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void expire_history(State& st, uint64_t now_ms);  // forgets what is past the retention
   void restore_history(State& st, RecoveredTable& rec);  // at open
   void note_history_size(const State& st);  // the lock-free mirrors
+  // A removal the binary log names: how `e` ends, for a replica's history (if kept here).
+  void name_end(const State& st, const RowEntry& e, EndKind kind, NamedRow* named) const;
 
   // ---- takes.cc
   // The row the plain take (no condition) gets next, or null; moves its cursor up to it.
