@@ -162,3 +162,19 @@ def test_a_replica_holds_the_same_history(server_factory):
         assert history(pair.replica) == expected
     finally:
         pair.destroy()
+
+
+def test_a_prepared_statement_reads_the_history_at_every_execution(server):
+    server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE HISTORY_RETENTION=3600")
+    c = server.connect()
+    query(c, "INSERT INTO q VALUES (1), (2), (3)")
+    query(c, "PREPARE s FROM 'SELECT v, queue_scan_state() FROM q WHERE queue_scan_history() AND v >= ?'")
+    query(c, "SET @v = 1")
+    assert query(c, "EXECUTE s USING @v") == []
+    assert value(c, "SELECT queue_wait('q', 0)") == 1
+    assert value(c, "SELECT queue_wait('q', 0)") == 1
+    assert value(c, "SELECT queue_end()") == 1
+    assert query(c, "EXECUTE s USING @v") == [(1, "ended:consumed"), (2, "ended:consumed")]
+    query(c, "SET @v = 2")
+    assert query(c, "EXECUTE s USING @v") == [(2, "ended:consumed")]
+    assert query(c, "SELECT v FROM q") == [(3,)]  # a plain scan after it reads the queue again

@@ -6,6 +6,7 @@ import re
 import urllib.parse
 
 from monitor_harness import Client, Monitor
+from sqlcheck import wait_until
 
 
 def _cells(page, table_id):
@@ -46,5 +47,7 @@ def test_the_history_is_shown_and_searched_by_a_column_value(server, tmp_path):
         assert 'id="history-error"' in bad
         plain = client.request("/queue?schema=test&table=plain").text
         assert 'id="history"' not in plain  # a table without the option has no history section
+        wait_until(lambda: re.search(r'q4m_queue_history_rows\{schema="test",table="orders"\} 3\.0',
+                                     m.get("/metrics")[0]), what="the history gauge")
     finally:
         m.stop()
