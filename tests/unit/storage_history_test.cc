@@ -187,14 +187,22 @@ TEST(a_crash_a_clean_reopen_and_compaction_keep_the_history) {
 }
 
 TEST(compaction_copies_rows_that_end_during_it) {
-  // Rows consumed after phase 1 copied them as live rows: a HISTORY record before the REMOVE.
+  // Rows consumed after phase 1 copied them as live rows: a HISTORY record before the REMOVE
+  // in the new file (without it they would be lost from the history at the next open).
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
   const std::string path = dir.file("t");
   auto t = create_and_open(path);
   REQUIRE(t);
   set_option(*t, &TableOptions::history_retention, milliseconds(3600 * 1000));
-  for (int i = 0; i < 50; i++) insert1(*t, "r" + std::to_string(i));
+  constexpr int kRows = 20000;
+  const std::string pad(200, 'p');
+  for (int i = 0; i < kRows; i += 1000) {
+    std::vector<std::string> rows;
+    for (int k = i; k < i + 1000; k++) rows.push_back("r" + std::to_string(k) + pad);
+    std::vector<std::string_view> views(rows.begin(), rows.end());
+    REQUIRE(t->insert(views, nullptr).ok());
+  }
   std::atomic<bool> done{false};
   std::thread consumer([&] {
     Consumer c;
@@ -202,15 +210,19 @@ TEST(compaction_copies_rows_that_end_during_it) {
     while (c.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && c.owned_rowid()) c.end();
     done = true;
   });
-  for (int k = 0; k < 20 && !done; k++) REQUIRE(t->compact().ok());
+  int compactions = 0;
+  while (!done) {
+    REQUIRE(t->compact().ok());
+    compactions++;
+  }
   consumer.join();
-  REQUIRE(t->compact().ok());
-  CHECK_EQ(history(*t).size(), 50u);
+  CHECK(compactions > 1);
   auto copy = kept(crash_copy(dir, path, "copy"));
   REQUIRE(copy);
   auto h = history(*copy);
-  REQUIRE(h.size() == 50u);
-  for (int i = 0; i < 50; i++) CHECK_EQ(h[i].payload, "r" + std::to_string(i));
+  REQUIRE(h.size() == size_t(kRows));
+  for (int i = 0; i < kRows; i++) CHECK_EQ(h[i].payload, "r" + std::to_string(i) + pad);
+  CHECK_EQ(history(*t).size(), size_t(kRows));
 }
 
 TEST(rows_past_the_retention_are_dropped_from_memory_and_by_compaction) {
