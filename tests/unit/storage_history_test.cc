@@ -225,6 +225,50 @@ TEST(compaction_copies_rows_that_end_during_it) {
   CHECK_EQ(history(*t).size(), size_t(kRows));
 }
 
+TEST(compaction_copies_rows_inserted_and_ended_during_it) {
+  // Rows inserted and ended while phase 1 copied: neither phase copies them as live rows, so
+  // phase 2 copies them as HISTORY_ROWs.
+  SyncModeScope sync(SyncMode::kNone);
+  TempDir dir;
+  const std::string path = dir.file("t");
+  auto t = create_and_open(path);
+  REQUIRE(t);
+  set_option(*t, &TableOptions::history_retention, milliseconds(3600 * 1000));
+  constexpr int kRows = 20000;
+  const std::string pad(200, 'p');
+  std::atomic<bool> produced{false}, done{false};
+  std::thread producer([&] {
+    for (int i = 0; i < kRows; i += 100) {
+      std::vector<std::string> rows;
+      for (int k = i; k < i + 100; k++) rows.push_back("r" + std::to_string(k) + pad);
+      std::vector<std::string_view> views(rows.begin(), rows.end());
+      t->insert(views, nullptr);
+    }
+    produced = true;
+  });
+  std::thread consumer([&] {
+    Consumer c;
+    int idx;
+    for (;;) {
+      const bool last = produced;
+      if (c.wait({{t, nullptr}}, milliseconds(0), &idx).ok() && c.owned_rowid()) {
+        c.end();
+        continue;
+      }
+      if (last) break;
+    }
+    done = true;
+  });
+  while (!done) REQUIRE(t->compact().ok());
+  producer.join();
+  consumer.join();
+  auto copy = kept(crash_copy(dir, path, "copy"));
+  REQUIRE(copy);
+  auto h = history(*copy);
+  REQUIRE(h.size() == size_t(kRows));
+  for (int i = 0; i < kRows; i++) CHECK_EQ(h[i].payload, "r" + std::to_string(i) + pad);
+}
+
 TEST(rows_past_the_retention_are_dropped_from_memory_and_by_compaction) {
   SyncModeScope sync(SyncMode::kNone);
   TempDir dir;
