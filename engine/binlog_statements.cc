@@ -110,6 +110,9 @@ std::string named_rows(const std::vector<q4m::NamedRow>& rows) {
   for (const q4m::NamedRow& r : sorted) {
     if (!list.empty()) list += ',';
     list += std::to_string(r.id) + ':' + std::to_string(r.length) + ':' + std::to_string(r.checksum);
+    // How it ended and its delivery count, for a replica's history (HISTORY_RETENTION only:
+    // other removals are logged as before).
+    if (r.end_kind) list += ':' + std::to_string(r.end_kind) + ':' + std::to_string(r.deliveries);
   }
   return quoted(list);
 }
@@ -170,19 +173,27 @@ bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows,
     return true;
   };
   while (*p) {
-    uint64_t id = 0, length = 0, checksum = 0;
+    uint64_t id = 0, length = 0, checksum = 0, kind = 0, deliveries = 0;
     if (!number(UINT64_MAX >> 1, ':', &id) || id == 0 || !number(UINT32_MAX, ':', &length) ||
-        !number(UINT32_MAX, 0, &checksum))
+        !read_number(&p, UINT32_MAX, &checksum))
       break;
+    if (*p == ':') {  // ':<end kind>:<deliveries>' (HISTORY_RETENTION)
+      p++;
+      if (!number(255, ':', &kind) || kind == 0 || !number(UINT16_MAX, 0, &deliveries)) break;
+    } else if (*p && *p != ',') {
+      break;
+    }
     if (!rows->empty() && id <= rows->back().id) {
       *error = "row ids must increase (" + std::to_string(id) + " after " + std::to_string(rows->back().id) + ")";
       return false;
     }
-    rows->push_back(q4m::NamedRow{id, static_cast<uint32_t>(length), static_cast<uint32_t>(checksum)});
+    rows->push_back(q4m::NamedRow{id, static_cast<uint32_t>(length), static_cast<uint32_t>(checksum),
+                                  static_cast<uint8_t>(kind), static_cast<uint16_t>(deliveries)});
     if (!*p) return true;
     if (!*++p) break;  // a trailing ','
   }
-  *error = "expected a list '<row id>:<length>:<checksum>[,...]', got '" + text.substr(0, 64) + "'";
+  *error = "expected a list '<row id>:<length>:<checksum>[:<end kind>:<deliveries>][,...]', got '" +
+           text.substr(0, 64) + "'";
   return false;
 }
 

@@ -59,11 +59,21 @@ class ConnectionState {
   // evaluates them after reading every row: the row they belong to is unknown then);
   // queue_scan_rowid() and queue_scan_state() answer for it in any scan. The table lives
   // at least as long as the statement's handler, which clears the note at its scan's end.
-  void note_row_read(int64_t query_id, uint64_t rowid, q4m::QueueTable* table = nullptr) {
+  void note_row_read(int64_t query_id, uint64_t rowid, q4m::QueueTable* table = nullptr,
+                     const q4m::EndedRow* ended = nullptr) {
     read_query_id_ = query_id;
     read_rowid_ = rowid;
     read_table_ = table;
+    read_ended_ = ended ? *ended : q4m::EndedRow();
   }
+  // The history row the statement `query_id` is reading (HISTORY_RETENTION), or null.
+  const q4m::EndedRow* ended_row_read_in(int64_t query_id) const {
+    return read_query_id_ == query_id && read_rowid_ && read_ended_.id == read_rowid_ ? &read_ended_ : nullptr;
+  }
+  // queue_scan_history() in statement `query_id`: its scan reads the table's history rows
+  // (set as the statement is prepared, before its scan starts).
+  void scan_history_in(int64_t query_id) { history_query_id_ = query_id; }
+  bool scans_history_in(int64_t query_id) const { return history_query_id_ == query_id; }
   bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
   uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
   q4m::QueueTable* table_read_in(int64_t query_id) const {
@@ -169,6 +179,8 @@ class ConnectionState {
   }
 
  private:
+  q4m::EndedRow read_ended_;
+  int64_t history_query_id_ = -1;
   q4m::Consumer consumer_;
   const uint64_t mark_;
   std::unique_ptr<q4m::Transaction> txn_;  // declared after consumer_: rolled back first

@@ -159,6 +159,21 @@ void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) 
   put_u64(out_, first_rowid);
 }
 
+void ChunkBuilder::add_history(const HistoryEntry* entries, size_t count) {
+  add_counted(kHistory, kHistoryEntrySize, entries, count, [](std::string* o, const HistoryEntry& e) {
+    put_u64(o, e.id);
+    put_history_end(o, e.end_ms, e.kind, e.deliveries);
+  });
+}
+
+size_t ChunkBuilder::add_history_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum,
+                                     const HistoryEntry& end) {
+  reserve_record(kRowHeaderSize + payload.size() + kRowChecksumSize + kHistoryRowEndSize);
+  const size_t pos = add_payload_record(kHistoryRow, id, time_ms, payload, checksum);
+  put_history_end(out_, end.end_ms, end.kind, end.deliveries);
+  return pos;
+}
+
 void ChunkBuilder::finish() {
   if (!open_) return;
   open_ = false;
@@ -273,6 +288,15 @@ bool RecordReader::next(Record* r) {
       if (!need(kIdFloorSize)) return false;
       r->rowid = get_u64(p + 1);
       pos_ += kIdFloorSize;
+      return true;
+    case kHistory:
+      return counted(kHistoryEntrySize);
+    case kHistoryRow:
+      if (!need(kRowHeaderSize)) return false;
+      r->rowid = get_u64(p + 1);
+      if (!with_bytes(kRowHeaderSize, kRowChecksumSize + kHistoryRowEndSize)) return false;
+      r->checksum = get_u32(body_.data() + r->payload_pos + r->length);
+      r->ended = get_history_end(body_.data() + r->payload_pos + r->length + kRowChecksumSize, r->rowid);
       return true;
     case kTxnSrcId:
       if (!need(kTxnSrcIdSize)) return false;

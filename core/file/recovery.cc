@@ -127,6 +127,38 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         t->rows_inserted = rec.meta.rows_inserted;
         t->rows_removed = rec.meta.rows_removed;
         break;
+      case fmt::kHistory:
+        for (uint32_t i = 0; i < rec.count; i++) {
+          const fmt::HistoryEntry h = rr.history_entry(rec, i);
+          const RowEntry* e = t->index.find(h.id);
+          if (!e) continue;  // not live: its end is not this record's
+          EndedRow r;
+          r.id = e->id;
+          r.offset = e->offset;
+          r.time_ms = e->time_ms;
+          r.length = e->length;
+          if (const uint32_t* sum = t->known_sums.find(e->id)) {
+            r.stored = false;
+            r.known = *sum;
+          }
+          r.end_ms = h.end_ms;
+          r.kind = static_cast<EndKind>(h.kind);
+          r.deliveries = h.deliveries;
+          t->ended.push_back(r);
+        }
+        break;
+      case fmt::kHistoryRow: {
+        EndedRow r;
+        r.id = rec.rowid;
+        r.offset = body_pos + rec.payload_pos;
+        r.time_ms = rec.time_ms;
+        r.length = rec.length;
+        r.end_ms = rec.ended.end_ms;
+        r.kind = static_cast<EndKind>(rec.ended.kind);
+        r.deliveries = rec.ended.deliveries;
+        t->ended.push_back(r);
+        break;
+      }
       case fmt::kTxnRow: {
         RowEntry e;
         e.offset = body_pos + rec.payload_pos;

@@ -16,6 +16,7 @@
 #include "core/file/data_file.h"
 #include "core/file/format.h"
 #include "core/file/row_check.h"
+#include "core/row/ended_row.h"
 #include "core/row/index.h"
 
 namespace q4m {
@@ -54,6 +55,10 @@ struct RecoveredTable {
   // disk): the checksum of their bytes as read now, with their chunk's checksum passed, so
   // later reads of them are checked too.
   KnownChecksums known_sums;
+  // History rows (HISTORY_RETENTION), in the order they ended in the file: a HISTORY record's
+  // rows (still live when it is read, the REMOVE after it ends them) and HISTORY_ROWs.
+  // Whatever their age: the table drops those past its retention once configured.
+  std::vector<EndedRow> ended;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

@@ -35,6 +35,12 @@ class ReplacementFile {
   void add_txn_ask(uint64_t txn, const std::vector<RowId>& asked) { chunk_.add_txn_ask(txn, asked.data(), asked.size()); }
   void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }
   void add_txn_srcid(uint64_t txn, const fmt::SourceMark& mark) { chunk_.add_txn_srcid(txn, mark); }
+  // History (HISTORY_RETENTION): a history row, with its payload; how copied rows ended.
+  uint64_t add_history_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum,
+                           const fmt::HistoryEntry& end) {
+    return flushed_ + chunk_.add_history_row(id, time_ms, payload, checksum, end);
+  }
+  void add_history(const std::vector<fmt::HistoryEntry>& ended) { chunk_.add_history(ended.data(), ended.size()); }
   Status flush_if_over(uint64_t flush_bytes);
   // Writes out and fdatasyncs everything added so far, so that install() (run while
   // writers wait) only has to sync what is added after this.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/file/format.h"
+#include "core/row/ended_row.h"
 #include "core/row/history.h"
 #include "core/row/holder.h"
 #include "core/row/row_id.h"
@@ -95,6 +96,9 @@ struct WriteBatch {
   std::vector<fmt::ReturnedRow> histories_kept;
   // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).
   std::vector<RowId> asked_kept;
+  // HISTORY_RETENTION: how the rows it removes ended (a HISTORY record before its REMOVE or
+  // committed TXN_END; core/table/history.cc).
+  std::vector<fmt::HistoryEntry> ended;
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

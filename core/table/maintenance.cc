@@ -73,6 +73,8 @@ void Table::forget_rows(State& st) {
   st.policies.each([](auto& p) { p.forget(); });
   for (auto& [id, p] : st.prepared) pending_rows_.fetch_sub(p.rows.size());
   st.prepared.clear();  // a part's rows vanish with the others; its end finds nothing to do
+  st.ended.clear();     // and the history with them (TRUNCATE writes a new file)
+  note_history_size(st);
   // Every count and mirror of the index, in one place.
   st.delayed = st.dead = 0;
   rows_.store(0);
@@ -142,10 +144,10 @@ void Table::close() {
   SnapshotSource src{w->ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
-  // A snapshot holds no prepared part and no id floor: with one, the next open reads the file
-  // (TXN_* records, ID_FLOOR; a floor matters only until ids reach it).
+  // A snapshot holds no prepared part, no id floor and no history: with one, the next open
+  // reads the file (TXN_* records, ID_FLOOR, HISTORY; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        st->prepared.empty() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && st->ended.empty() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

@@ -60,6 +60,7 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
   pending_rows_.fetch_sub(p.rows.size());
   bool placed_elsewhere = false;
   if (b.commit) {
+    if (!b.ended.empty()) keep_ended(st, b.ended, p.holder.get());
     for (const RowId id : p.removals) {
       RowEntry* e = st.index.find(id);
       if (!e || e->state != RowState::kClaimed || e->holder != p.holder.get()) continue;

@@ -21,6 +21,7 @@
 #include "core/policy/group_order.h"
 #include "core/policy/options.h"
 #include "core/policy/table_stats.h"
+#include "core/row/ended_row.h"
 #include "core/row/filter.h"
 #include "core/row/history.h"
 #include "core/row/id_sequence.h"
@@ -42,6 +43,10 @@ struct NamedRow {
   RowId id;
   uint32_t length;
   uint32_t checksum;
+  // HISTORY_RETENTION: how the row ends here and its delivery count, so that a replica keeps
+  // the same history (0: the table keeps none; a replica then records a consumption).
+  uint8_t end_kind = 0;
+  uint16_t deliveries = 0;
 };
 
 // A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
@@ -168,6 +173,11 @@ class QueueTable {
   virtual Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) = 0;
   virtual Status snapshot_count(uint64_t point, uint64_t* count) = 0;  // how many (COUNT(*))
   virtual Status read_snapshot_row(const SnapshotRow& row, std::string* payload) = 0;
+  // History (HISTORY_RETENTION): the rows that ended within the retention period, in id
+  // order, and the file their offsets are in (compaction may replace the table's meanwhile:
+  // read them from this one, with read_history_row()).
+  virtual Status history_rows(std::vector<EndedRow>* rows, std::shared_ptr<DataFile>* file) = 0;
+  virtual Status read_history_row(const std::shared_ptr<DataFile>& file, const EndedRow& row, std::string* payload) = 0;
   // Forgets what no open snapshot needs any more (a snapshot ended): the rows removed since,
   // and the files they were in.
   virtual void prune_snapshot_journal() = 0;

@@ -30,6 +30,7 @@ void Table::move(State& st, RowEntry& e, const Move& m, RowContext& ctx) {
   e.holder = held(m.to) ? m.holder : nullptr;
   e.state = m.to;
   if (m.to == RowState::kClaimed) st.claims[m.holder].push_back(e.id);
+  if (st.history_ms) note_end_kind(st, e.id, from, m);
   if (m.to == RowState::kFree) {
     st.free_epoch++;  // filtered scans in progress must not move their cursor past it
     // Scans skipped this row while it was taken: move their cursors back. (The plain scan
@@ -47,6 +48,7 @@ void Table::remove(State& st, RowEntry& e, RowContext& ctx) {
   if (held(before.state)) held_.fetch_sub(1);
   if (uint64_t* n = count_of(st.delayed, st.dead, before.state)) --*n;
   st.index.remove(before.id);
+  if (st.history_ms) st.ended.unmark(before.id);
   if (st.took_over_by_id) st.removed_since_take_over.push_back(before.id);  // for a give-back (takeover.cc)
   st.policies.each([&](auto& p) { p.removed(before, ctx); });
 }

@@ -134,6 +134,7 @@ void Table::restore(RecoveredTable& rec) {
   auto st = state_.lock();
   RowContext ctx = context(*st);
   restore_prepared(*st, rec, ctx);
+  restore_history(*st, rec);
   st->policies.each([&](auto& p) { p.opened(rec, ctx); });
   finish(*st, ctx);
 }
@@ -213,6 +214,9 @@ void Table::configure(std::shared_ptr<const TableOptions> options) {
         damaged.clear();
       });
     }
+    st->history_ms = static_cast<uint64_t>(options->history_retention.count());
+    history_ms_.store(st->history_ms, std::memory_order_relaxed);
+    expire_history(*st, now_ms());  // off: forgets every history row and mark
     *options_.lock() = options;
     configured_.store(options.get(), std::memory_order_release);
   }
@@ -286,7 +290,11 @@ TableStats Table::info() {
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes =
       fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * (fmt::kRowHeaderSize + fmt::kRowChecksumSize);
+  live_record_bytes += st->ended.file_bytes();  // history rows are not compaction's to reclaim
   i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
+  expire_history(*st, now_ms());
+  i.history_rows = st->ended.size();
+  i.history_bytes = st->ended.bytes();
   const uint64_t now = now_ms();
   if (const RowEntry* e = st->index.first_live()) i.oldest_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;

@@ -37,6 +37,7 @@
 #include "core/file/row_check.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
+#include "core/table/ended_rows.h"
 #include "core/table/snapshot_journal.h"
 #include "core/table/queue_table.h"
 #include "core/table/read_ahead_window.h"
@@ -78,6 +79,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) override;
   Status snapshot_count(uint64_t point, uint64_t* count) override;
   Status read_snapshot_row(const SnapshotRow& row, std::string* payload) override;
+  Status history_rows(std::vector<EndedRow>* rows, std::shared_ptr<DataFile>* file) override;
+  Status read_history_row(const std::shared_ptr<DataFile>& file, const EndedRow& row, std::string* payload) override;
   void prune_snapshot_journal() override;
   bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) override;
   Status remove_claimed(Consumer* viewer) override;
@@ -181,6 +184,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     SnapshotJournal journal;
     uint64_t ticket = 0;
     RowPolicies policies;
+    // HISTORY_RETENTION (history.cc): the rows that ended within it; 0 = none kept.
+    EndedRows ended;
+    uint64_t history_ms = 0;
     bool dropped = false;
     // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's
     // rows; this one then hands out no row, and its holders' calls go there.
@@ -343,6 +349,21 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   bool kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const;
   void kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const;  // its retry delay only
 
+  // ---- history.cc (HISTORY_RETENTION)
+  // move(): a claim records how its row would end (Move::ends_as); a row leaving its claim
+  // forgets it.
+  void note_end_kind(State& st, RowId id, RowState from, const Move& m);
+  // The writer, before it builds the chunk: how each batch's removed rows end (state lock
+  // taken here), for the HISTORY record written with their REMOVE or TXN_END.
+  void note_history(std::vector<CommitRequest*>& batch, uint64_t now_ms);
+  // Publishing the removal: the rows `remover` holds that `ended` names become history.
+  void keep_ended(State& st, const std::vector<fmt::HistoryEntry>& ended, const Holder* remover);
+  void expire_history(State& st, uint64_t now_ms);  // forgets what is past the retention
+  void restore_history(State& st, RecoveredTable& rec);  // at open
+  void note_history_size(const State& st);  // the lock-free mirrors
+  // A removal the binary log names: how `e` ends, for a replica's history (if kept here).
+  void name_end(const State& st, const RowEntry& e, EndKind kind, NamedRow* named) const;
+
   // ---- takes.cc
   // The row the plain take (no condition) gets next, or null; moves its cursor up to it.
   RowEntry* next_plain(State& st);
@@ -410,6 +431,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<RowId> id_floor_{0};
   std::atomic<bool> dropped_{false};
   std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
+  std::atomic<uint64_t> history_ms_{0};  // State::history_ms, for the writer
+  std::atomic<uint64_t> history_rows_{0}, history_bytes_{0};
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;

@@ -121,6 +121,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone || w->file->has_unsynced_appends());
   bool adds_rows = false;  // else the chunk may use the room kept for removals (DataFile::Room)
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
+  if (history_ms_.load(std::memory_order_relaxed)) note_history(batch, ctx.now_ms);
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
     if (b.id_floor > ids.floor) {
@@ -136,6 +137,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       } else {
         w->policies.each([&](auto& p) { p.withdraw(b); });
       }
+      if (b.commit && !b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
       chunk.add_txn_end(b.txn, b.commit, b.first_rowid);
       if (b.return_count) chunk.add_returns(b.returns, b.return_count);
       continue;
@@ -180,6 +182,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       chunk.add_txn_prepare(b.txn, b.xid);
       continue;
     }
+    if (!b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
     if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
     if (b.return_count) chunk.add_returns(b.returns, b.return_count);
   }
@@ -259,6 +262,7 @@ void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitReque
 
 uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx) {
   uint64_t removed = 0;
+  if (!b.ended.empty()) keep_ended(st, b.ended, b.remover);
   for (size_t i = 0; i < b.removal_count; i++) {
     RowEntry* e = st.index.find(b.removals[i]);
     if (!e || e->holder != b.remover) continue;  // vanished (truncate) meanwhile

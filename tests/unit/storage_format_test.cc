@@ -137,19 +137,19 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
 }
 
 // Versions 1 (no unsynced flag), 2 (no RETURN records), 3 (no DEDUP_KEY records), 4 (no
-// row checksums), 5 (no transaction records), 6 (no TXN_SRCID) and 7 (no ID_FLOOR, TXN_ASK)
-// are still read; newer versions are refused by name.
+// row checksums), 5 (no transaction records), 6 (no TXN_SRCID), 7 (no ID_FLOOR, TXN_ASK) and
+// 8 (no HISTORY, HISTORY_ROW) are still read; newer versions are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 8u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 9u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 9u}) {
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 10u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 9) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 9 (this build reads 1 to 8)") != std::string::npos);
+    if (v < 10) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 10 (this build reads 1 to 9)") != std::string::npos);
   }
 }
 

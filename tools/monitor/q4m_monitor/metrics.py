@@ -75,6 +75,10 @@ class QueueCollector:
             "groups_at_limit": GaugeMetricFamily("q4m_queue_groups_at_limit",
                                                  "Message groups with queued rows none of which may go now.",
                                                  labels=labels),
+            # HISTORY_RETENTION: ended rows kept, apart from the queue's rows.
+            "history_rows": GaugeMetricFamily("q4m_queue_history_rows",
+                                              "Ended rows kept by HISTORY_RETENTION (not in q4m_queue_rows).",
+                                              labels=labels),
         }
         counters = [(key, CounterMetricFamily(name, help_, labels=labels)) for key, name, help_ in TABLE_COUNTERS]
         wait = HistogramMetricFamily("q4m_queue_handout_wait_seconds",
@@ -88,7 +92,7 @@ class QueueCollector:
             gauges["waiters"].add_metric(values, sum(st["waiters"] for st in group))
             gauges["max_rows"].add_metric(values, sum(st["max_rows"] for st in group))
             gauges["file_bytes"].add_metric(values, sum(st["file_bytes"] for st in group))
-            for key in ("in_flight", "rows_held_back", "groups_at_limit"):
+            for key in ("in_flight", "rows_held_back", "groups_at_limit", "history_rows"):
                 gauges[key].add_metric(values, sum(st.get(key, 0) for st in group))
             for key, family in counters:
                 family.add_metric(values, sum(st.get(key, 0) for st in group))
