@@ -22,6 +22,10 @@
 //           and its outcome, later:
 //           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 //           | ID_FLOOR u8 13 | u64 floor                                                   (version 8)
+//           Subscriptions (core/table/subscriptions.h):
+//           | SUBSCRIBE u8 17 | u32 sub | u64 start_rowid | u32 name_len | name | u32 cond_len | cond   (version 9)
+//           | UNSUBSCRIBE u8 18 | u32 sub                                                  (version 9)
+//           | SUB_REMOVE u8 19 | u32 sub | u32 count | u64 rowid[count]                    (version 9)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +38,8 @@ namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
 // Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
-// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK).
-constexpr uint32_t kFormatVersion = 8;
+// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 SUBSCRIBE, UNSUBSCRIBE and SUB_REMOVE).
+constexpr uint32_t kFormatVersion = 9;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -52,6 +56,7 @@ constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
   kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12, kIdFloor = 13, kTxnAsk = 14,
+  kSubscribe = 17, kUnsubscribe = 18, kSubRemove = 19,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -71,6 +76,9 @@ constexpr size_t kTxnEndSize = 1 + 8 + 1 + 8;
 constexpr size_t kTxnSrcIdSize = 1 + 8 + 4 + 8 + 1;
 constexpr size_t kIdFloorSize = 1 + 8;
 constexpr size_t kTxnAskHeaderSize = 1 + 4 + 8;  // then one id per row of the part (0: none asked)
+constexpr size_t kSubscribeHeaderSize = 1 + 4 + 8 + 4;  // then the name, u32 cond_len, the condition
+constexpr size_t kUnsubscribeSize = 1 + 4;
+constexpr size_t kSubRemoveHeaderSize = 1 + 4 + 4;  // then the ids
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -185,6 +193,11 @@ class ChunkBuilder {
   void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
   // The least id a row that asks for none gets from here on (CREATE/ALTER ... AUTO_INCREMENT).
   void add_id_floor(RowId floor);
+  // Subscription `sub` (a number never reused in the file) named `name`, over the rows from
+  // `start` on that match `condition` (empty: all); its end; rows it ended.
+  void add_subscribe(uint32_t sub, RowId start, std::string_view name, std::string_view condition);
+  void add_unsubscribe(uint32_t sub);
+  void add_sub_remove(uint32_t sub, const RowId* ids, size_t count);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -239,6 +252,11 @@ struct Record {
   uint64_t txn = 0;
   bool committed = false;
   RowId first_rowid = 0;
+  // kSubscribe (start in rowid, the name at payload_pos, `length` bytes, the condition at
+  // cond_pos, cond_length bytes), kUnsubscribe, kSubRemove (with count, ids_pos)
+  uint32_t sub = 0;
+  size_t cond_pos = 0;
+  uint32_t cond_length = 0;
 };
 
 // Walks the records of one checksummed chunk body.

@@ -35,6 +35,15 @@ struct PreparedPart {
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
 };
 
+// A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),
+// those still live once recovery is done.
+struct RecoveredSubscription {
+  std::string name;
+  std::string condition;
+  RowId start = 0;
+  std::vector<RowId> ended;
+};
+
 struct RecoveredTable {
   RowIndex index;
   RowId next_rowid = 1;
@@ -54,6 +63,9 @@ struct RecoveredTable {
   // disk): the checksum of their bytes as read now, with their chunk's checksum passed, so
   // later reads of them are checked too.
   KnownChecksums known_sums;
+  // Subscriptions by number (core/table/subscriptions.h); the next unused number.
+  std::map<uint32_t, RecoveredSubscription> subscriptions;
+  uint32_t next_subscription = 1;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

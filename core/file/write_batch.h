@@ -79,6 +79,19 @@ struct WriteBatch {
   // ID_FLOOR record: rows that ask for no id get ids from here on (CREATE/ALTER TABLE ...
   // AUTO_INCREMENT=N); 0, or not above the table's floor: none.
   RowId id_floor = 0;
+  // Subscriptions (core/table/subscriptions.h): a SUBSCRIBE record (start 0: the leader
+  // gives it the next row id, in subscribed_start), an UNSUBSCRIBE record (its number, 0:
+  // none), a SUB_REMOVE record (subscription `sub` ended these rows). Before its REMOVE.
+  struct Subscribe {
+    uint32_t number = 0;
+    RowId start = 0;
+    std::string_view name, condition;
+  };
+  const Subscribe* subscribe = nullptr;
+  uint32_t unsubscribe = 0;
+  uint32_t sub = 0;
+  const RowId* sub_removals = nullptr;
+  size_t sub_removal_count = 0;
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
@@ -95,6 +108,7 @@ struct WriteBatch {
   std::vector<fmt::ReturnedRow> histories_kept;
   // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).
   std::vector<RowId> asked_kept;
+  RowId subscribed_start = 0;  // the SUBSCRIBE's start as written
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

@@ -33,6 +33,8 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   const bool owner = v.owned_in != nullptr;  // here, or on the other side of a take-over
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
+  // Rows a subscription's consumer owns are the subscription's to check (subscriptions.h).
+  const bool subscriber = owner && v.owned_in != this && subscriptions_.is_subscription(v.owned_in);
   UncachedRead r;
   {
     auto st = state_.lock();
@@ -41,7 +43,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
       // Skips rows of a batch that are gone (a DELETE, TRUNCATE or an expired lease).
       for (; owned; owned = next_owned(v, owned)) {
         e = st->index.find(owned);
-        if (e && e->holder == v.holder) break;
+        if (e && (e->holder == v.holder || subscriber)) break;
       }
       if (!owned) return Status::Ok();
     } else {
