@@ -28,6 +28,18 @@ def _take_all(conn, source, limit=10000):
     return got
 
 
+def _drain(conn, source):
+    """Rows (id) taken in batches (queue_wait_batch) and ended, until none is left."""
+    got = []
+    while True:
+        rows = query(conn, f"SELECT id FROM test.events WHERE queue_wait_batch('{source}', 1000, 0)")
+        if not rows:
+            value(conn, "SELECT queue_end()")
+            return got
+        got.extend(r[0] for r in rows)
+        assert value(conn, "SELECT queue_end()") == 1
+
+
 def _subs(server):
     return {r[0]: r[1:] for r in server.sql(
         "SELECT SUBSCRIPTION_NAME, PENDING_ROWS, OWNED_ROWS, DEAD_ROWS FROM information_schema.QUEUE_SUBSCRIPTIONS "
@@ -150,3 +162,81 @@ def wait_until(cond, timeout=30):
     while not cond():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+SUBSCRIPTIONS = {"billing": None, "email": None, "big": "id % 3 = 0"}
+
+
+@both_binlog_modes
+def test_ledger_each_row_once_per_matching_subscription_across_kill9(fresh_server, binlog):
+    """Producers and two consumers per subscription run while the server is killed (-9): after a
+    restart and a drain, every row a producer was told was inserted was ended exactly once by
+    every subscription it matches (or its end's answer was lost with the server, and it was not
+    delivered again), and no subscription got a row outside its condition."""
+    server = fresh_server
+    _events(server)
+    for name, cond in SUBSCRIPTIONS.items():
+        if cond:
+            server.sql("SELECT queue_subscribe('test.events', %s, %s)", (name, cond))
+        else:
+            server.sql("SELECT queue_subscribe('test.events', %s)", (name,))
+    lock = threading.Lock()
+    inserted = set()
+    acked = {name: [] for name in SUBSCRIPTIONS}
+    maybe = {name: set() for name in SUBSCRIPTIONS}
+    delivered = {name: set() for name in SUBSCRIPTIONS}
+    next_id = iter(range(1, 10 ** 9))
+
+    def producer(stop):
+        try:
+            c = server.connect()
+            while not stop.is_set():
+                with lock:
+                    ids = [next(next_id) for _ in range(3)]
+                c.cursor().execute("INSERT INTO test.events VALUES " + ", ".join(f"({i}, 'k')" for i in ids))
+                with lock:
+                    inserted.update(ids)
+        except pymysql.err.MySQLError:
+            pass
+
+    def consumer(name):
+        def run(stop):
+            row = None
+            try:
+                c = server.connect()
+                while not stop.is_set():
+                    rows = query(c, f"SELECT id FROM test.events WHERE queue_wait('test.events@{name}', 1)")
+                    if not rows:
+                        continue
+                    row = rows[0][0]
+                    with lock:
+                        delivered[name].add(row)
+                    value(c, "SELECT queue_end()")
+                    with lock:
+                        acked[name].append(row)
+                    row = None
+            except pymysql.err.MySQLError:
+                if row is not None:
+                    with lock:
+                        maybe[name].add(row)
+        return run
+
+    workers = [producer, producer] + [consumer(n) for n in SUBSCRIPTIONS for _ in range(2)]
+    server.kill9_under_load(workers, 2.5)
+    server.start()
+    c = server.connect()
+    for name in SUBSCRIPTIONS:
+        got = _drain(c, f"test.events@{name}")
+        acked[name].extend(got)
+        delivered[name].update(got)
+    assert len(inserted) > 30, "the load inserted too little to test anything"
+    for name, cond in SUBSCRIPTIONS.items():
+        matches = (lambda i: i % 3 == 0) if cond else (lambda i: True)
+        counts = {}
+        for i in acked[name]:
+            counts[i] = counts.get(i, 0) + 1
+        assert [i for i, n in counts.items() if n > 1] == [], f"{name}: ended twice"
+        assert [i for i in delivered[name] if not matches(i)] == [], f"{name}: rows outside its condition"
+        missing = [i for i in inserted if matches(i) and i not in counts and i not in maybe[name]]
+        assert missing == [], f"{name}: inserted rows never ended"
+    wait_until(lambda: server.value("SELECT COUNT(*) FROM test.events") == 0)
