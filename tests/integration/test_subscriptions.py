@@ -240,3 +240,50 @@ def test_ledger_each_row_once_per_matching_subscription_across_kill9(fresh_serve
         missing = [i for i in inserted if matches(i) and i not in counts and i not in maybe[name]]
         assert missing == [], f"{name}: inserted rows never ended"
     wait_until(lambda: server.value("SELECT COUNT(*) FROM test.events") == 0)
+
+
+def test_dead_letters_and_leases_are_per_subscription(server):
+    _events(server, "MAX_DELIVERIES=2")
+    server.sql("SELECT queue_subscribe('test.events', 'a')")
+    server.sql("SELECT queue_subscribe('test.events', 'b')")
+    server.sql("INSERT INTO test.events VALUES (1, 'x')")
+    c = server.connect()
+    for _ in range(2):
+        assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1
+        assert value(c, "SELECT queue_abort()") == 1
+    assert value(c, "SELECT queue_wait('test.events@a', 0)") == 0  # dead for a
+    value(c, "SELECT queue_abort()")
+    assert _subs(server)["a"][2] == 1
+    # b's delivery is its own: the row is free there
+    assert query(c, "SELECT id FROM test.events WHERE queue_wait('test.events@b', 0)") == [(1,)]
+    assert value(c, "SELECT queue_end()") == 1
+    assert query(c, "SELECT id FROM test.events WHERE queue_take_dead('test.events@a')") == [(1,)]
+    assert value(c, "SELECT queue_delivery_count()") == 3
+    assert value(c, "SELECT queue_end()") == 1
+    assert server.value("SELECT COUNT(*) FROM test.events") == 0
+
+    # a lease that runs out gives the row back to its subscription only
+    server.sql("INSERT INTO test.events VALUES (2, 'y')")
+    hung, other = server.connect(), server.connect()
+    assert value(hung, "SELECT queue_wait('test.events@a', 0)") == 1
+    assert value(hung, "SELECT queue_renew_lease(1)") == 1
+    wait_until(lambda: value(other, "SELECT queue_wait('test.events@a', 0)") == 1)
+    with pytest.raises(pymysql.err.OperationalError):
+        value(hung, "SELECT queue_end()")
+    assert value(other, "SELECT queue_delivery_count()") == 2
+    assert value(other, "SELECT queue_end()") == 1
+
+
+def test_a_wait_lists_subscriptions_and_conditions(server):
+    _events(server)
+    server.sql("SELECT queue_subscribe('test.events', 'a')")
+    server.sql("SELECT queue_subscribe('test.events', 'b')")
+    server.sql("INSERT INTO test.events VALUES (1, 'x'), (2, 'y')")
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('test.events@a:kind=''y''', 'test.events@b', 0)") == 1
+    assert query(c, "SELECT id FROM test.events") == [(2,)]
+    assert value(c, "SELECT queue_wait('test.events@a:kind=''y''', 'test.events@b', 0)") == 2
+    assert query(c, "SELECT id FROM test.events") == [(1,)]
+    assert value(c, "SELECT queue_end()") == 1
+    stats = json.loads(server.value("SELECT queue_stats('test.events@a')"))
+    assert stats["table"] == "test.events@a" and stats["rows"] == 1
