@@ -287,3 +287,15 @@ def test_a_wait_lists_subscriptions_and_conditions(server):
     assert value(c, "SELECT queue_end()") == 1
     stats = json.loads(server.value("SELECT queue_stats('test.events@a')"))
     assert stats["table"] == "test.events@a" and stats["rows"] == 1
+
+
+def test_a_copying_alter_is_refused_while_the_table_has_subscriptions(server):
+    _events(server)
+    server.sql("SELECT queue_subscribe('test.events', 'a')")
+    server.sql("INSERT INTO test.events VALUES (1, 'x')")
+    with pytest.raises(pymysql.err.MySQLError, match="subscriptions"):
+        server.sql("ALTER TABLE test.events ADD COLUMN extra INT")
+    c = server.connect()
+    assert _take_all(c, "test.events@a") == [1]
+    assert server.value("SELECT queue_unsubscribe('test.events', 'a')") == 1
+    server.sql("ALTER TABLE test.events ADD COLUMN extra INT")
