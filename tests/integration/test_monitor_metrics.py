@@ -136,3 +136,16 @@ def test_subscription_lag_per_subscription(server, monitors):
     s = _samples(m.get("/metrics")[0])
     assert s[("q4m_subscription_pending_rows", frozenset({**slow, "subscription": "fast"}.items()))] == 0.0
     assert s[("q4m_subscription_oldest_age_seconds", frozenset(slow.items()))] > 0
+
+
+def test_the_dashboard_lists_a_tables_subscriptions_with_their_lag(server, monitors):
+    from monitor_harness import Client
+    server.sql("CREATE TABLE test.feed (v INT) ENGINE=QUEUE")
+    server.sql("SELECT queue_subscribe('test.feed', 'audit', 'v > 1')")
+    server.sql("INSERT INTO test.feed VALUES (1), (2)")
+    c = Client(monitors())
+    assert c.login("root", "").status == 303
+    page = c.request("/queue?schema=test&table=feed")
+    assert page.status == 200
+    assert 'id="subscriptions"' in page.body and "<td>audit</td>" in page.body
+    assert "<td>v &gt; 1</td>" in page.body  # escaped
