@@ -4,7 +4,7 @@
 -- queue_purge_dead, queue_allowed, queue_scan_rowid, queue_scan_state, queue_apply_removal,
 -- queue_apply_dedup, queue_apply_srcid, queue_apply_redrive, queue_expire, queue_backup_stage,
 -- queue_subscribe, queue_unsubscribe)
--- and INFORMATION_SCHEMA.QUEUE_TABLES / QUEUE_OWNED_ROWS / QUEUE_HELD_GROUPS. Copy
+-- and INFORMATION_SCHEMA.QUEUE_TABLES / QUEUE_OWNED_ROWS / QUEUE_HELD_GROUPS / QUEUE_SUBSCRIPTIONS. Copy
 -- build/plugin/ha_queue.so into @@plugin_dir first.
 -- The plugins are recorded in mysql.plugin and load again at every server start.
 INSTALL SONAME 'ha_queue';
