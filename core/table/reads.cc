@@ -147,11 +147,12 @@ uint64_t Table::visible_count(const Consumer* viewer) {
   if (v.sees_nothing_in(this)) return 0;
   if (v.owned_in && !v.batch) return 1;
   if (v.batch) {  // the rows of its batch still held
+    const bool subscriber = v.owned_in != this && subscriptions_.is_subscription(v.owned_in);
     auto st = state_.lock();
     uint64_t n = 0;
     for (RowId id : *v.batch) {
       const RowEntry* e = st->index.find(id);
-      n += e && e->holder == v.holder;
+      n += e && (e->holder == v.holder || subscriber);
     }
     return n;
   }

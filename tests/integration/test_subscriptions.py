@@ -299,3 +299,15 @@ def test_a_copying_alter_is_refused_while_the_table_has_subscriptions(server):
     assert _take_all(c, "test.events@a") == [1]
     assert server.value("SELECT queue_unsubscribe('test.events', 'a')") == 1
     server.sql("ALTER TABLE test.events ADD COLUMN extra INT")
+
+
+def test_a_subscription_batch_reads_and_counts_its_rows(server):
+    _events(server)
+    server.sql("SELECT queue_subscribe('test.events', 'a')")
+    server.sql("INSERT INTO test.events VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+    c = server.connect()
+    assert value(c, "SELECT queue_wait_batch('test.events@a', 2, 0)") == 2
+    assert query(c, "SELECT id FROM test.events") == [(1,), (2,)]
+    assert value(c, "SELECT COUNT(*) FROM test.events") == 2
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT COUNT(*) FROM test.events") == 1
