@@ -17,6 +17,8 @@ extern Plugin_function queue_delivery_count_plugin;
 extern Plugin_function queue_set_srcid_plugin;
 extern Plugin_function queue_compact_plugin;
 extern Plugin_function queue_stats_plugin;
+extern Plugin_function queue_subscribe_plugin;
+extern Plugin_function queue_unsubscribe_plugin;
 extern Plugin_function queue_release_owned_plugin;
 extern Plugin_function queue_redrive_dead_plugin;
 extern Plugin_function queue_purge_dead_plugin;

@@ -26,6 +26,10 @@
 //           | HISTORY u8 15 | u32 count | { u64 rowid | u64 end_ms | u8 kind | u16 deliveries }[count]   (version 9)
 //           | HISTORY_ROW u8 16 | u64 rowid | u64 insert_time_ms | u32 len | payload[len] | u32 row_checksum
 //                               | u64 end_ms | u8 kind | u16 deliveries                            (version 9)
+//           Subscriptions (core/table/subscriptions.h):
+//           | SUBSCRIBE u8 17 | u32 sub | u64 start_rowid | u32 name_len | name | u32 cond_len | cond   (version 9)
+//           | UNSUBSCRIBE u8 18 | u32 sub                                                  (version 9)
+//           | SUB_REMOVE u8 19 | u32 sub | u32 count | u64 rowid[count]                    (version 9)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +42,7 @@ namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
 // Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
-// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 HISTORY and HISTORY_ROW).
+// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE and SUB_REMOVE).
 constexpr uint32_t kFormatVersion = 9;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
@@ -57,6 +61,7 @@ enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
   kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12, kIdFloor = 13, kTxnAsk = 14,
   kHistory = 15, kHistoryRow = 16,
+  kSubscribe = 17, kUnsubscribe = 18, kSubRemove = 19,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -89,6 +94,9 @@ struct HistoryEntry {
   uint16_t deliveries = 0;
 };
 inline void put_history_end(std::string* o, uint64_t end_ms, uint8_t kind, uint16_t deliveries);
+constexpr size_t kSubscribeHeaderSize = 1 + 4 + 8 + 4;  // then the name, u32 cond_len, the condition
+constexpr size_t kUnsubscribeSize = 1 + 4;
+constexpr size_t kSubRemoveHeaderSize = 1 + 4 + 4;  // then the ids
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -220,6 +228,11 @@ class ChunkBuilder {
   // it ended. Returns the payload's offset, as add_row.
   size_t add_history_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum,
                          const HistoryEntry& end);
+  // Subscription `sub` (a number never reused in the file) named `name`, over the rows from
+  // `start` on that match `condition` (empty: all); its end; rows it ended.
+  void add_subscribe(uint32_t sub, RowId start, std::string_view name, std::string_view condition);
+  void add_unsubscribe(uint32_t sub);
+  void add_sub_remove(uint32_t sub, const RowId* ids, size_t count);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
@@ -276,6 +289,11 @@ struct Record {
   uint64_t txn = 0;
   bool committed = false;
   RowId first_rowid = 0;
+  // kSubscribe (start in rowid, the name at payload_pos, `length` bytes, the condition at
+  // cond_pos, cond_length bytes), kUnsubscribe, kSubRemove (with count, ids_pos)
+  uint32_t sub = 0;
+  size_t cond_pos = 0;
+  uint32_t cond_length = 0;
 };
 
 // Walks the records of one checksummed chunk body.

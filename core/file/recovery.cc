@@ -181,6 +181,24 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
       case fmt::kIdFloor:
         t->id_floor = std::max(t->id_floor, rec.rowid);
         break;
+      case fmt::kSubscribe: {
+        RecoveredSubscription& sub = t->subscriptions[rec.sub];
+        sub.name.assign(body.data() + rec.payload_pos, rec.length);
+        sub.condition.assign(body.data() + rec.cond_pos, rec.cond_length);
+        sub.start = rec.rowid;
+        t->next_subscription = std::max(t->next_subscription, rec.sub + 1);
+        break;
+      }
+      case fmt::kUnsubscribe:
+        t->subscriptions.erase(rec.sub);
+        t->next_subscription = std::max(t->next_subscription, rec.sub + 1);
+        break;
+      case fmt::kSubRemove: {
+        auto it = t->subscriptions.find(rec.sub);
+        if (it == t->subscriptions.end()) break;  // dropped since
+        for (uint32_t i = 0; i < rec.count; i++) it->second.ended.push_back(rr.removed_id(rec, i));
+        break;
+      }
       case fmt::kTxnAsk: {
         PreparedPart& part = t->prepared[rec.txn];
         for (uint32_t i = 0; i < rec.count; i++) part.asked.push_back(rr.removed_id(rec, i));

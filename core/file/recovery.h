@@ -36,6 +36,15 @@ struct PreparedPart {
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
 };
 
+// A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),
+// those still live once recovery is done.
+struct RecoveredSubscription {
+  std::string name;
+  std::string condition;
+  RowId start = 0;
+  std::vector<RowId> ended;
+};
+
 struct RecoveredTable {
   RowIndex index;
   RowId next_rowid = 1;
@@ -59,6 +68,9 @@ struct RecoveredTable {
   // rows (still live when it is read, the REMOVE after it ends them) and HISTORY_ROWs.
   // Whatever their age: the table drops those past its retention once configured.
   std::vector<EndedRow> ended;
+  // Subscriptions by number (core/table/subscriptions.h); the next unused number.
+  std::map<uint32_t, RecoveredSubscription> subscriptions;
+  uint32_t next_subscription = 1;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

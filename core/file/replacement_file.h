@@ -26,6 +26,10 @@ class ReplacementFile {
   void add_meta(const fmt::Meta& m) { chunk_.add_meta(m); }
   void add_returns(const std::vector<fmt::ReturnedRow>& rows) { chunk_.add_returns(rows.data(), rows.size()); }
   void add_dedup_key(uint64_t time_ms, std::string_view key) { chunk_.add_dedup_key(time_ms, key); }
+  void add_subscribe(uint32_t sub, RowId start, std::string_view name, std::string_view condition) {
+    chunk_.add_subscribe(sub, start, name, condition);
+  }
+  void add_sub_remove(uint32_t sub, const std::vector<RowId>& ids) { chunk_.add_sub_remove(sub, ids.data(), ids.size()); }
   // A prepared part (format.h, TXN_*): its rows (each returns the payload's file offset),
   // removals and prepare. The new file is installed whole, so the records need not share a chunk.
   uint64_t add_txn_row(uint64_t txn, uint64_t time_ms, std::string_view payload, uint32_t checksum) {

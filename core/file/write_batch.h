@@ -80,6 +80,19 @@ struct WriteBatch {
   // ID_FLOOR record: rows that ask for no id get ids from here on (CREATE/ALTER TABLE ...
   // AUTO_INCREMENT=N); 0, or not above the table's floor: none.
   RowId id_floor = 0;
+  // Subscriptions (core/table/subscriptions.h): a SUBSCRIBE record (start 0: the leader
+  // gives it the next row id, in subscribed_start), an UNSUBSCRIBE record (its number, 0:
+  // none), a SUB_REMOVE record (subscription `sub` ended these rows). Before its REMOVE.
+  struct Subscribe {
+    uint32_t number = 0;
+    RowId start = 0;
+    std::string_view name, condition;
+  };
+  const Subscribe* subscribe = nullptr;
+  uint32_t unsubscribe = 0;
+  uint32_t sub = 0;
+  const RowId* sub_removals = nullptr;
+  size_t sub_removal_count = 0;
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
@@ -99,6 +112,7 @@ struct WriteBatch {
   // HISTORY_RETENTION: how the rows it removes ended (a HISTORY record before its REMOVE or
   // committed TXN_END; core/table/history.cc).
   std::vector<fmt::HistoryEntry> ended;
+  RowId subscribed_start = 0;  // the SUBSCRIBE's start as written
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

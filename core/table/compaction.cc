@@ -229,6 +229,8 @@ Status Table::compact_now() {
   // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
   if (!returned.empty()) out.add_returns(returned);
   w->policies.each([&](auto& p) { p.keep(out, false); });  // relay sources, the dedup window
+  // Subscriptions and the live rows they ended (commits wait for the writer lock held here).
+  subscriptions_.keep(out, [&](RowId id) { return state_.lock()->index.find(id) != nullptr; });
   // Prepared parts (frozen: they change only through commits): rewritten whole, new offsets.
   std::map<uint64_t, std::vector<uint64_t>> part_offsets;
   {

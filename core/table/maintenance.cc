@@ -39,6 +39,7 @@ Status Table::truncate() {
   if (!s.ok()) return s;
   out.add_meta(meta_now(*w, live));  // ids keep growing; relay dedup state is kept
   w->policies.each([&](auto& p) { p.keep(out, true); });  // relay state is kept; dedup keys are not
+  subscriptions_.keep(out, [](RowId) { return false; });  // subscriptions are kept, with no row
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
   if (!fresh) return s;
@@ -48,6 +49,7 @@ Status Table::truncate() {
     forget_rows(*st);  // the owners' end() finds their rows gone, as without a lease
     st->install_file(fresh);
   }
+  subscriptions_.truncated();
   counters_.rows_removed.add(live);
   w->policies.each([](auto& p) { p.truncated(); });
   counters_.dedup_keys.set(0);
@@ -94,6 +96,7 @@ void Table::mark_dropped(bool rows_moved) {
     st->dropped = true;
     for (Waiter& wt : st->waiters) wt.request.receiver->table_dropped(message);
     st->waiters.clear();
+    subscriptions_.table_dropped(message);
     next = st->successor;  // stays: holders still calling this table are passed on there
     if (rows_moved && !next) {  // the rows left the engine (ALTER ... ENGINE=): no end may succeed
       for (size_t p = 0; p < st->index.end_pos(); p++) {
@@ -147,7 +150,7 @@ void Table::close() {
   // A snapshot holds no prepared part, no id floor and no history: with one, the next open
   // reads the file (TXN_* records, ID_FLOOR, HISTORY; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        st->prepared.empty() && st->ended.empty() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && st->ended.empty() && !subscriptions_.any() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

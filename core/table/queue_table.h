@@ -34,6 +34,7 @@ namespace q4m {
 
 class Consumer;
 class QueueTable;
+class Subscriptions;
 
 // A row as another server's binary log names it: its id, its payload's length and its
 // checksum (crc32c of id and payload, as the file stores it), which must all match here: ids
@@ -379,6 +380,13 @@ class QueueTable {
   };
   virtual std::vector<PreparedPartInfo> prepared_parts() = 0;
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
+
+  // ---- Subscriptions (core/table/subscriptions.h)
+  // The table's subscriptions (null: none can be made, e.g. a subscription itself).
+  virtual Subscriptions* subscriptions() { return nullptr; }
+  // Whether an owner's end joins its connection's transaction (false: a subscription's end
+  // commits at once, outside it).
+  virtual bool ends_in_transactions() const { return true; }
 };
 
 // Whether rows owned in table `a` are owned in `b` too: the same table, or the two sides of a

@@ -63,6 +63,7 @@ void Table::requeue(State& st, RowEntry& e, std::chrono::milliseconds delay, Row
 }
 
 bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx) {
+  if (e.id >= st.plain_below) subscriptions_.row_added();
   st.policies.each([&](auto& p) { p.added(e, payload, ctx); });
   if (history) e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history->deliveries, UINT16_MAX));
   if (history && history->held) {

@@ -137,6 +137,8 @@ void Table::restore(RecoveredTable& rec) {
   restore_history(*st, rec);
   st->policies.each([&](auto& p) { p.opened(rec, ctx); });
   finish(*st, ctx);
+  st.unique_lock().unlock();
+  if (!rec.subscriptions.empty()) subscriptions_.restore(rec.subscriptions, rec.next_subscription);
 }
 
 Table::~Table() = default;
@@ -244,7 +246,7 @@ SteadyClock::time_point Table::due(SteadyClock::time_point) {
   }
   record_returns(returned);  // after the state lock: a commit takes the writer's first
   remove_policy_claims();
-  return next;
+  return std::min(next, subscriptions_.due(SteadyClock::now()));
 }
 
 void Table::remove_policy_claims() {

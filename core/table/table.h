@@ -43,6 +43,7 @@
 #include "core/table/read_ahead_window.h"
 #include "core/table/reaper.h"
 #include "core/table/scan_cursors.h"
+#include "core/table/subscriptions.h"
 #include "core/table/tail_cache.h"
 
 namespace q4m {
@@ -126,6 +127,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
+  Subscriptions* subscriptions() override { return &subscriptions_; }
 
   // Timed (the reaper's thread): every policy's due() pass.
   SteadyClock::time_point due(SteadyClock::time_point now) override;
@@ -140,6 +142,13 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void close();  // clean close: leaves an index snapshot (every commit is durable already)
 
  private:
+  friend class Subscriptions;
+  friend class SubscriptionTable;
+  // ---- subscriptions.cc's view of the table
+  RowId plain_below() { return state_.lock()->plain_below; }
+  void set_plain_below(RowId below);  // rows from `below` on are the subscriptions'
+  uint64_t live_rows_from(RowId id);  // live rows with id >= `id`
+
   struct Waiter {
     TakeRequest request;
   };
@@ -164,6 +173,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
     std::list<Waiter> waiters;       // FIFO
     RowId first_free_hint = 0;       // cursor of the "any row" take
+    // Rows from here on belong to subscriptions (subscriptions.h): plain takes stop before.
+    RowId plain_below = ~RowId(0);
     uint64_t free_epoch = 0;         // counts rows becoming takeable (see take())
     ScanCursors cursors;             // of filtered takes
     std::unordered_map<const Holder*, std::vector<RowId>> claims;  // kClaimed rows, by claimer
@@ -331,7 +342,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // Hands a takeable row to the first waiter (FIFO) that still waits and whose filter matches.
   void offer(State& st, RowEntry& e, std::string_view payload_if_known, RowContext& ctx);
   bool takeable(const State& st, const RowEntry& e) const {
-    return e.state == RowState::kFree && st.policies.all([&](const auto& p) { return p.allows(e); });
+    return e.state == RowState::kFree && e.id < st.plain_below && st.policies.all([&](const auto& p) { return p.allows(e); });
   }
   // Whether the table may hand out a row now (every policy's open(): MAX_IN_FLIGHT, MAX_RATE).
   bool open(const State& st) const {
@@ -437,6 +448,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;
   TableCounters counters_;
+  Subscriptions subscriptions_{*this};  // declared last: gone first, while the table stands
 };
 
 }  // namespace q4m

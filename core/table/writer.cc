@@ -183,6 +183,12 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       continue;
     }
     if (!b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
+    if (b.subscribe) {
+      b.subscribed_start = b.subscribe->start ? b.subscribe->start : ids.upcoming();
+      chunk.add_subscribe(b.subscribe->number, b.subscribed_start, b.subscribe->name, b.subscribe->condition);
+    }
+    if (b.unsubscribe) chunk.add_unsubscribe(b.unsubscribe);
+    if (b.sub_removal_count) chunk.add_sub_remove(b.sub, b.sub_removals, b.sub_removal_count);
     if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
     if (b.return_count) chunk.add_returns(b.returns, b.return_count);
   }

@@ -43,6 +43,7 @@ class QueueCollector:
         when.add_metric([], s.at)
         yield when
         yield from self._tables(s.tables)
+        yield from self._subscriptions(s.tables)
         yield from self._engine(s.engine)
 
     def _groups(self, tables: dict):
@@ -106,6 +107,29 @@ class QueueCollector:
         for _, family in counters:
             yield family
         yield wait
+
+    def _subscriptions(self, tables: dict):
+        """Per subscription (queue_subscribe; labels schema, table, subscription whatever per_table
+        says: a subscription's lag is the figure to alert on): its lag and its rows by state."""
+        labels = ["schema", "table", "subscription"]
+        families = {
+            "pending_rows": GaugeMetricFamily("q4m_subscription_pending_rows",
+                                              "Rows the subscription has not ended yet (its lag), held ones included.",
+                                              labels=labels),
+            "oldest_age_ms": GaugeMetricFamily("q4m_subscription_oldest_age_seconds",
+                                               "Age of the oldest row the subscription has not ended (0: none).",
+                                               labels=labels),
+            "owned_rows": GaugeMetricFamily("q4m_subscription_owned_rows", "Rows its consumers hold now.",
+                                            labels=labels),
+            "dead_rows": GaugeMetricFamily("q4m_subscription_dead_rows",
+                                           "Rows dead for the subscription (MAX_DELIVERIES).", labels=labels),
+        }
+        for (schema, table), st in sorted(tables.items()):
+            for sub in st.get("subscriptions", []):
+                values = [schema, table, sub["name"]]
+                for key, family in families.items():
+                    family.add_metric(values, sub[key] / 1000 if key.endswith("_ms") else sub[key])
+        yield from families.values()
 
     def _engine(self, engine: dict):
         syncs = CounterMetricFamily("q4m_syncs", "fsync/fdatasync calls of the engine's data files.")
