@@ -74,6 +74,8 @@ class SubscriptionTable final : public QueueTable {
   Status snapshot_rows(uint64_t, std::vector<SnapshotRow>*) override { return refuse("a snapshot read"); }
   Status snapshot_count(uint64_t, uint64_t*) override { return refuse("a snapshot read"); }
   Status read_snapshot_row(const SnapshotRow&, std::string*) override { return refuse("a snapshot read"); }
+  Status history_rows(std::vector<EndedRow>*, std::shared_ptr<DataFile>*) override { return refuse("a history read"); }
+  Status read_history_row(const std::shared_ptr<DataFile>&, const EndedRow&, std::string*) override { return refuse("a history read"); }
   void prune_snapshot_journal() override {}
   bool claim_for_delete(Consumer*, RowId, const Holder*, NamedRow*) override { return false; }
   Status remove_claimed(Consumer*) override { return Status::Ok(); }
