@@ -82,6 +82,9 @@ struct WriteBatch {
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
+  // A prepare that the binary log redoes after a power cut (core/table/redo.h): written
+  // without a sync of its own, its records are copied into `redo` for the binary log.
+  bool redo_requested = false;
 
   // ---- results
   // The rows admitted, as indices into *rows (admission starts with all of them).
@@ -95,6 +98,9 @@ struct WriteBatch {
   std::vector<fmt::ReturnedRow> histories_kept;
   // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).
   std::vector<RowId> asked_kept;
+  // With redo_requested: the part's redo (encode_redo(): the file, the part, its records).
+  // Empty if its records could not be copied (split across chunks): then it was synced.
+  std::string redo;
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }
