@@ -95,10 +95,12 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
   // The binary log redoes a part (engine/binlog_redo.h) if it will hold the part's redo in
   // this transaction and recovery can tell it from others': not an XA transaction (XA PREPARE
   // writes the log before the engines' commit; its prepare stays synced), not a database the
-  // binlog-do/ignore-db filters leave out (the server would drop the statement silently).
+  // binlog-do/ignore-db filters leave out (the server would drop the statement silently), and
+  // the binary log synced at every group commit.
   bool redoes(const q4m::QueueTable& table) override {
     THD* thd = current_thd;
-    if (!binlog_redo_enabled() || !thd || !binlog_records(thd)) return false;
+    // sync_binlog=1: else the binary log is no durability point, and the prepare keeps its sync.
+    if (!binlog_redo_enabled() || sync_binlog_period != 1 || !thd || !binlog_records(thd)) return false;
     if (thd->transaction->xid_state.is_explicit_XA()) return false;
     std::string db, name;
     if (!split_table_path(table.path(), &db, &name)) return false;

@@ -12,7 +12,7 @@ import pytest
 
 from sqlcheck import expect_error, query, value
 
-ARGS = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1", "--queue-debug-hooks=ON"]
+ARGS = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1", "--sync-binlog=1", "--queue-debug-hooks=ON"]
 
 
 def _data_end(path):
