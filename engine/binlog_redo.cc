@@ -125,7 +125,7 @@ bool parse_statement(const char* query, size_t length, LoggedRedo* out) {
 // Reads `path`'s events: the redo statements of transactions with an Xid event go to `out`;
 // the name the last Binlog_checkpoint event names to *checkpoint (if given). False if the
 // file cannot be opened or decrypted (a torn tail just ends it, as for the server).
-bool read_file(const std::string& path, std::vector<LoggedRedo>* out, std::string* checkpoint) {
+bool read_file(const std::string& path, std::vector<LoggedRedo>* out, std::string* checkpoint, bool* in_use = nullptr) {
   IO_CACHE cache;
   const char* error = nullptr;
   const File file = open_binlog(&cache, path.c_str(), &error);
@@ -142,6 +142,7 @@ bool read_file(const std::string& path, std::vector<LoggedRedo>* out, std::strin
       case FORMAT_DESCRIPTION_EVENT:
         delete format;
         format = static_cast<Format_description_log_event*>(ev);
+        if (in_use) *in_use = (format->flags & LOG_EVENT_BINLOG_IN_USE_F) != 0;
         continue;
       case START_ENCRYPTION_EVENT:
         if (!format || format->start_decryption(static_cast<Start_encryption_log_event*>(ev))) ok = false;
@@ -227,10 +228,15 @@ void redo_from_binary_log() {
   // As the server's recovery: from the file the newest file's last Binlog_checkpoint names.
   std::string checkpoint;
   std::vector<LoggedRedo> redos;
-  if (!read_file(names.back(), nullptr, &checkpoint)) {
+  bool in_use = false;
+  if (!read_file(names.back(), nullptr, &checkpoint, &in_use)) {
     sql_print_error("QUEUE: the binary log %s could not be read for QUEUE's redo", names.back().c_str());
     return;
   }
+  // Closed cleanly (the server's own test for a crash recovery): the shutdown synced every
+  // QUEUE file, and the server commits nothing from the binary log now (10.11 calls recover()
+  // at every start, without a commit list then).
+  if (!in_use) return;
   size_t from = names.size() - 1;
   if (!checkpoint.empty())
     for (size_t i = 0; i < names.size(); i++)

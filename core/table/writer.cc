@@ -229,7 +229,10 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
-  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), removes))
+  // (queue_sync_removals=OFF; a redone prepare's removals are the binary log's to make durable.)
+  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) {
+        return removes(r) && r->batch.phase == WriteBatch::Phase::kNone;
+      }))
     global_stats().unsynced_removal_commits.add();
   publish(batch, *w->file, base, w->buffer, ctx.now_ms);  // only now: hand-off happens after the data is durable
 }
