@@ -9,7 +9,12 @@ transactions with InnoDB, binary log on and off: no acknowledged INSERT lost, no
 consumption back, every transaction whole in both engines; and a replica that follows the
 recovered primary holds the same rows under the same ids.
 
-Q4M_POWER_CUTS (default 40) is the number of cuts of the two chains together;
+A third chain, binlog-on-redo, runs the binary-log-on chain with queue_binlog_redo=ON (QUEUE's
+prepares unsynced, redone from the binary log); Q4M_POWER_CUT_SKIP_REDO=1 skips that redo, which
+that chain must then fail.
+
+Q4M_POWER_CUTS (default 40) is the number of cuts of the binlog-off and binlog-on chains together
+(each chain, the redo one too, gets half);
 Q4M_POWER_CUT_SEED varies the moments; Q4M_POWER_CUT_SYNC_BINLOG=0 turns the binary log's sync
 off, which the binlog-on chain must then fail."""
 import json
