@@ -3,7 +3,7 @@
 -- queue_set_srcid, queue_compact, queue_stats, queue_release_owned, queue_redrive_dead,
 -- queue_purge_dead, queue_allowed, queue_scan_rowid, queue_scan_state, queue_scan_history,
 -- queue_scan_ended_at, queue_scan_deliveries, queue_apply_removal,
--- queue_apply_dedup, queue_apply_srcid, queue_apply_redrive, queue_expire, queue_backup_stage,
+-- queue_apply_dedup, queue_apply_srcid, queue_apply_redrive, queue_apply_redo, queue_expire, queue_backup_stage,
 -- queue_receive, queue_receipt, queue_end_receipt, queue_abort_receipt, queue_renew_receipt,
 -- queue_subscribe, queue_unsubscribe)
 -- and INFORMATION_SCHEMA.QUEUE_TABLES / QUEUE_OWNED_ROWS / QUEUE_HELD_GROUPS / QUEUE_SUBSCRIPTIONS. Copy

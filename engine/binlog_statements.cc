@@ -10,7 +10,10 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "engine/binlog_redo.h"
 #include "engine/sql_errors.h"
+#include "engine/sysvars.h"
+#include <rpl_filter.h>
 
 namespace q4m_engine {
 
@@ -88,6 +91,25 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
   q4m::Status redriven(const q4m::QueueTable& table, const std::vector<q4m::NamedRow>& rows) override {
     return log_statement(table, "the redrive of dead rows",
                          [&](const std::string& db, const std::string& name) { return redrive_statement(db, name, rows); });
+  }
+  // The binary log redoes a part (engine/binlog_redo.h) if it will hold the part's redo in
+  // this transaction and recovery can tell it from others': not an XA transaction (XA PREPARE
+  // writes the log before the engines' commit; its prepare stays synced), not a database the
+  // binlog-do/ignore-db filters leave out (the server would drop the statement silently), and
+  // the binary log synced at every group commit.
+  bool redoes(const q4m::QueueTable& table) override {
+    THD* thd = current_thd;
+    // sync_binlog=1: else the binary log is no durability point, and the prepare keeps its sync.
+    if (!binlog_redo_enabled() || sync_binlog_period != 1 || !thd || !binlog_records(thd)) return false;
+    if (thd->transaction->xid_state.is_explicit_XA()) return false;
+    std::string db, name;
+    if (!split_table_path(table.path(), &db, &name)) return false;
+    return binlog_filter->db_ok(db.c_str());
+  }
+  q4m::Status prepared(const q4m::QueueTable& table, const std::string& redo) override {
+    return log_statement(table, "the redo of a prepared part", [&](const std::string& db, const std::string& name) {
+      return redo_statement(db, name, redo);
+    });
   }
 };
 

@@ -30,6 +30,7 @@ extern Plugin_function queue_scan_ended_at_plugin;
 extern Plugin_function queue_scan_deliveries_plugin;
 extern Plugin_function queue_apply_removal_plugin;
 extern Plugin_function queue_apply_dedup_plugin;
+extern Plugin_function queue_apply_redo_plugin;
 extern Plugin_function queue_apply_srcid_plugin;
 extern Plugin_function queue_apply_redrive_plugin;
 extern Plugin_function queue_expire_plugin;

@@ -83,6 +83,8 @@ maria_declare_plugin(queue){
                  "queue_apply_dedup(db, tbl, positions): drop new rows another server dropped as duplicates"),
     Q4M_FUNCTION(queue_apply_srcid_plugin, "queue_apply_srcid",
                  "queue_apply_srcid(db, tbl, 'source:last'): record a relay source as another server did"),
+    Q4M_FUNCTION(queue_apply_redo_plugin, "queue_apply_redo",
+                 "queue_apply_redo(db, tbl, redo): a prepared part's redo, for the crash recovery of the server that logged it"),
     Q4M_FUNCTION(queue_apply_redrive_plugin, "queue_apply_redrive",
                  "queue_apply_redrive(db, tbl, rows): replace dead rows by copies as another server did"),
     Q4M_FUNCTION(queue_expire_plugin, "queue_expire",

@@ -37,6 +37,7 @@ void ChunkBuilder::reserve_record(size_t size) {
     chunk_start_ = out_->size();
     out_->append(kChunkHeaderSize, '\0');
     open_ = true;
+    chunks_opened_++;
   }
 }
 

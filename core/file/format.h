@@ -236,6 +236,10 @@ class ChunkBuilder {
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
+  // Chunks opened so far, and whether one is open: a caller copying the bytes of some records
+  // (a prepared part's redo) tells from them whether a chunk header fell among those bytes.
+  size_t chunks_opened() const { return chunks_opened_; }
+  bool chunk_open() const { return open_; }
 
  private:
   void reserve_record(size_t size);  // opens a chunk or splits a full one
@@ -253,6 +257,7 @@ class ChunkBuilder {
   size_t chunk_start_ = 0;
   bool open_ = false;
   bool unsynced_ = false;
+  size_t chunks_opened_ = 0;
 };
 
 struct ChunkHeader {

@@ -96,6 +96,9 @@ struct WriteBatch {
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
+  // A prepare that the binary log redoes after a power cut (core/table/redo.h): written
+  // without a sync of its own, its records are copied into `redo` for the binary log.
+  bool redo_requested = false;
 
   // ---- results
   // The rows admitted, as indices into *rows (admission starts with all of them).
@@ -113,6 +116,9 @@ struct WriteBatch {
   // committed TXN_END; core/table/history.cc).
   std::vector<fmt::HistoryEntry> ended;
   RowId subscribed_start = 0;  // the SUBSCRIBE's start as written
+  // With redo_requested: the part's redo (encode_redo(): the file, the part, its records).
+  // Empty if its records could not be copied (split across chunks): then it was synced.
+  std::string redo;
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

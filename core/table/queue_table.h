@@ -330,8 +330,14 @@ class QueueTable {
     // out: of them, the replays; and the relay sources' last ids the part sets.
     std::vector<size_t> replayed;
     std::vector<fmt::SourceMark> relayed;
+    // in (a prepare): the binary log redoes the part after a power cut (core/table/redo.h):
+    // it is written without a sync of its own; out: its redo for the binary log ("" if it
+    // was synced instead).
+    bool redo = false;
+    std::string redo_record;
 
     void fill(WriteBatch& b) const {
+      if (redo) b.redo_requested = true, b.sync = false;
       b.decided = decided;
       b.insert_time_ms = insert_time_ms;
       b.history = history;
@@ -344,6 +350,7 @@ class QueueTable {
       dropped = b.dropped_rows();
       replayed = b.replays;
       relayed = b.relay_marks;
+      redo_record = b.redo;
     }
   };
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,

@@ -1,6 +1,8 @@
 // Table: opening, configuring, figures, and the timer pass.
 #include "core/table/table.h"
 
+#include <chrono>
+
 #include <algorithm>
 
 #include "core/file/block_reader.h"
@@ -114,7 +116,12 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
     auto w = writer_.lock();
     w->file = file;
     w->ids = IdSequence{rec.next_rowid, rec.id_floor};
-    w->next_txn = rec.next_txn;
+    // Numbers of prepared parts keep increasing across server runs (also when the open read an
+    // index snapshot, which keeps none): a part's redo names its number (redo.h).
+    w->next_txn = std::max<uint64_t>(
+        rec.next_txn, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count()));
     w->policies.each([&](auto& p) { p.opened(rec); });
   }
   rows_ = rec.index.live();

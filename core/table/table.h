@@ -188,6 +188,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::unique_ptr<Holder> holder;
       std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
       std::vector<RowId> asked;  // its TXN_ASK record: the id each row asks for (empty: none)
+      std::vector<RowId> pending;  // removals of rows a part before it gives at its commit (redo.h)
     };
     std::map<uint64_t, Prepared> prepared;
     // What commits changed while a consistent snapshot is open (snapshots.h); `ticket`: the

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/table/commit_gate.h"
+#include "core/table/redo.h"
 #include "core/table/snapshots.h"
 #include "core/table/table.h"
 #include "core/util/blocking.h"
@@ -107,8 +108,8 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   ctx.rows = rows_.load() + pending_rows_.load();  // a prepared part's rows will come
   ctx.counters = &counters_;
   const SyncMode mode = settings().sync();
-  const bool sync = mode != SyncMode::kNone &&
-                    std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
+  bool sync = mode != SyncMode::kNone &&
+              std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
   IdSequence ids = w->ids;
   w->buffer.clear();
   // Flagged `unsynced` (docs/file-format.md) unless every chunk before it is durable: a power
@@ -143,6 +144,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       continue;
     }
     const bool prepare = b.phase == WriteBatch::Phase::kPrepare;
+    RedoCapture redo(chunk, w->buffer);  // where the part's records begin (redo.h)
     if (b.inserts()) {
       if (b.history && !kept_ids_fit(b, ids)) continue;
       b.admitted.resize(b.rows->size());
@@ -180,6 +182,10 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     if (prepare) {
       if (b.removal_count) chunk.add_txn_remove(b.txn, b.removals, b.removal_count);
       chunk.add_txn_prepare(b.txn, b.xid);
+      if (b.redo_requested) {
+        b.redo = redo.encode(w->file->identity(), b.txn, b.xid);
+        if (b.redo.empty() && mode != SyncMode::kNone) sync = true;  // no redo: its own sync then
+      }
       continue;
     }
     if (!b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
@@ -232,7 +238,10 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
-  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), removes))
+  // (queue_sync_removals=OFF; a redone prepare's removals are the binary log's to make durable.)
+  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) {
+        return removes(r) && r->batch.phase == WriteBatch::Phase::kNone;
+      }))
     global_stats().unsynced_removal_commits.add();
   publish(batch, *w->file, base, w->buffer, ctx.now_ms);  // only now: hand-off happens after the data is durable
 }
@@ -240,8 +249,11 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
 void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   // An unsynced end (a part's commit record) is answered with its chunk: its rows are
   // published with the rest, after the sync.
-  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync && r->batch.phase != WriteBatch::Phase::kEnd; };
-  auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync && r->batch.status.ok(); };
+  // (A prepare is published after the write in any case: its removals are the part's, not applied.)
+  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync && r->batch.phase == WriteBatch::Phase::kNone; };
+  auto unsynced_removal = [](const CommitRequest* r) {
+    return removes(r) && !r->batch.sync && r->batch.status.ok() && r->batch.phase == WriteBatch::Phase::kNone;
+  };
   if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
   if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {
     auto st = state_.lock();

@@ -60,6 +60,9 @@ def _tool(name):
 INNODB_ARGS = ["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"]
 SERVER_ONLY_ARGS = ["--innodb-temp-data-file-path=ibtmp1:4M:autoextend",
                     "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-buffer-pool-load-at-startup=0"]
+# Q4M_EXTRA_SERVER_ARGS: more options for every server (e.g. "--sync-binlog=1" to run a suite
+# with the binary log as a durability point).
+SERVER_ONLY_ARGS += os.environ.get("Q4M_EXTRA_SERVER_ARGS", "").split()
 
 
 def _as_root_args():
