@@ -7,13 +7,16 @@
 
 #include "engine/binlog_redo.h"
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "core/file/data_file.h"
 #include "core/table/registry.h"
 #include "engine/data_files.h"
 #include "engine/sysvars.h"
@@ -207,10 +210,40 @@ bool parse_redo_argument(const std::string& text, uint32_t* sid, q4m::RedoPart* 
   return q4m::decode_redo(bytes, part, error);
 }
 
+void redo_from_files();
+
+namespace {
+constexpr const char* kRedoMarker = "./q4m_binlog_redo";
+std::atomic<bool> redo_marker_made{false};
+std::mutex redo_marker_mutex;
+}  // namespace
+
+bool note_redo_in_use() {
+  if (redo_marker_made.load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> one(redo_marker_mutex);
+  if (redo_marker_made.load()) return true;
+  q4m::Status s = q4m::write_file_atomically(kRedoMarker, "QUEUE prepares may be redone from the binary log\n", false);
+  if (!s.ok()) {
+    sql_print_warning("QUEUE: %s: %s; prepares keep their sync", kRedoMarker, s.message().c_str());
+    return false;
+  }
+  redo_marker_made.store(true, std::memory_order_release);
+  return true;
+}
+
 void redo_from_binary_log() {
   static bool done = false;
   if (done || mysqld_server_started) return;  // a crash recovery at startup only (not XA RECOVER)
   done = true;
+  if (!q4m::file_exists(kRedoMarker)) return;  // no prepare went without its sync
+  redo_from_files();
+  // Left for a later start only while prepares may go unsynced again; SET GLOBAL
+  // queue_binlog_redo = ON makes it anew before the first such prepare.
+  if (!binlog_redo_enabled() && q4m::remove_file(kRedoMarker).ok()) redo_marker_made.store(false);
+  else if (binlog_redo_enabled()) redo_marker_made.store(true);
+}
+
+void redo_from_files() {
   // A test's proof that the redo is needed (a power cut then loses acknowledged rows): only
   // with --queue-debug-hooks=ON.
   if (debug_hooks_enabled() && getenv("Q4M_DEBUG_SKIP_REDO")) {

@@ -29,6 +29,13 @@ std::string redo_statement(const std::string& db, const std::string& table, cons
 // Parses the third argument of queue_apply_redo(); false (with *error) if it is not one.
 bool parse_redo_argument(const std::string& text, uint32_t* server_id, q4m::RedoPart* part, std::string* error);
 
+// Whether parts may be redone: the marker `q4m_binlog_redo` in the datadir, made (synced) before
+// the first prepare written without its sync and removed at a start with queue_binlog_redo OFF
+// once nothing is left to redo. False if it cannot be made: the prepare then keeps its sync.
+// Without it a start reads no binary log for QUEUE (a torn last event of a crash would only
+// add the server's read errors to the error log).
+bool note_redo_in_use();
+
 // At the server's crash recovery only (once, before the server has started): see above.
 // Errors are logged (a part that cannot be redone is reported, and the rest goes on).
 void redo_from_binary_log();

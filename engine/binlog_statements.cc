@@ -104,7 +104,7 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
     if (thd->transaction->xid_state.is_explicit_XA()) return false;
     std::string db, name;
     if (!split_table_path(table.path(), &db, &name)) return false;
-    return binlog_filter->db_ok(db.c_str());
+    return binlog_filter->db_ok(db.c_str()) && note_redo_in_use();
   }
   q4m::Status prepared(const q4m::QueueTable& table, const std::string& redo) override {
     return log_statement(table, "the redo of a prepared part", [&](const std::string& db, const std::string& name) {

@@ -98,6 +98,31 @@ def test_without_queue_binlog_redo_the_binary_log_holds_no_redo(server_factory):
     try:
         s.sql("INSERT INTO test.q VALUES (1)")
         assert _redo_statements(s) == 0
+        # Nor does a crash start read the binary log for a redo: no marker says a prepare went
+        # unsynced (before, every crash start read it, and a binary log event the kill cut
+        # mid-write put the server's read errors into the error log: test_ddl_crash.py)
+        assert not (s.datadir / "q4m_binlog_redo").exists()
+        s.kill9()
+        s.start()
+        assert value(s.connect(), "SELECT COUNT(*) FROM test.q") == 1
+        assert "redo" not in s.err_log_since_start()
+    finally:
+        s.destroy()
+
+
+def test_the_redo_marker_is_made_before_an_unsynced_prepare_and_dropped_when_off(server_factory):
+    s = _server(server_factory, redo=True)
+    try:
+        assert not (s.datadir / "q4m_binlog_redo").exists()
+        s.sql("INSERT INTO test.q VALUES (1)")
+        assert (s.datadir / "q4m_binlog_redo").exists()
+        s.kill9()
+        s.start()  # still ON: kept for the next crash
+        assert (s.datadir / "q4m_binlog_redo").exists()
+        s.stop()
+        s.start(extra_args=["--queue-binlog-redo=OFF"])  # the last one counts: nothing more goes unsynced
+        assert not (s.datadir / "q4m_binlog_redo").exists()
+        assert value(s.connect(), "SELECT COUNT(*) FROM test.q") == 1
     finally:
         s.destroy()
 
