@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <random>
 
+#include "core/policy/leases.h"
+
 namespace q4m {
 
 namespace {
@@ -42,16 +44,6 @@ bool parse_receipt(const std::string& r, RowId* id, uint64_t* epoch, uint64_t* t
   *epoch = std::stoull(r.substr(colon + 1, 16), nullptr, 16);
   *take = std::stoull(r.substr(take_at));
   return *id > 0;
-}
-
-std::string seconds_text(int64_t ms) {
-  std::string s = std::to_string(ms / 1000);
-  if (ms % 1000) {
-    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
-    while (frac.back() == '0') frac.pop_back();
-    s += "." + frac;
-  }
-  return s + " s";
 }
 
 // The table a queue's rows are in now: a copying ALTER TABLE's new table, if one took over.
