@@ -28,6 +28,9 @@ void Table::move(State& st, RowEntry& e, const Move& m, RowContext& ctx) {
   if (uint64_t* n = count_of(st.delayed, st.dead, from)) --*n;
   if (uint64_t* n = count_of(st.delayed, st.dead, m.to)) ++*n;
   e.holder = held(m.to) ? m.holder : nullptr;
+  // An owner's end (kOwned to kClaimed) holds the delivery in progress; a DELETE of a queued
+  // row, or a restored prepared part's removal, holds none.
+  e.delivering = m.to == RowState::kOwned || (m.to == RowState::kClaimed && (from == RowState::kOwned || (from == RowState::kClaimed && e.delivering)));
   e.state = m.to;
   if (m.to == RowState::kClaimed) st.claims[m.holder].push_back(e.id);
   if (st.history_ms) note_end_kind(st, e.id, from, m);
@@ -188,9 +191,9 @@ void Table::handed_out(const RowEntry& e, RowContext& ctx) {
 
 bool Table::kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const {
   out->id = e.id;
-  // A delivery still in progress is not counted: after a crash the row comes back without
-  // it having ended.
-  out->deliveries = e.deliveries - (e.state == RowState::kOwned && e.deliveries > 0 ? 1 : 0);
+  // A delivery still in progress (owned, or being ended by a prepared part) is not counted:
+  // after a crash the row comes back without it having ended.
+  out->deliveries = e.deliveries - (held(e.state) && e.delivering && e.deliveries > 0 ? 1 : 0);
   out->due_ms = 0;
   st.policies.each([&](const auto& p) { p.keeping(e, *out); });
   return out->deliveries > 0 || out->due_ms > 0;
