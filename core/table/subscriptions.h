@@ -90,7 +90,8 @@ class Subscriptions {
   // Dropped, without removing a row itself (the log names the rows the primary removed).
   Status apply_unsubscribe(std::string_view name);
   // `name` (empty: none) ended the rows `ended`, and the table removes `removed`: those of
-  // them still there. kNotFound if `name` is no subscription here.
+  // them still there. A `name` that is no subscription here (its end was logged after its
+  // drop) ends nothing.
   Status apply_ends(std::string_view name, const std::vector<RowId>& ended, const std::vector<RowId>& removed);
   // The subscription as a table consumers take from; null if there is none.
   std::shared_ptr<QueueTable> find(std::string_view name);
