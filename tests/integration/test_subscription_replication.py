@@ -4,10 +4,13 @@ queue_apply_unsubscribe, queue_apply_sub_end: engine/subscription_binlog.h), so 
 the same subscriptions and the same rows per subscription, and a failover keeps every
 acknowledged end: after promoting the replica each row is delivered to each subscription it
 matches exactly once overall. Real MariaDB replication (replication_pair.py)."""
+import threading
+
 import pymysql
 import pytest
 
 from replication_pair import Pair, _free_port
+from semisync_cluster import Cluster
 from sqlcheck import expect_error, query, value, wait_until
 
 
@@ -189,8 +192,6 @@ def test_concurrent_consumers_of_two_subscriptions_keep_the_replica_a_copy(pair)
     of its own statement, in whatever order the connections finish), the replica holds the
     primary's rows under its ids and its applier never stops; promoted, it delivers each row
     once per matching subscription overall."""
-    import threading
-
     p = pair.primary.connect()
     query(p, "CREATE TABLE events (id INT, kind VARCHAR(20)) ENGINE=QUEUE")
     assert value(p, "SELECT queue_subscribe('events', 'billing')") == 1
@@ -294,3 +295,67 @@ def test_a_chained_replica_gets_the_subscriptions_its_replica_applied(server_fac
         if last is not None:
             last.destroy()
         pair.destroy()
+
+
+def test_a_primary_killed_under_subscription_consumers_fails_over_keeping_their_acknowledged_ends(server_factory):
+    """Semi-sync (AFTER_SYNC) primary and replica, two consumers per subscription on the
+    primary, kill -9 of the primary, the replica promoted (the runbook): no row whose
+    queue_end() returned comes to that subscription again, every matching row is either
+    acknowledged, or delivered on the new primary, or was in flight (taken, its end not
+    answered) at the kill; none comes twice."""
+    cluster = Cluster(server_factory, replicas=1)
+    try:
+        primary, replica = cluster.servers
+        c = primary.connect()
+        query(c, "CREATE TABLE events (id INT, kind VARCHAR(20)) ENGINE=QUEUE")
+        assert value(c, "SELECT queue_subscribe('events', 'billing')") == 1
+        assert value(c, "SELECT queue_subscribe('events', 'email', 'kind = ''signup''')") == 1
+        kinds = ("order", "signup", "refund")
+        n = 3000
+        for start in range(1, n + 1, 250):
+            query(c, "INSERT INTO events VALUES " +
+                  ",".join(f"({i}, '{kinds[i % 3]}')" for i in range(start, start + 250)))
+        matches = {"billing": set(range(1, n + 1)), "email": {i for i in range(1, n + 1) if kinds[i % 3] == "signup"}}
+        taken = {"billing": set(), "email": set()}
+        acked = {"billing": set(), "email": set()}
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def consume(sub):
+            try:
+                cc = primary.connect()
+                while not stop.is_set():
+                    got = query(cc, f"SELECT id FROM events WHERE queue_wait('events@{sub}', 0)")
+                    if not got:
+                        break
+                    with lock:
+                        taken[sub].add(got[0][0])
+                    if value(cc, "SELECT queue_end()") == 1:
+                        with lock:
+                            acked[sub].add(got[0][0])
+            except (pymysql.MySQLError, OSError, AttributeError):
+                pass  # the primary died
+
+        workers = [threading.Thread(target=consume, args=(sub,)) for sub in ("billing", "email") for _ in range(2)]
+        for w in workers:
+            w.start()
+        wait_until(lambda: len(acked["billing"]) >= 100 and len(acked["email"]) >= 30, what="consumers under way")
+        primary.kill9()
+        stop.set()
+        for w in workers:
+            w.join(120)
+
+        new_primary = cluster.promote_most_advanced([replica])
+        # No replica of its own here: its commits would wait for one (semi-sync's timeout).
+        new_primary.sql("SET GLOBAL rpl_semi_sync_master_enabled = OFF")
+        r = new_primary.connect()
+        for sub in ("billing", "email"):
+            after = take_and_end(r, f"events@{sub}", 10) + drain(r, f"events@{sub}")
+            assert len(after) == len(set(after)), f"{sub}: a row delivered twice on the new primary"
+            back = set(after) & acked[sub]
+            assert not back, f"{sub}: acknowledged ends came back: {sorted(back)[:10]}"
+            assert set(after) <= matches[sub], f"{sub}: rows outside its condition"
+            missing = matches[sub] - set(after) - acked[sub] - (taken[sub] - acked[sub])
+            assert not missing, f"{sub}: rows neither ended nor delivered: {sorted(missing)[:10]}"
+    finally:
+        cluster.destroy()
