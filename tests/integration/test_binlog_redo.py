@@ -7,6 +7,7 @@ kill -9 loses nothing of the page cache, so these tests take from the table's fi
 kill, the chunks written after a point (what a power cut does to unsynced chunks); the power-cut
 test (test_power_cut.py, the binlog-on-redo chain) cuts power for real."""
 import struct
+import subprocess
 
 import pytest
 
@@ -156,3 +157,39 @@ def test_without_the_redo_the_cut_loses_acknowledged_changes(server_factory, mon
         assert after == [(1, 1)], after  # rows 2-4 lost, the consumed row 1 back
     finally:
         s.destroy()
+
+
+@pytest.mark.parametrize("redo", [True, False], ids=["redo-on", "redo-off-dedup"])
+def test_a_commit_that_logs_at_its_prepare_ends_the_sessions_transaction(server_factory, redo):
+    """The prepare writes statements into the binary log cache (the redo; with the variable off,
+    the duplicates a DEDUP_COLUMN table drops at the commit). Inside COMMIT the server's write
+    set the session's "in a transaction" flag again after COMMIT had cleared it: SET
+    gtid_seq_no was refused after the COMMIT, so `mariadb-binlog | mariadb` of such a log
+    stopped at the next transaction ("Cannot modify @@session.gtid_seq_no inside a
+    transaction"), and so did SET sql_log_bin."""
+    s = _server(server_factory, redo=redo)
+    target = server_factory.new(extra_args=ARGS + [f"--queue-binlog-redo={'ON' if redo else 'OFF'}"], at_startup=True)
+    try:
+        c = s.connect()
+        query(c, "CREATE TABLE test.d (id INT, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
+        query(c, "INSERT INTO test.d VALUES (1, 1)")
+        for row in ("(2, 2)", "(3, 1)"):  # the second one a duplicate, dropped at the prepare
+            query(c, "BEGIN")
+            query(c, "INSERT INTO test.orders VALUES (%d)" % (10 + int(row[1])))
+            query(c, f"INSERT INTO test.d VALUES {row}")
+            query(c, "COMMIT")
+            assert value(c, "SELECT @@in_transaction") == 0
+            query(c, "SET SESSION sql_log_bin = 1")  # refused inside a transaction
+        assert sorted(s.sql("SELECT id FROM test.d")) == [(1,), (2,)]
+        assert (_redo_statements(s) > 0) == redo
+        # The replay into a server with the same settings: each transaction's COMMIT ends it.
+        files = sorted(str(f) for f in s.datadir.glob("mysql-bin.0*"))
+        dump = subprocess.run(["mariadb-binlog", *files], capture_output=True, check=True).stdout
+        p = subprocess.run(["mariadb", f"--socket={target.socket}", "-uroot"], input=dump, capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
+        assert sorted(target.sql("SELECT queue_scan_rowid(), id FROM test.d")) == \
+            sorted(s.sql("SELECT queue_scan_rowid(), id FROM test.d"))
+        assert sorted(target.sql("SELECT id FROM test.orders")) == [(12,), (13,)]
+    finally:
+        s.destroy()
+        target.destroy()
