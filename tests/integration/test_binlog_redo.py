@@ -166,11 +166,15 @@ def test_a_commit_that_logs_at_its_prepare_ends_the_sessions_transaction(server_
     set the session's "in a transaction" flag again after COMMIT had cleared it: SET
     gtid_seq_no was refused after the COMMIT, so `mariadb-binlog | mariadb` of such a log
     stopped at the next transaction ("Cannot modify @@session.gtid_seq_no inside a
-    transaction"), and so did SET sql_log_bin."""
+    transaction"), and so did SET sql_log_bin; and the session kept the table's metadata lock
+    after COMMIT (the server releases it only outside a transaction), so DDL and mariadb-dump's
+    LOCK TABLES timed out (test_transactions' DDL after a consuming transaction, test_backup's
+    dump under load)."""
     s = _server(server_factory, redo=redo)
     target = server_factory.new(extra_args=ARGS + [f"--queue-binlog-redo={'ON' if redo else 'OFF'}"], at_startup=True)
     try:
-        c = s.connect()
+        c, other = s.connect(), s.connect()
+        query(other, "SET SESSION lock_wait_timeout = 5")
         query(c, "CREATE TABLE test.d (id INT, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
         query(c, "INSERT INTO test.d VALUES (1, 1)")
         for row in ("(2, 2)", "(3, 1)"):  # the second one a duplicate, dropped at the prepare
@@ -180,6 +184,8 @@ def test_a_commit_that_logs_at_its_prepare_ends_the_sessions_transaction(server_
             query(c, "COMMIT")
             assert value(c, "SELECT @@in_transaction") == 0
             query(c, "SET SESSION sql_log_bin = 1")  # refused inside a transaction
+            query(other, "LOCK TABLES test.d WRITE")  # waits for the metadata lock c holds
+            query(other, "UNLOCK TABLES")
         assert sorted(s.sql("SELECT id FROM test.d")) == [(1,), (2,)]
         assert (_redo_statements(s) > 0) == redo
         # The replay into a server with the same settings: each transaction's COMMIT ends it.
