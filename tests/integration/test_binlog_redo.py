@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from sqlcheck import expect_error, query, value
+from sqlcheck import expect_error, query, sql_error, value
 
 ARGS = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1", "--sync-binlog=1", "--queue-debug-hooks=ON"]
 
@@ -199,3 +199,31 @@ def test_a_commit_that_logs_at_its_prepare_ends_the_sessions_transaction(server_
     finally:
         s.destroy()
         target.destroy()
+
+
+def test_a_damaged_middle_chunk_after_a_clean_close_refuses_the_open(server_factory):
+    """With the prepares unsynced every chunk after the first carries the `unsynced` flag (what
+    precedes it may be lost by a power cut), so a chunk damaged among them read as a lost tail:
+    the open cut it and everything after it, silently (rows consumed after it back, rows
+    inserted after it gone; test_damaged_files.py with the variable on). A clean close syncs
+    the file and appends a synced mark after a flagged last chunk: the damage is refused,
+    naming the chunk, and the file is left as it is."""
+    from test_damaged_files import _body, _chunks, _flip, _table_of_40_rows_1_to_10_consumed
+    s = server_factory.new(extra_args=ARGS + ["--queue-binlog-redo=ON"], at_startup=True)
+    try:
+        path = _table_of_40_rows_1_to_10_consumed(s)
+        chunks = _chunks(path)
+        assert sum(flagged for _, _, flagged in chunks) > 40  # the prepares were unsynced
+        assert chunks[-1] == (chunks[-1][0], 0, False)  # the mark
+        at = path.read_bytes().find(_body(26).encode())
+        chunk = max(off for off, _, _ in chunks if off < at)
+        _flip(path, at + 5)
+        damaged = path.read_bytes()
+        s.start()
+        errno, msg = sql_error(s.connect(), "SELECT COUNT(*) FROM test.q")
+        assert errno, "a damaged chunk followed by valid ones must refuse the open"
+        want = f"corrupt chunk at offset {chunk}: chunk body checksum mismatch"
+        assert want in msg or want in s.err_log_since_start(), (errno, msg)
+        assert path.read_bytes() == damaged
+    finally:
+        s.destroy()
