@@ -318,11 +318,17 @@ std::vector<RowId> Subscriptions::removable(const std::vector<RowId>& ids) {
   return out;
 }
 
-Status Subscriptions::commit_subscription(const WriteBatch& b) {
+Status Subscriptions::commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
+                                  bool sync) {
   CommitRequest req;
-  req.batch = b;
-  Status s = table_.commit(&req);
-  return s;
+  req.batch.sub = sub;
+  req.batch.sub_removals = ended.data();
+  req.batch.sub_removal_count = ended.size();
+  req.batch.removals = removed.data();
+  req.batch.removal_count = removed.size();
+  req.batch.remover = nullptr;  // queued rows: held by no one in the table
+  req.batch.sync = sync;
+  return table_.commit(&req);
 }
 
 namespace {
@@ -340,12 +346,7 @@ Status log_ended(const QueueTable& table, std::string_view name, std::vector<Row
 
 Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool sync, const std::string& by) {
   if (ids.empty()) return Status::Ok();
-  WriteBatch b;
-  b.removals = ids.data();
-  b.removal_count = ids.size();
-  b.remover = nullptr;  // queued rows: held by no one in the table
-  b.sync = sync;
-  Status s = commit_subscription(b);
+  Status s = commit_ends(0, {}, ids, sync);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (RowId id : ids) removing_.erase(id);
@@ -751,15 +752,7 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
     if (ending.empty()) return Status::Ok();
     gone = removable(ending);
   }
-  WriteBatch b;
-  b.sub = number;
-  b.sub_removals = ending.data();
-  b.sub_removal_count = ending.size();
-  b.removals = gone.data();
-  b.removal_count = gone.size();
-  b.remover = nullptr;
-  b.sync = sync;
-  Status st = commit_subscription(b);
+  Status st = commit_ends(number, ending, gone, sync);
   std::unique_lock<std::mutex> lock(mu_);
   for (RowId id : gone) removing_.erase(id);
   Sub* s = by_number(number);
@@ -803,17 +796,7 @@ Status Subscriptions::apply_ends(std::string_view name, const std::vector<RowId>
     }
   }
   Status st = Status::Ok();
-  if (!ending.empty() || !gone.empty()) {
-    WriteBatch b;
-    b.sub = number;
-    b.sub_removals = ending.data();
-    b.sub_removal_count = ending.size();
-    b.removals = gone.data();
-    b.removal_count = gone.size();
-    b.remover = nullptr;
-    b.sync = true;
-    st = commit_subscription(b);
-  }
+  if (!ending.empty() || !gone.empty()) st = commit_ends(number, ending, gone, true);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (RowId id : gone) removing_.erase(id);

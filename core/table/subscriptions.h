@@ -149,7 +149,9 @@ class Subscriptions {
   Status remove_parent_rows(const std::vector<RowId>& ids, bool sync, const std::string& by);
   Status create_at(std::string_view name, std::string_view condition, RowId start);  // 0: the next row
   Status drop_subscription(std::string_view name, bool remove_rows);
-  Status commit_subscription(const WriteBatch& b);  // outside mu_
+  // Commits subscription `sub`'s ends of `ended` (SUB_REMOVE; sub 0 and none: no record) and
+  // the REMOVE of `removed`, rows claimed by removable(). Outside mu_.
+  Status commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed, bool sync);
 
   Table& table_;
   std::mutex mu_;
