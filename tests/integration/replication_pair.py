@@ -76,3 +76,36 @@ class Pair:
         for s in (self.replica, self.primary):
             if s is not None:
                 s.destroy()
+
+
+class Chain:
+    """primary -> middle (log-bin, log_slave_updates) -> last: a Pair whose replica logs again
+    what it applies, and a last replica of that middle one."""
+
+    def __init__(self, server_factory):
+        middle_port = _free_port()
+        self.pair = Pair(server_factory, replica_args=(
+            "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={middle_port}",
+            "--log-bin=middle-bin", "--log-slave-updates", "--binlog-format=ROW"))
+        self.last = None
+        try:
+            self.last = server_factory.new(extra_args=["--server-id=3", "--relay-log=last-relay"], at_startup=True)
+            self.last.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={middle_port}, "
+                          "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, "
+                          "MASTER_CONNECT_RETRY=1")
+            self.last.sql("START SLAVE")
+        except BaseException:
+            self.destroy()
+            raise
+
+    def sync(self):
+        """Waits until the middle and then the last replica applied all the primary logged."""
+        self.pair.sync()
+        pos = self.pair.replica.value("SELECT @@gtid_binlog_pos")
+        assert self.last.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, SYNC_TIMEOUT_S)) == 0, \
+            self.last.sql("SHOW SLAVE STATUS")
+
+    def destroy(self):
+        if self.last is not None:
+            self.last.destroy()
+        self.pair.destroy()

@@ -9,7 +9,7 @@ import threading
 import pymysql
 import pytest
 
-from replication_pair import Pair, _free_port
+from replication_pair import Chain, Pair
 from semisync_cluster import Cluster
 from sqlcheck import expect_error, query, value, wait_until
 
@@ -265,16 +265,9 @@ def test_a_chained_replica_gets_the_subscriptions_its_replica_applied(server_fac
     """primary -> middle (log-bin, log_slave_updates) -> last: the middle logs again each
     subscription change it applies, so the last replica has the same subscriptions, rows and
     ends (and the primary's ids)."""
-    middle_port = _free_port()
-    pair = Pair(server_factory, replica_args=(
-        "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={middle_port}",
-        "--log-bin=middle-bin", "--log-slave-updates", "--binlog-format=ROW"))
-    last = None
+    chain = Chain(server_factory)
+    pair, last = chain.pair, chain.last
     try:
-        last = server_factory.new(extra_args=["--server-id=3", "--relay-log=last-relay"], at_startup=True)
-        last.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={middle_port}, "
-                 "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
-        last.sql("START SLAVE")
         c = pair.primary.connect()
         query(c, "CREATE TABLE events (id INT, kind VARCHAR(20)) ENGINE=QUEUE")
         assert value(c, "SELECT queue_subscribe('events', 'billing')") == 1
@@ -284,9 +277,7 @@ def test_a_chained_replica_gets_the_subscriptions_its_replica_applied(server_fac
         assert take_and_end(c, "events@billing", 3) == [1, 2, 3]
         assert take_and_end(c, "events@email", 1) == [2]
         assert value(c, "SELECT queue_unsubscribe('events', 'audit')") == 1  # frees rows 1 and 2
-        pair.sync()
-        pos = pair.replica.value("SELECT @@gtid_binlog_pos")
-        assert last.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, 60)) == 0, last.sql("SHOW SLAVE STATUS")
+        chain.sync()
         want = subscriptions(pair.primary)
         assert [s[0] for s in want] == ["billing", "email"]
         assert subscriptions(pair.replica) == subscriptions(last) == want
@@ -294,9 +285,7 @@ def test_a_chained_replica_gets_the_subscriptions_its_replica_applied(server_fac
         assert rows_with_ids(pair.replica) == rows_with_ids(last) == rows_with_ids(pair.primary)
         assert pending(last)["billing"] == 1
     finally:
-        if last is not None:
-            last.destroy()
-        pair.destroy()
+        chain.destroy()
 
 
 def test_a_primary_killed_under_subscription_consumers_fails_over_keeping_their_acknowledged_ends(server_factory):
