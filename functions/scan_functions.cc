@@ -150,48 +150,39 @@ class Item_func_queue_scan_history final : public ScanItem<Item_int_func> {
 
 // queue_scan_ended_at(): when the history row being read ended (ms since the epoch, UTC);
 // queue_scan_deliveries(): how often it had been handed out. NULL for any other row.
-class Item_func_queue_scan_ended_at final : public ScanItem<Item_int_func> {
+// One class for both: a nullable integer field of the history row being read.
+template <const char* Name, bool Unsigned, uint MaxLength, longlong (*Field)(const q4m::EndedRow&)>
+class Item_func_ended_field final : public ScanItem<Item_int_func> {
  public:
-  explicit Item_func_queue_scan_ended_at(THD* thd) : ScanItem<Item_int_func>(thd) {}
+  explicit Item_func_ended_field(THD* thd) : ScanItem<Item_int_func>(thd) {}
   LEX_CSTRING func_name_cstring() const override {
-    static LEX_CSTRING name = {STRING_WITH_LEN("queue_scan_ended_at")};
+    static LEX_CSTRING name = {Name, strlen(Name)};
     return name;
   }
   bool fix_length_and_dec(THD*) override {
-    unsigned_flag = true;
-    max_length = 20;
+    unsigned_flag = Unsigned;
+    max_length = MaxLength;
     set_maybe_null();
     return false;
   }
-  const Type_handler* type_handler() const override { return &type_handler_ulonglong; }
+  const Type_handler* type_handler() const override {
+    if (Unsigned) return &type_handler_ulonglong;
+    return &type_handler_slong;
+  }
   longlong val_int() override {
     const q4m::EndedRow* r = ended_row(current_thd);
     null_value = r == nullptr;
-    return r ? static_cast<longlong>(r->end_ms) : 0;
+    return r ? Field(*r) : 0;
   }
-  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_scan_ended_at>(thd, this); }
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_ended_field>(thd, this); }
 };
 
-class Item_func_queue_scan_deliveries final : public ScanItem<Item_int_func> {
- public:
-  explicit Item_func_queue_scan_deliveries(THD* thd) : ScanItem<Item_int_func>(thd) {}
-  LEX_CSTRING func_name_cstring() const override {
-    static LEX_CSTRING name = {STRING_WITH_LEN("queue_scan_deliveries")};
-    return name;
-  }
-  bool fix_length_and_dec(THD*) override {
-    max_length = 5;
-    set_maybe_null();
-    return false;
-  }
-  const Type_handler* type_handler() const override { return &type_handler_slong; }
-  longlong val_int() override {
-    const q4m::EndedRow* r = ended_row(current_thd);
-    null_value = r == nullptr;
-    return r ? r->deliveries : 0;
-  }
-  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_scan_deliveries>(thd, this); }
-};
+constexpr char kEndedAtName[] = "queue_scan_ended_at";
+constexpr char kDeliveriesName[] = "queue_scan_deliveries";
+longlong ended_at(const q4m::EndedRow& r) { return static_cast<longlong>(r.end_ms); }
+longlong deliveries(const q4m::EndedRow& r) { return r.deliveries; }
+using Item_func_queue_scan_ended_at = Item_func_ended_field<kEndedAtName, true, 20, ended_at>;
+using Item_func_queue_scan_deliveries = Item_func_ended_field<kDeliveriesName, false, 5, deliveries>;
 
 constexpr char kScanHistoryArgs[] = "queue_scan_history() takes no arguments";
 constexpr char kScanEndedAtArgs[] = "queue_scan_ended_at() takes no arguments";
@@ -203,10 +194,6 @@ constexpr char kScanStateArgs[] = "queue_scan_state() takes no arguments";
 
 Plugin_function queue_scan_rowid_plugin(&Create_func_no_args<Item_func_queue_scan_rowid, kScanRowidArgs>::s_singleton);
 Plugin_function queue_scan_state_plugin(&Create_func_no_args<Item_func_queue_scan_state, kScanStateArgs>::s_singleton);
-
-}  // namespace q4m_functions
-
-namespace q4m_functions {
 Plugin_function queue_scan_history_plugin(
     &Create_func_no_args<Item_func_queue_scan_history, kScanHistoryArgs>::s_singleton);
 Plugin_function queue_scan_ended_at_plugin(
