@@ -15,14 +15,14 @@
 #include "core/file/data_file.h"
 #include "core/table/commit_gate.h"
 #include "core/table/registry.h"
+#include "core/util/guarded.h"
 #include "engine/data_files.h"
 
 namespace q4m_engine {
 
 namespace {
 
-std::mutex stage_mutex;
-std::string stage_dir;  // guarded by stage_mutex; empty: no copy asked
+q4m::Guarded<std::string> stage_dir;  // empty: no copy asked
 
 // A backup that was not q4m-backup's (plain mariadb-backup, or BACKUP STAGE by hand) copies
 // no .Q4M file: its restored QUEUE tables do not open. Nothing else tells its user.
@@ -44,10 +44,7 @@ void warn_backup_without_copy() {
 // MariaDB calls it at BACKUP STAGE END, before it lets DDL and commits go on.
 void end_backup() {
   std::string dir;
-  {
-    std::lock_guard<std::mutex> one(stage_mutex);
-    dir.swap(stage_dir);
-  }
+  dir.swap(*stage_dir.lock());
   if (dir.empty()) {
     warn_backup_without_copy();
     return;
@@ -115,8 +112,7 @@ BackupCommitGate gate;
 }  // namespace
 
 void stage_next_backup(const std::string& dir) {
-  std::lock_guard<std::mutex> one(stage_mutex);
-  stage_dir = dir;
+  *stage_dir.lock() = dir;
 }
 
 void install_backup_hooks(handlerton* hton) {
