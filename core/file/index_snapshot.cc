@@ -1,5 +1,7 @@
 #include "core/file/index_snapshot.h"
 
+#include "core/file/row_source.h"
+
 #include <sys/stat.h>
 
 #include <cstring>
@@ -112,6 +114,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   const uint32_t version = r.u32();
   if (version != kVersion) return false;
   r.u32();
+  out->index.set_source(FileRowSource::borrowing(file));
   FileIdentity want, have;
   want.size = r.u64();
   want.inode = r.u64();

@@ -1,5 +1,7 @@
 #include "core/file/recovery.h"
 
+#include "core/file/row_source.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -225,6 +227,7 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   std::string why = fmt::check_file_header(header);
   if (!why.empty()) return Status(ErrorCode::kCorrupt, "file " + file.path() + ": " + why);
 
+  out->index.set_source(FileRowSource::borrowing(file));  // blocks of plain rows fold as they are read
   BlockReader reader(file, size);
   RowId last_row = 0;
   uint64_t pos = fmt::kFileHeaderSize;

@@ -1,37 +1,135 @@
 #include "core/row/index.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace q4m {
 
+// A folded block: where its rows are in the data file, and which of them are live.
+struct RowIndex::Cold {
+  uint64_t first_payload = 0, last_payload = 0;  // offsets of its first and last live rows' payloads
+  RowId first = 0, last = 0;                     // their ids: the block's rows are the file's
+                                                 // ROW records in between with ids in [first, last]
+  uint32_t slots = 0;                            // how many such records (positions)
+  bool dense = false;                            // slot k has id first + k
+  std::vector<uint64_t> live_bits;               // bit k: slot k is live
+  bool live(size_t k) const { return live_bits[k / 64] >> (k % 64) & 1; }
+};
+
+struct RowIndex::Block {
+  std::unique_ptr<std::deque<RowEntry>> rows;  // hot: one entry per slot (null while cold)
+  std::unique_ptr<Cold> cold;  // cold; or, hot after warm(), the cold form it came from until it changes
+  uint64_t retry_fold_at = 0;  // changes_ before which fold() is not tried again
+  bool is_cold() const { return !rows; }
+  size_t size() const { return rows ? rows->size() : cold->slots; }
+};
+
+RowIndex::RowIndex() = default;
+RowIndex::~RowIndex() = default;
+RowIndex::RowIndex(RowIndex&&) noexcept = default;
+RowIndex& RowIndex::operator=(RowIndex&&) noexcept = default;
+
+RowId RowIndex::first_id(size_t b) const {
+  const Block& B = blocks_[b];
+  return B.rows ? B.rows->front().id : B.cold->first;
+}
+RowId RowIndex::last_id(size_t b) const {
+  const Block& B = blocks_[b];
+  return B.rows ? B.rows->back().id : B.cold->last;
+}
+
+void RowIndex::rebuild_ends() const {
+  ends_.resize(blocks_.size());
+  uint64_t sum = 0;
+  for (size_t b = 0; b < blocks_.size(); b++) ends_[b] = sum += blocks_[b].size();
+  const_cast<RowIndex*>(this)->popped_ = 0;
+  ends_dirty_ = false;
+}
+
+size_t RowIndex::block_start(size_t b) const {
+  if (ends_dirty_) rebuild_ends();
+  return b == 0 ? 0 : static_cast<size_t>(ends_[b - 1] - popped_);
+}
+
+size_t RowIndex::block_of(size_t pos, size_t* k) const {
+  if (ends_dirty_) rebuild_ends();
+  const uint64_t target = pos + popped_;
+  const size_t b = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), target) - ends_.begin());
+  *k = static_cast<size_t>(target - (b == 0 ? popped_ : ends_[b - 1]));
+  return b;
+}
+
 void RowIndex::append(const RowEntry& e) {
-  rows_.push_back(e);
+  Block* last = blocks_.empty() ? nullptr : &blocks_.back();
+  if (!last || last->is_cold() || last->rows->size() >= kBlockRows ||
+      (e.offset > last->rows->front().offset ? e.offset - last->rows->front().offset
+                                             : last->rows->front().offset - e.offset) > kBlockBytes) {
+    if (ends_dirty_) rebuild_ends();
+    blocks_.emplace_back();
+    blocks_.back().rows = std::make_unique<std::deque<RowEntry>>();
+    ends_.push_back(ends_.empty() ? 0 : ends_.back());
+    last = &blocks_.back();
+  }
+  last->rows->push_back(e);
+  last->cold.reset();
+  if (!ends_dirty_) ends_.back()++;
+  slots_++;
   live_++;
   live_bytes_ += e.length;
+  changes_++;
+  maybe_fold();
 }
 
 // Ids strictly increase, so the first entry with id >= from is at most (from - first id)
-// places in. Ids are mostly contiguous (removed entries stay until maybe_compact), so
-// that guess is usually the answer itself, and otherwise it bounds the binary search:
-// consumers look up rows near the front, and this keeps that O(1) in a deep queue.
+// places into its block. Ids are mostly contiguous (removed entries stay until
+// maybe_compact), so that guess is usually the answer itself, and otherwise it bounds the
+// binary search: consumers look up rows near the front, and this keeps that O(1).
 size_t RowIndex::lower_bound(RowId from) const {
-  if (rows_.empty() || from <= rows_.front().id) return 0;
-  const uint64_t guess = from - rows_.front().id;
-  if (guess >= rows_.size()) {
-    if (rows_.back().id < from) return rows_.size();
-  } else if (rows_[guess].id == from) {
-    return static_cast<size_t>(guess);
+  if (blocks_.empty() || from <= first_id(0)) return 0;
+  size_t lo = 0, hi = blocks_.size();  // first block whose last id >= from
+  if (last_id(0) >= from) {
+    hi = 0;
+  } else {
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (last_id(mid) < from) lo = mid + 1; else hi = mid;
+    }
   }
-  const size_t limit = static_cast<size_t>(std::min<uint64_t>(guess, rows_.size()));
-  auto it = std::lower_bound(rows_.begin(), rows_.begin() + limit, from,
-                             [](const RowEntry& e, RowId id) { return e.id < id; });
-  return static_cast<size_t>(it - rows_.begin());
+  const size_t b = hi;
+  if (b == blocks_.size()) return slots_;
+  const Block& B = blocks_[b];
+  if (B.is_cold() && B.cold->dense) return block_start(b) + (from <= B.cold->first ? 0 : from - B.cold->first);
+  if (B.is_cold() && !warm(b)) std::abort();
+  const std::deque<RowEntry>& rows = *B.rows;
+  size_t k = 0;
+  if (from > rows.front().id) {
+    const uint64_t guess = from - rows.front().id;
+    if (guess < rows.size() && rows[guess].id == from) {
+      k = static_cast<size_t>(guess);
+    } else {
+      const size_t limit = static_cast<size_t>(std::min<uint64_t>(guess, rows.size()));
+      k = static_cast<size_t>(std::lower_bound(rows.begin(), rows.begin() + limit, from,
+                                               [](const RowEntry& e, RowId id) { return e.id < id; }) -
+                              rows.begin());
+    }
+  }
+  return block_start(b) + k;
+}
+
+const RowEntry& RowIndex::at(size_t pos) const {
+  size_t k;
+  const size_t b = blocks_.size() == 1 ? (k = pos, 0) : block_of(pos, &k);
+  if (blocks_[b].is_cold() && !warm(b)) std::abort();
+  return (*blocks_[b].rows)[k];
 }
 
 RowEntry* RowIndex::find(RowId id) {
-  size_t pos = lower_bound(id);
-  if (pos == rows_.size() || rows_[pos].id != id || rows_[pos].state == RowState::kRemoved) return nullptr;
-  return &rows_[pos];
+  const size_t pos = lower_bound(id);
+  if (pos >= slots_) return nullptr;
+  RowEntry& e = at(pos);
+  if (e.id != id || e.state == RowState::kRemoved) return nullptr;
+  return &e;
 }
 
 bool RowIndex::remove(RowId id, uint32_t* length) {
@@ -44,35 +142,229 @@ bool RowIndex::remove(RowId id, uint32_t* length) {
   live_bytes_ -= e->length;
   tombstones_++;
   maybe_compact();
+  changes_++;
+  maybe_fold();
   return true;
 }
 
 void RowIndex::maybe_compact() {
-  while (!rows_.empty() && rows_.front().state == RowState::kRemoved) {
-    rows_.pop_front();
-    tombstones_--;
+  while (!blocks_.empty() && !blocks_.front().is_cold()) {
+    Block& f = blocks_.front();
+    bool popped = false;
+    while (!f.rows->empty() && f.rows->front().state == RowState::kRemoved) {
+      f.rows->pop_front();
+      popped_++;
+      slots_--;
+      tombstones_--;
+      popped = true;
+    }
+    if (popped) f.cold.reset();
+    if (!f.rows->empty()) break;
+    blocks_.pop_front();
+    ends_dirty_ = true;
   }
-  while (!rows_.empty() && rows_.back().state == RowState::kRemoved) {
-    rows_.pop_back();
-    tombstones_--;
+  while (!blocks_.empty() && !blocks_.back().is_cold()) {
+    Block& l = blocks_.back();
+    bool popped = false;
+    while (!l.rows->empty() && l.rows->back().state == RowState::kRemoved) {
+      l.rows->pop_back();
+      if (!ends_dirty_) ends_.back()--;
+      slots_--;
+      tombstones_--;
+      popped = true;
+    }
+    if (popped) l.cold.reset();
+    if (!l.rows->empty()) break;
+    blocks_.pop_back();
+    if (!ends_dirty_) ends_.pop_back();
   }
   if (tombstones_ > 1024 && tombstones_ > live_) {
-    rows_.erase(std::remove_if(rows_.begin(), rows_.end(),
-                               [](const RowEntry& e) { return e.state == RowState::kRemoved; }),
-                rows_.end());
+    for (Block& B : blocks_) {
+      if (B.is_cold()) continue;
+      const size_t before = B.rows->size();
+      B.rows->erase(std::remove_if(B.rows->begin(), B.rows->end(),
+                                   [](const RowEntry& e) { return e.state == RowState::kRemoved; }),
+                    B.rows->end());
+      if (B.rows->size() != before) B.cold.reset();
+      slots_ -= before - B.rows->size();
+    }
+    blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(), [](const Block& B) { return B.size() == 0; }),
+                  blocks_.end());
     tombstones_ = 0;
+    ends_dirty_ = true;
+  }
+}
+
+bool RowIndex::warm(size_t b) const {
+  Block& B = blocks_[b];
+  const Cold& c = *B.cold;
+  std::vector<RowEntry> got;
+  for (int attempt = 0; attempt < 3; attempt++) {
+    got.clear();
+    if (source_ && source_->rows(c.first_payload, c.last_payload, c.first, c.last, &got) && got.size() == c.slots) break;
+    got.clear();
+  }
+  if (got.size() != c.slots || c.slots == 0) {
+    // Folding read the same bytes back before it dropped the entries: the file changed or
+    // cannot be read any more. No entry can be made up for these rows.
+    std::fprintf(stderr, "q4m: cannot read back %u rows (ids %llu..%llu) from the data file\n", c.slots,
+                 static_cast<unsigned long long>(c.first), static_cast<unsigned long long>(c.last));
+    return false;
+  }
+  auto rows = std::make_unique<std::deque<RowEntry>>(got.begin(), got.end());
+  for (size_t k = 0; k < c.slots; k++)
+    if (!c.live(k)) {
+      (*rows)[k].state = RowState::kRemoved;
+      tombstones_++;
+    }
+  B.rows = std::move(rows);
+  return true;
+}
+
+bool RowIndex::fold(size_t b) {
+  Block& B = blocks_[b];
+  std::deque<RowEntry>& rows = *B.rows;
+  const RowEntry* first = nullptr;
+  const RowEntry* last = nullptr;
+  size_t n_live = 0;
+  for (const RowEntry& e : rows) {
+    if (e.state == RowState::kRemoved) continue;
+    if (!plain(e)) return false;
+    if (!first) first = &e;
+    last = &e;
+    n_live++;
+  }
+  const size_t dead = rows.size() - n_live;
+  if (n_live == 0) {  // only tombstones: the block goes
+    slots_ -= rows.size();
+    tombstones_ -= dead;
+    blocks_.erase(blocks_.begin() + static_cast<ptrdiff_t>(b));
+    ends_dirty_ = true;
+    return true;
+  }
+  if (B.cold && B.cold->slots == rows.size()) {  // read back and not changed since but for removals
+    Cold& c = *B.cold;
+    std::fill(c.live_bits.begin(), c.live_bits.end(), 0);
+    for (size_t k = 0; k < rows.size(); k++)
+      if (rows[k].state != RowState::kRemoved) c.live_bits[k / 64] |= uint64_t(1) << (k % 64);
+    tombstones_ -= dead;
+    B.rows.reset();
+    return true;
+  }
+  if (last->offset < first->offset || last->offset - first->offset > kBlockBytes) return false;
+  std::vector<RowEntry> got;
+  if (!source_->rows(first->offset, last->offset, first->id, last->id, &got) || got.empty()) return false;
+  // The file's records must give back exactly the live entries, in order, with others (rows
+  // removed before) only in between; ids must increase.
+  auto c = std::make_unique<Cold>();
+  c->live_bits.assign((got.size() + 63) / 64, 0);
+  size_t j = 0;
+  auto next_live = [&](size_t from) {
+    while (from < rows.size() && rows[from].state == RowState::kRemoved) from++;
+    return from;
+  };
+  size_t at = next_live(0);
+  for (size_t k = 0; k < got.size(); k++) {
+    if (k > 0 && got[k].id <= got[k - 1].id) return false;
+    if (at < rows.size() && got[k].id == rows[at].id) {
+      const RowEntry& e = rows[at];
+      if (got[k].offset != e.offset || got[k].length != e.length || got[k].time_ms != e.time_ms) return false;
+      c->live_bits[k / 64] |= uint64_t(1) << (k % 64);
+      j++;
+      at = next_live(at + 1);
+    }
+  }
+  if (j != n_live) return false;
+  c->first_payload = first->offset;
+  c->last_payload = last->offset;
+  c->first = first->id;
+  c->last = last->id;
+  c->slots = static_cast<uint32_t>(got.size());
+  c->dense = got.back().id - got.front().id + 1 == got.size();
+  slots_ = slots_ - rows.size() + got.size();
+  tombstones_ -= dead;
+  if (got.size() != rows.size()) ends_dirty_ = true;
+  B.cold = std::move(c);
+  B.rows.reset();
+  return true;
+}
+
+void RowIndex::maybe_fold() {
+  if (!source_ || changes_ < next_fold_) return;
+  next_fold_ = changes_ + kBlockRows / 4;
+  for (size_t b = kHotFront; b + 1 < blocks_.size(); b++) {
+    Block& B = blocks_[b];
+    if (B.is_cold() || B.retry_fold_at > changes_) continue;
+    const size_t before = blocks_.size();
+    if (!fold(b)) B.retry_fold_at = changes_ + kBlockRows;
+    if (blocks_.size() < before) b--;  // the block went
+  }
+}
+
+void RowIndex::fold_now() {
+  if (!source_) return;
+  for (size_t b = kHotFront; b + 1 < blocks_.size(); b++) {
+    if (blocks_[b].is_cold()) continue;
+    const size_t before = blocks_.size();
+    fold(b);
+    if (blocks_.size() < before) b--;
+  }
+}
+
+void RowIndex::forget_cold_copies() {
+  for (size_t b = 0; b < blocks_.size(); b++) {
+    if (blocks_[b].is_cold()) {
+      if (!warm(b)) std::abort();  // a caller's bug: cold blocks must be read back before
+    }
+    blocks_[b].cold.reset();
   }
 }
 
 void RowIndex::clear() {
-  rows_.clear();
+  blocks_.clear();
+  ends_.clear();
+  ends_dirty_ = false;
+  popped_ = 0;
+  slots_ = 0;
   live_ = live_bytes_ = tombstones_ = 0;
 }
 
 const RowEntry* RowIndex::first_live() const {
-  for (const RowEntry& e : rows_)
-    if (e.state != RowState::kRemoved) return &e;
+  for (size_t b = 0; b < blocks_.size(); b++) {
+    if (blocks_[b].is_cold() && !warm(b)) std::abort();
+    for (const RowEntry& e : *blocks_[b].rows)
+      if (e.state != RowState::kRemoved) return &e;
+  }
   return nullptr;
+}
+
+uint64_t RowIndex::cold_rows() const {
+  uint64_t n = 0;
+  for (const Block& B : blocks_)
+    if (B.is_cold())
+      for (uint64_t w : B.cold->live_bits) n += static_cast<uint64_t>(__builtin_popcountll(w));
+  return n;
+}
+
+// libstdc++'s deque: 512-byte nodes, a map of node pointers (at least 8). Every allocation
+// also pays a malloc header.
+namespace {
+constexpr uint64_t kMalloc = 16;
+template <typename T>
+uint64_t deque_bytes(size_t n) {
+  const uint64_t per = sizeof(T) < 512 ? 512 / sizeof(T) : 1;
+  const uint64_t nodes = n / per + 1;
+  return nodes * (per * sizeof(T) + kMalloc) + std::max<uint64_t>(8, nodes + 2) * sizeof(void*) + kMalloc;
+}
+}  // namespace
+
+uint64_t RowIndex::memory_bytes() const {
+  uint64_t n = sizeof(*this) + deque_bytes<Block>(blocks_.size()) + ends_.capacity() * sizeof(uint64_t) + kMalloc;
+  for (const Block& B : blocks_) {
+    if (B.rows) n += sizeof(std::deque<RowEntry>) + kMalloc + deque_bytes<RowEntry>(B.rows->size());
+    if (B.cold) n += sizeof(Cold) + kMalloc + B.cold->live_bits.capacity() * sizeof(uint64_t) + kMalloc;
+  }
+  return n;
 }
 
 }  // namespace q4m

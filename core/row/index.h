@@ -4,10 +4,20 @@
 //
 // Removed rows stay as tombstones and are dropped lazily (from the front at once,
 // elsewhere when they outnumber live entries), so removal is O(log n).
+//
+// Memory (docs/architecture.md, "The row index in memory"): the rows are kept in blocks of up
+// to kBlockRows. A block holds a RowEntry per row (40 bytes) while it is *hot*; a block away
+// from the front and the tail whose live rows are all plain (kFree, no holder, never handed
+// out, not grouped) is *folded* cold: it keeps only where its rows are in the data file and
+// one bit per row (removed or not), and reads its entries back from the file (RowSource)
+// when a position, find() or remove() reaches into it. Positions count the rows of cold
+// blocks too, so callers see one sequence either way.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <vector>
 
 #include "core/row/holder.h"
 #include "core/row/lifecycle.h"
@@ -27,8 +37,40 @@ struct RowEntry {
 };
 static_assert(sizeof(RowEntry) <= 40, "grouped and deliveries live in padding: a row's index entry stays 40 bytes");
 
+// A plain row: all the file's ROW record says of it (a cold block keeps nothing else).
+inline bool plain(const RowEntry& e) {
+  return e.state == RowState::kFree && !e.holder && e.deliveries == 0 && !e.grouped;
+}
+
+// Reads back the rows of a cold block from the table's data file (core/file/row_source.h).
+class RowSource {
+ public:
+  virtual ~RowSource() = default;
+  // Every ROW record (with its id in the record) from the one whose payload is at
+  // first_payload to the one whose payload is at last_payload, both included, whose id is in
+  // [first, last], in file order, as plain entries. false if the bytes cannot be read or
+  // parsed (then *out is unspecified).
+  virtual bool rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
+                    std::vector<RowEntry>* out) const = 0;
+};
+
 class RowIndex {
  public:
+  static constexpr size_t kBlockRows = 4096;
+  static constexpr uint64_t kBlockBytes = 4u << 20;  // a cold block's span of the file, at most
+  static constexpr size_t kHotFront = 2;  // blocks at the front never folded (consumers take there)
+
+  RowIndex();
+  ~RowIndex();
+  RowIndex(RowIndex&&) noexcept;
+  RowIndex& operator=(RowIndex&&) noexcept;
+
+  // Where cold blocks read their rows back from; null (the default) folds nothing. A new
+  // file (compaction) must come with forget_cold_copies() once every offset was rewritten.
+  void set_source(std::shared_ptr<const RowSource> source) { source_ = std::move(source); }
+  // The blocks read back keep no copy of their cold form (their offsets changed).
+  void forget_cold_copies();
+
   // Row ids must be appended in increasing order.
   void append(const RowEntry& e);
   // The entry for `id` (null if absent or removed). Stays valid until the next
@@ -38,22 +80,48 @@ class RowIndex {
   bool remove(RowId id, uint32_t* length = nullptr);
   void clear();
 
-  // Iteration over live entries with id >= from (positional cursor).
+  // Iteration over live entries with id >= from (positional cursor). at() of a position in
+  // a cold block reads the block back (its entries then stay until the next append/remove).
   size_t lower_bound(RowId from) const;
-  size_t end_pos() const { return rows_.size(); }
-  RowEntry& at(size_t pos) { return rows_[pos]; }
-  const RowEntry& at(size_t pos) const { return rows_[pos]; }
+  size_t end_pos() const { return slots_; }
+  RowEntry& at(size_t pos) { return const_cast<RowEntry&>(static_cast<const RowIndex*>(this)->at(pos)); }
+  const RowEntry& at(size_t pos) const;
   const RowEntry* first_live() const;
 
   uint64_t live() const { return live_; }
   uint64_t live_bytes() const { return live_bytes_; }  // sum of payload lengths
+  // Heap and object bytes the index holds: blocks, entries (with the containers' own
+  // allocation granularity and a malloc header per allocation), cold blocks' bitmaps.
+  uint64_t memory_bytes() const;
+  uint64_t cold_rows() const;  // live rows in cold blocks (for tests and stats)
+  // Folds every block that may be folded now (tests; the index does it by itself as rows come
+  // and go).
+  void fold_now();
 
  private:
+  struct Cold;
+  struct Block;
+  size_t block_of(size_t pos, size_t* k) const;  // block holding position pos, and its index there
+  size_t block_start(size_t b) const;
+  void rebuild_ends() const;
+  bool warm(size_t b) const;        // reads a cold block back; false if the file failed us
+  bool fold(size_t b);              // folds a hot block; false if it must stay hot
   void maybe_compact();
-  std::deque<RowEntry> rows_;
+  void maybe_fold();
+  RowId first_id(size_t b) const;
+  RowId last_id(size_t b) const;
+
+  mutable std::deque<Block> blocks_;
+  mutable std::vector<uint64_t> ends_;  // ends_[b]: slots up to and including block b, from the origin
+  mutable bool ends_dirty_ = false;
+  uint64_t popped_ = 0;  // slots dropped from the front of block 0 since ends_ was built
+  size_t slots_ = 0;
   uint64_t live_ = 0;
   uint64_t live_bytes_ = 0;
-  uint64_t tombstones_ = 0;  // removed entries still in rows_
+  mutable uint64_t tombstones_ = 0;  // removed entries in hot blocks
+  uint64_t changes_ = 0;             // appends + removals, to pace maybe_fold()
+  uint64_t next_fold_ = 0;
+  std::shared_ptr<const RowSource> source_;
 };
 
 }  // namespace q4m

@@ -210,6 +210,7 @@ Status Table::compact_now() {
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
     }
+    st->index.forget_cold_copies();  // their offsets were the old file's
     for (auto& [id, p] : st->prepared)
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
     retired = st->file;

@@ -35,6 +35,7 @@
 #include "core/file/data_file.h"
 #include "core/file/recovery.h"
 #include "core/file/row_check.h"
+#include "core/file/row_source.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
 #include "core/table/snapshot_journal.h"
@@ -196,6 +197,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     // at its end, so rows below it may be read ahead at once.
     void install_file(std::shared_ptr<DataFile> f) {
       tail.reset(f->id(), f->size());
+      index.set_source(std::make_shared<FileRowSource>(f));  // cold index blocks read back from it
       file = std::move(f);
     }
     // Rows in `file` with no checksum covering their id on disk (format 1 to 4, committed by

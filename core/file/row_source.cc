@@ -1,0 +1,54 @@
+#include "core/file/row_source.h"
+
+#include <string>
+
+#include "core/file/format.h"
+
+namespace q4m {
+
+bool FileRowSource::rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
+                         std::vector<RowEntry>* out) const {
+  if (first_payload < fmt::kFileHeaderSize + fmt::kRowHeaderSize || last_payload < first_payload) return false;
+  const uint64_t start = first_payload - fmt::kRowHeaderSize;
+  // Up to the last row's header: its payload's length is in there.
+  std::string buf;
+  if (!file_->read(start, static_cast<size_t>(last_payload - start), &buf).ok()) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(buf.data());
+  const size_t n = buf.size();
+  size_t pos = 0;
+  while (pos < n) {
+    if (n - pos >= fmt::kChunkHeaderSize && fmt::get_u32(p + pos) == fmt::kChunkMagic) {
+      fmt::ChunkHeader h;
+      if (!fmt::parse_chunk_header(p + pos, &h).empty()) return false;
+      pos += fmt::kChunkHeaderSize;
+      continue;
+    }
+    if (pos + fmt::kRowHeaderSize == n) {  // the last row: its header only
+      const unsigned char type = p[pos];
+      if (type != fmt::kCheckedRow && type != fmt::kRow) return false;
+      RowEntry e;
+      e.id = fmt::get_u64(p + pos + 1);
+      e.time_ms = fmt::get_u64(p + pos + 9);
+      e.length = fmt::get_u32(p + pos + 17);
+      e.offset = last_payload;
+      if (e.id != last) return false;
+      out->push_back(e);
+      return true;
+    }
+    fmt::RecordReader reader(std::string_view(buf.data() + pos, n - pos));
+    fmt::Record r;
+    if (!reader.next(&r)) return false;
+    if (r.type == fmt::kRow && r.rowid >= first && r.rowid <= last) {
+      RowEntry e;
+      e.id = r.rowid;
+      e.time_ms = r.time_ms;
+      e.length = r.length;
+      e.offset = start + pos + r.payload_pos;
+      out->push_back(e);
+    }
+    pos += reader.position();
+  }
+  return false;  // the last row's header was not where it should be
+}
+
+}  // namespace q4m

@@ -1,0 +1,226 @@
+// The row index's cold blocks (core/row/index.h): runs of plain rows keep no entry per row,
+// only where they are in the data file and a bit per row, and read their entries back from the
+// file when a position, find() or remove() reaches into them. Checked against a model, with
+// the rows in a real data file (FileRowSource), and the memory a plain row costs.
+#include <malloc.h>
+
+#include <map>
+#include <random>
+
+#include "check.h"
+#include "core/file/data_file.h"
+#include "core/file/format.h"
+#include "core/file/row_source.h"
+#include "core/row/index.h"
+#include "storage_test_util.h"
+
+using namespace q4m;
+using q4m_test::TempDir;
+
+namespace {
+
+// A data file with rows written as the table writes them (chunks of ROW records, with REMOVE
+// and META records in between), and an index of them.
+struct FileRows {
+  std::shared_ptr<DataFile> file;
+  RowIndex index;
+  explicit FileRows(const std::string& path) {
+    REQUIRE_OK(DataFile::create(path, &file));
+    REQUIRE_OK(file->append(fmt::file_header()));
+    index.set_source(std::make_shared<FileRowSource>(file));
+  }
+  static void REQUIRE_OK(const Status& s) {
+    if (!s.ok()) std::abort();
+  }
+  // One chunk: rows with these ids (payloads of `size` bytes), optionally a REMOVE of other ids.
+  void commit(const std::vector<RowId>& ids, size_t size, const std::vector<RowId>& removals = {},
+              bool in_index = true) {
+    std::string out;
+    fmt::ChunkBuilder c(&out);
+    std::vector<size_t> at;
+    for (RowId id : ids) at.push_back(c.add_row(id, 1000 + id, std::string(size, char('a' + id % 26))));
+    if (!removals.empty()) c.add_remove(removals.data(), removals.size());
+    c.add_meta(fmt::Meta{});
+    c.finish();
+    const uint64_t base = file->size();
+    REQUIRE_OK(file->append(out));
+    if (!in_index) return;
+    for (size_t i = 0; i < ids.size(); i++) {
+      RowEntry e;
+      e.id = ids[i];
+      e.offset = base + at[i];
+      e.length = static_cast<uint32_t>(size);
+      e.time_ms = 1000 + ids[i];
+      index.append(e);
+    }
+  }
+};
+
+RowId live_from(RowIndex& index, size_t pos) {
+  for (; pos < index.end_pos(); pos++)
+    if (index.at(pos).state != RowState::kRemoved) return index.at(pos).id;
+  return 0;
+}
+
+void check_against_model(RowIndex& index, const std::map<RowId, uint32_t>& live, RowId max_id) {
+  for (RowId id = 0; id <= max_id + 2; id++) {
+    auto it = live.lower_bound(id);
+    CHECK_EQ(live_from(index, index.lower_bound(id)), it == live.end() ? 0 : it->first);
+    RowEntry* e = index.find(id);
+    CHECK_EQ(e != nullptr, live.count(id) == 1);
+    if (e) {
+      CHECK_EQ(e->id, id);
+      CHECK_EQ(e->length, live.at(id));
+      CHECK_EQ(e->time_ms, 1000 + id);
+    }
+  }
+  for (size_t pos = 0; pos < index.end_pos(); pos++) CHECK_EQ(index.lower_bound(index.at(pos).id), pos);
+  CHECK_EQ(index.live(), static_cast<uint64_t>(live.size()));
+}
+
+}  // namespace
+
+// The acceptance test of issue 43: a plain row costs at most 2 bytes of index memory, by the
+// index's own account and by what malloc says it handed out.
+TEST(plain_rows_cost_at_most_two_bytes) {
+  TempDir dir;
+  const size_t before = mallinfo2().uordblks;
+  {
+    FileRows t(dir.path() + "/plain.qdata");
+    const RowId n = 2'000'000;
+    std::vector<RowId> ids;
+    for (RowId id = 1; id <= n; id++) {
+      ids.push_back(id);
+      if (ids.size() == 500) t.commit(ids, 8), ids.clear();
+    }
+    t.commit(ids, 8);
+    const uint64_t bytes = t.index.memory_bytes();
+    const size_t held = mallinfo2().uordblks - before;
+    std::printf("  %llu rows: index says %llu bytes (%.3f B/row), malloc %zu bytes (%.3f B/row), %llu cold\n",
+                (unsigned long long)n, (unsigned long long)bytes, double(bytes) / n, held, double(held) / n,
+                (unsigned long long)t.index.cold_rows());
+    CHECK(bytes <= 2 * n);
+    CHECK(held <= 2 * n);
+    // The account is honest: within a quarter of what malloc gave out (the file object and the
+    // source hold a little too).
+    CHECK(bytes + bytes / 4 + 65536 >= held);
+    CHECK_EQ(t.index.live(), n);
+    CHECK_EQ(t.index.end_pos(), size_t(n));
+    CHECK(t.index.cold_rows() > n - 4 * RowIndex::kBlockRows);
+    // Consuming from the front reads the cold blocks back one at a time.
+    for (RowId id = 1; id <= n; id++) {
+      const size_t pos = t.index.lower_bound(id);
+      if (pos != 0 || t.index.at(0).id != id) {
+        CHECK_EQ(pos, 0u);
+        CHECK_EQ(t.index.at(0).id, id);
+        break;
+      }
+      CHECK(t.index.remove(id));
+      if (id % 100'000 == 0) CHECK(t.index.memory_bytes() <= 2 * (n - id) + 8 * RowIndex::kBlockRows * sizeof(RowEntry));
+    }
+    CHECK_EQ(t.index.live(), 0u);
+  }
+}
+
+TEST(cold_blocks_against_a_model) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 6; round++) {
+    TempDir dir;
+    FileRows t(dir.path() + "/model.qdata");
+    std::map<RowId, uint32_t> live;
+    RowId id = 1;
+    std::vector<RowId> pending_removals;
+    for (int chunk = 0; chunk < 120; chunk++) {
+      // Rows written but never in the index (a row removed before the index saw it): the
+      // cold block must treat them as removed slots.
+      if (rng() % 4 == 0) {
+        const RowId ghost = ++id;
+        t.commit({ghost}, 3, {ghost}, false);
+      }
+      std::vector<RowId> ids;
+      const size_t size = 1 + rng() % 40;
+      for (int i = 0; i < 150; i++) {
+        id += (round % 2 && rng() % 5 == 0) ? 1 + rng() % 20 : 1;  // gaps (relay, copies)
+        ids.push_back(id);
+      }
+      t.commit(ids, size, pending_removals);
+      pending_removals.clear();
+      for (RowId r : ids) live[r] = static_cast<uint32_t>(size);
+      // Some removals in the middle: they cut no block, they leave tombstones.
+      for (int k = 0; k < 20; k++) {
+        auto it = live.lower_bound(1 + rng() % id);
+        if (it == live.end()) continue;
+        CHECK(t.index.remove(it->first));
+        pending_removals.push_back(it->first);
+        live.erase(it);
+      }
+    }
+    t.index.fold_now();
+    CHECK(t.index.cold_rows() > 0);
+    const uint64_t folded = t.index.memory_bytes();
+    check_against_model(t.index, live, id);  // reads every block back
+    CHECK(t.index.memory_bytes() > folded);
+    t.index.fold_now();  // folds back without reading (unchanged but for removals)
+    CHECK(t.index.memory_bytes() <= folded + 1024);
+    // A row with state keeps its block hot; the others fold again.
+    const RowId special = std::next(live.begin(), live.size() / 2)->first;
+    t.index.find(special)->deliveries = 1;
+    for (int k = 0; k < 300; k++) {
+      auto it = live.lower_bound(1 + rng() % id);
+      if (it == live.end() || it->first == special) continue;
+      CHECK(t.index.remove(it->first));
+      live.erase(it);
+    }
+    t.index.fold_now();
+    CHECK_EQ(t.index.find(special)->deliveries, 1);
+    check_against_model(t.index, live, id);
+    // Drain from the front, as consumers do, folding as the index goes.
+    while (!live.empty()) {
+      CHECK(t.index.remove(live.begin()->first));
+      live.erase(live.begin());
+      if (live.size() % 997 == 0) t.index.fold_now();
+    }
+    CHECK_EQ(t.index.live(), 0u);
+    CHECK_EQ(t.index.live_bytes(), 0u);
+  }
+}
+
+// Rows whose records are not ROW records with their id (a prepared transaction's TXN_ROWs)
+// cannot be read back from the file: their block stays hot.
+TEST(rows_the_file_cannot_give_back_stay_hot) {
+  TempDir dir;
+  FileRows t(dir.path() + "/txn.qdata");
+  for (RowId id = 1; id <= 4 * RowIndex::kBlockRows; id += 512) {
+    std::vector<RowId> ids;
+    for (RowId k = id; k < id + 512; k++) ids.push_back(k);
+    t.commit(ids, 5);
+  }
+  // Entries pointing at TXN_ROW records.
+  std::string out;
+  fmt::ChunkBuilder c(&out);
+  std::vector<size_t> at;
+  for (int i = 0; i < 3 * int(RowIndex::kBlockRows); i++) at.push_back(c.add_txn_row(9, 77, "txn"));
+  c.finish();
+  const uint64_t base = t.file->size();
+  FileRows::REQUIRE_OK(t.file->append(out));
+  const RowId first_txn = 100'000;
+  for (size_t i = 0; i < at.size(); i++) {
+    RowEntry e;
+    e.id = first_txn + i;
+    e.offset = base + at[i];
+    e.length = 3;
+    e.time_ms = 77;
+    t.index.append(e);
+  }
+  t.commit({500'000}, 5);
+  t.index.fold_now();
+  const uint64_t cold = t.index.cold_rows();
+  CHECK(cold >= 2 * RowIndex::kBlockRows - 1);  // the plain ROW blocks past the front
+  CHECK(cold < 4 * RowIndex::kBlockRows);      // none of the TXN_ROW ones
+  for (size_t i = 0; i < at.size(); i += 97) {
+    const RowEntry* e = t.index.find(first_txn + i);
+    REQUIRE(e);
+    CHECK_EQ(e->offset, base + at[i]);
+    CHECK_EQ(e->time_ms, 77u);
+  }
+}
