@@ -7,14 +7,12 @@
 namespace q4m {
 
 // A folded block: where its rows are in the data file, and which of them are live.
-struct RowIndex::Cold {
-  uint64_t first_payload = 0, last_payload = 0;  // offsets of its first and last live rows' payloads
-  RowId first = 0, last = 0;                     // their ids: the block's rows are the file's
-                                                 // ROW records in between with ids in [first, last]
-  uint32_t slots = 0;                            // how many such records (positions)
-  bool dense = false;                            // slot k has id first + k
-  std::vector<uint64_t> live_bits;               // bit k: slot k is live
-  bool live(size_t k) const { return live_bits[k / 64] >> (k % 64) & 1; }
+//   first_payload, last_payload: offsets of its first and last live rows' payloads
+//   first, last: their ids; the block's rows are the file's ROW records in between with ids
+//                in [first, last], `slots` of them (positions); dense: slot k has id first + k
+//   live_bits: bit k = slot k is live; live, live_bytes: how many, and their payload bytes
+struct RowIndex::Cold : ColdRun {
+  bool is_live(size_t k) const { return live_bits[k / 64] >> (k % 64) & 1; }
 };
 
 struct RowIndex::Block {
@@ -213,7 +211,7 @@ bool RowIndex::warm(size_t b) const {
   }
   auto rows = std::make_unique<std::deque<RowEntry>>(got.begin(), got.end());
   for (size_t k = 0; k < c.slots; k++)
-    if (!c.live(k)) {
+    if (!c.is_live(k)) {
       (*rows)[k].state = RowState::kRemoved;
       tombstones_++;
     }
@@ -245,8 +243,14 @@ bool RowIndex::fold(size_t b) {
   if (B.cold && B.cold->slots == rows.size()) {  // read back and not changed since but for removals
     Cold& c = *B.cold;
     std::fill(c.live_bits.begin(), c.live_bits.end(), 0);
+    c.live = 0;
+    c.live_bytes = 0;
     for (size_t k = 0; k < rows.size(); k++)
-      if (rows[k].state != RowState::kRemoved) c.live_bits[k / 64] |= uint64_t(1) << (k % 64);
+      if (rows[k].state != RowState::kRemoved) {
+        c.live_bits[k / 64] |= uint64_t(1) << (k % 64);
+        c.live++;
+        c.live_bytes += rows[k].length;
+      }
     tombstones_ -= dead;
     B.rows.reset();
     return true;
@@ -270,6 +274,7 @@ bool RowIndex::fold(size_t b) {
       const RowEntry& e = rows[at];
       if (got[k].offset != e.offset || got[k].length != e.length || got[k].time_ms != e.time_ms) return false;
       c->live_bits[k / 64] |= uint64_t(1) << (k % 64);
+      c->live_bytes += e.length;
       j++;
       at = next_live(at + 1);
     }
@@ -281,6 +286,7 @@ bool RowIndex::fold(size_t b) {
   c->last = last->id;
   c->slots = static_cast<uint32_t>(got.size());
   c->dense = got.back().id - got.front().id + 1 == got.size();
+  c->live = static_cast<uint32_t>(n_live);
   slots_ = slots_ - rows.size() + got.size();
   tombstones_ -= dead;
   if (got.size() != rows.size()) ends_dirty_ = true;
@@ -291,7 +297,7 @@ bool RowIndex::fold(size_t b) {
 
 void RowIndex::maybe_fold() {
   if (!source_ || changes_ < next_fold_) return;
-  next_fold_ = changes_ + kBlockRows / 4;
+  next_fold_ = changes_ + (kBlockRows + 3) / 4;
   for (size_t b = kHotFront; b + 1 < blocks_.size(); b++) {
     Block& B = blocks_[b];
     if (B.is_cold() || B.retry_fold_at > changes_) continue;
@@ -341,9 +347,42 @@ const RowEntry* RowIndex::first_live() const {
 uint64_t RowIndex::cold_rows() const {
   uint64_t n = 0;
   for (const Block& B : blocks_)
-    if (B.is_cold())
-      for (uint64_t w : B.cold->live_bits) n += static_cast<uint64_t>(__builtin_popcountll(w));
+    if (B.is_cold()) n += B.cold->live;
   return n;
+}
+
+void RowIndex::for_each_run(const std::function<void(const RowEntry&)>& row,
+                            const std::function<void(const ColdRun&)>& cold) const {
+  for (const Block& B : blocks_) {
+    if (B.is_cold()) {
+      cold(*B.cold);
+      continue;
+    }
+    for (const RowEntry& e : *B.rows)
+      if (e.state != RowState::kRemoved) row(e);
+  }
+}
+
+bool RowIndex::append_cold(ColdRun run) {
+  if (run.slots == 0 || run.live == 0 || run.live > run.slots || run.first > run.last ||
+      run.last - run.first + 1 < run.slots || run.first_payload > run.last_payload ||
+      run.live_bits.size() != (run.slots + 63) / 64 || (run.dense && run.last - run.first + 1 != run.slots) ||
+      (!blocks_.empty() && last_id(blocks_.size() - 1) >= run.first))
+    return false;
+  uint64_t live = 0;
+  for (uint64_t w : run.live_bits) live += static_cast<uint64_t>(__builtin_popcountll(w));
+  if (live != run.live || (run.slots % 64 && run.live_bits.back() >> (run.slots % 64)))
+    return false;
+  if (ends_dirty_) rebuild_ends();
+  blocks_.emplace_back();
+  auto c = std::make_unique<Cold>();
+  static_cast<ColdRun&>(*c) = std::move(run);
+  live_ += c->live;
+  live_bytes_ += c->live_bytes;
+  slots_ += c->slots;
+  ends_.push_back((ends_.empty() ? 0 : ends_.back()) + c->slots);
+  blocks_.back().cold = std::move(c);
+  return true;
 }
 
 // libstdc++'s deque: 512-byte nodes, a map of node pointers (at least 8). Every allocation

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -54,9 +55,15 @@ class RowSource {
                     std::vector<RowEntry>* out) const = 0;
 };
 
+// Tests build the core with a tiny block (-DQ4M_INDEX_BLOCK_ROWS=4) so that every table test
+// folds and reads back blocks.
+#ifndef Q4M_INDEX_BLOCK_ROWS
+#define Q4M_INDEX_BLOCK_ROWS 4096
+#endif
+
 class RowIndex {
  public:
-  static constexpr size_t kBlockRows = 4096;
+  static constexpr size_t kBlockRows = Q4M_INDEX_BLOCK_ROWS;
   static constexpr uint64_t kBlockBytes = 4u << 20;  // a cold block's span of the file, at most
   static constexpr size_t kHotFront = 2;  // blocks at the front never folded (consumers take there)
 
@@ -94,6 +101,23 @@ class RowIndex {
   // allocation granularity and a malloc header per allocation), cold blocks' bitmaps.
   uint64_t memory_bytes() const;
   uint64_t cold_rows() const;  // live rows in cold blocks (for tests and stats)
+  // A cold block as the index snapshot keeps it (core/file/index_snapshot.cc).
+  struct ColdRun {
+    uint64_t first_payload = 0, last_payload = 0;
+    RowId first = 0, last = 0;
+    uint32_t slots = 0;
+    bool dense = false;
+    uint32_t live = 0;
+    uint64_t live_bytes = 0;
+    std::vector<uint64_t> live_bits;  // (slots + 63) / 64 words
+  };
+  // Every live entry of the hot blocks (row) and every cold block (cold), in id order,
+  // without reading any block back.
+  void for_each_run(const std::function<void(const RowEntry&)>& row,
+                    const std::function<void(const ColdRun&)>& cold) const;
+  // Appends a cold block (its ids above every id in the index); false if it is not
+  // consistent (bits, counts, ids), then nothing changed.
+  bool append_cold(ColdRun run);
   // Folds every block that may be folded now (tests; the index does it by itself as rows come
   // and go).
   void fold_now();

@@ -407,6 +407,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  // The row index's memory as last added to global_stats().memory_bytes (note_index_change).
+  std::atomic<uint64_t> memory_bytes_{0};
+  std::atomic<uint64_t> memory_ticks_{0};
   std::atomic<uint64_t> pending_rows_{0};  // rows of prepared parts (MAX_ROWS counts them)
   std::atomic<RowId> next_rowid_{1};
   std::atomic<RowId> id_floor_{0};
