@@ -216,7 +216,20 @@ bool RowIndex::warm(size_t b) const {
       tombstones_++;
     }
   B.rows = std::move(rows);
+  read_back_++;
   return true;
+}
+
+void RowIndex::release_read_back(RowId before) {
+  if (read_back_ < 4) return;  // a few blocks behind a scan may stay
+  read_back_ = 0;
+  for (size_t b = kHotFront; b + 1 < blocks_.size(); b++) {
+    Block& B = blocks_[b];
+    if (B.is_cold() || !B.cold || B.cold->slots != B.rows->size() || last_id(b) >= before) continue;
+    const size_t count = blocks_.size();
+    fold(b);  // unchanged but for removals: no read
+    if (blocks_.size() < count) b--;
+  }
 }
 
 bool RowIndex::fold(size_t b) {

@@ -118,6 +118,10 @@ class RowIndex {
   // Appends a cold block (its ids above every id in the index); false if it is not
   // consistent (bits, counts, ids), then nothing changed.
   bool append_cold(ColdRun run);
+  // Folds back, without reading the file, the blocks read back since that hold only ids below
+  // `before` and were changed by removals only: a scan that passed them (takes.cc) keeps a few
+  // blocks in memory, not the whole backlog. No entry of theirs may be held across the call.
+  void release_read_back(RowId before);
   // Folds every block that may be folded now (tests; the index does it by itself as rows come
   // and go).
   void fold_now();
@@ -145,6 +149,7 @@ class RowIndex {
   mutable uint64_t tombstones_ = 0;  // removed entries in hot blocks
   uint64_t changes_ = 0;             // appends + removals, to pace maybe_fold()
   uint64_t next_fold_ = 0;
+  mutable uint32_t read_back_ = 0;  // blocks warm() read back since release_read_back() last ran
   std::shared_ptr<const RowSource> source_;
 };
 

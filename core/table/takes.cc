@@ -113,6 +113,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
       batch.clear();
       cached.clear();
       damaged.clear();
+      st->index.release_read_back(from);  // the blocks this scan passed
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
