@@ -10,7 +10,10 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "engine/binlog_redo.h"
 #include "engine/sql_errors.h"
+#include "engine/sysvars.h"
+#include <rpl_filter.h>
 
 namespace q4m_engine {
 
@@ -89,6 +92,25 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
     return log_statement(table, "the redrive of dead rows",
                          [&](const std::string& db, const std::string& name) { return redrive_statement(db, name, rows); });
   }
+  // The binary log redoes a part (engine/binlog_redo.h) if it will hold the part's redo in
+  // this transaction and recovery can tell it from others': not an XA transaction (XA PREPARE
+  // writes the log before the engines' commit; its prepare stays synced), not a database the
+  // binlog-do/ignore-db filters leave out (the server would drop the statement silently), and
+  // the binary log synced at every group commit.
+  bool redoes(const q4m::QueueTable& table) override {
+    THD* thd = current_thd;
+    // sync_binlog=1: else the binary log is no durability point, and the prepare keeps its sync.
+    if (!binlog_redo_enabled() || sync_binlog_period != 1 || !thd || !binlog_records(thd)) return false;
+    if (thd->transaction->xid_state.is_explicit_XA()) return false;
+    std::string db, name;
+    if (!split_table_path(table.path(), &db, &name)) return false;
+    return binlog_filter->db_ok(db.c_str()) && note_redo_in_use();
+  }
+  q4m::Status prepared(const q4m::QueueTable& table, const std::string& redo) override {
+    return log_statement(table, "the redo of a prepared part", [&](const std::string& db, const std::string& name) {
+      return redo_statement(db, name, redo);
+    });
+  }
 };
 
 }  // namespace
@@ -110,6 +132,9 @@ std::string named_rows(const std::vector<q4m::NamedRow>& rows) {
   for (const q4m::NamedRow& r : sorted) {
     if (!list.empty()) list += ',';
     list += std::to_string(r.id) + ':' + std::to_string(r.length) + ':' + std::to_string(r.checksum);
+    // How it ended and its delivery count, for a replica's history (HISTORY_RETENTION only:
+    // other removals are logged as before).
+    if (r.end_kind) list += ':' + std::to_string(r.end_kind) + ':' + std::to_string(r.deliveries);
   }
   return quoted(list);
 }
@@ -170,19 +195,27 @@ bool parse_named_rows(const std::string& text, std::vector<q4m::NamedRow>* rows,
     return true;
   };
   while (*p) {
-    uint64_t id = 0, length = 0, checksum = 0;
+    uint64_t id = 0, length = 0, checksum = 0, kind = 0, deliveries = 0;
     if (!number(UINT64_MAX >> 1, ':', &id) || id == 0 || !number(UINT32_MAX, ':', &length) ||
-        !number(UINT32_MAX, 0, &checksum))
+        !read_number(&p, UINT32_MAX, &checksum))
       break;
+    if (*p == ':') {  // ':<end kind>:<deliveries>' (HISTORY_RETENTION)
+      p++;
+      if (!number(255, ':', &kind) || kind == 0 || !number(UINT16_MAX, 0, &deliveries)) break;
+    } else if (*p && *p != ',') {
+      break;
+    }
     if (!rows->empty() && id <= rows->back().id) {
       *error = "row ids must increase (" + std::to_string(id) + " after " + std::to_string(rows->back().id) + ")";
       return false;
     }
-    rows->push_back(q4m::NamedRow{id, static_cast<uint32_t>(length), static_cast<uint32_t>(checksum)});
+    rows->push_back(q4m::NamedRow{id, static_cast<uint32_t>(length), static_cast<uint32_t>(checksum),
+                                  static_cast<uint8_t>(kind), static_cast<uint16_t>(deliveries)});
     if (!*p) return true;
     if (!*++p) break;  // a trailing ','
   }
-  *error = "expected a list '<row id>:<length>:<checksum>[,...]', got '" + text.substr(0, 64) + "'";
+  *error = "expected a list '<row id>:<length>:<checksum>[:<end kind>:<deliveries>][,...]', got '" +
+           text.substr(0, 64) + "'";
   return false;
 }
 

@@ -59,15 +59,50 @@ class ConnectionState {
   // evaluates them after reading every row: the row they belong to is unknown then);
   // queue_scan_rowid() and queue_scan_state() answer for it in any scan. The table lives
   // at least as long as the statement's handler, which clears the note at its scan's end.
-  void note_row_read(int64_t query_id, uint64_t rowid, q4m::QueueTable* table = nullptr) {
+  void note_row_read(int64_t query_id, uint64_t rowid, q4m::QueueTable* table = nullptr,
+                     const q4m::EndedRow* ended = nullptr) {
     read_query_id_ = query_id;
     read_rowid_ = rowid;
     read_table_ = table;
+    read_ended_ = ended ? *ended : q4m::EndedRow();
   }
+  // The history row the statement `query_id` is reading (HISTORY_RETENTION), or null.
+  const q4m::EndedRow* ended_row_read_in(int64_t query_id) const {
+    return read_query_id_ == query_id && read_rowid_ && read_ended_.id == read_rowid_ ? &read_ended_ : nullptr;
+  }
+  // queue_scan_history() in statement `query_id`: its scan reads the table's history rows
+  // (set as the statement is prepared, before its scan starts).
+  void scan_history_in(int64_t query_id) { history_query_id_ = query_id; }
+  bool scans_history_in(int64_t query_id) const { return history_query_id_ == query_id; }
   bool read_rows_in(int64_t query_id) const { return read_query_id_ == query_id; }
   uint64_t row_read_in(int64_t query_id) const { return read_query_id_ == query_id ? read_rowid_ : 0; }
   q4m::QueueTable* table_read_in(int64_t query_id) const {
     return read_query_id_ == query_id && read_rowid_ ? read_table_ : nullptr;
+  }
+
+  // queue_receive(): the rows statement `query_id` took under receipts from `table`, in id
+  // order, with their receipts. That statement's scan of the table reads them (and only
+  // them), and queue_receipt() answers for each (functions/receipt_functions.cc).
+  struct ReceivedRows {
+    int64_t query_id = -1;
+    std::shared_ptr<q4m::QueueTable> table;
+    std::vector<std::pair<uint64_t, std::string>> rows;
+  };
+  void set_received(ReceivedRows r) { received_ = std::move(r); }
+  const ReceivedRows* received_in(int64_t query_id) const {
+    return received_.query_id == query_id ? &received_ : nullptr;
+  }
+  // Whether statement `query_id` received rows from `table` (then its scan reads those only):
+  // *next = the first of them after `after`, 0 if none is left.
+  bool next_received(int64_t query_id, const q4m::QueueTable* table, uint64_t after, uint64_t* next) const {
+    if (received_.query_id != query_id || !q4m::same_queue(received_.table.get(), table)) return false;
+    *next = 0;
+    for (const auto& row : received_.rows)
+      if (row.first > after) {
+        *next = row.first;
+        break;
+      }
+    return true;
   }
 
   // A copying ALTER: what the row its scan of the old table read last has been
@@ -144,6 +179,8 @@ class ConnectionState {
   }
 
  private:
+  q4m::EndedRow read_ended_;
+  int64_t history_query_id_ = -1;
   q4m::Consumer consumer_;
   const uint64_t mark_;
   std::unique_ptr<q4m::Transaction> txn_;  // declared after consumer_: rolled back first
@@ -160,6 +197,7 @@ class ConnectionState {
   CopySource copy_source_;
   uint64_t read_rowid_ = 0;
   q4m::QueueTable* read_table_ = nullptr;
+  ReceivedRows received_;
 };
 
 // The connection's state, or null if it has none. Own thread only: a connection pool's

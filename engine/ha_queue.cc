@@ -629,8 +629,22 @@ int ha_queue::rnd_init(bool) {
     copy_.start(queue_.get());
     connection_state(thd).set_copy_source(thd->query_id, queue_, copy_history_);  // for the new table's take_over
   }
+  // queue_scan_history(): the history rows instead of the queue's.
+  ConnectionState* scan_cs = find_connection_state(thd);
+  history_scan_ = !copy_scan_ && scan_cs && scan_cs->scans_history_in(thd->query_id);
+  history_.clear();
+  history_file_.reset();
+  history_next_ = 0;
+  if (history_scan_) {
+    q4m::Status st = queue_->history_rows(&history_, &history_file_);
+    if (!st.ok()) return raise(st);
+  }
+  // The statement's queue_receive() (a constant condition: evaluated before the scan) took
+  // rows under receipts: the scan reads those.
+  q4m::RowId first_received = 0;
+  received_scan_ = !copy_scan_ && !history_scan_ && next_received(&first_received);
   // A consistent snapshot's scan reads the rows of its point (core/table/snapshots.h).
-  snapshot_scan_ = !copy_scan_ && reads_snapshot(thd);
+  snapshot_scan_ = !copy_scan_ && !history_scan_ && !received_scan_ && reads_snapshot(thd);
   snapshot_next_ = 0;
   snapshot_.clear();
   if (snapshot_scan_) {
@@ -658,6 +672,8 @@ int ha_queue::rnd_init(bool) {
 
 int ha_queue::rnd_end() {
   snapshot_.clear();
+  history_.clear();
+  history_file_.reset();
   ConnectionState* cs = find_connection_state(ha_thd());
   if (cs && cs->read_rows_in(ha_thd()->query_id)) cs->note_row_read(ha_thd()->query_id, 0);
   if (cs) cs->consumer().set_sees_held(false);
@@ -677,7 +693,9 @@ int ha_queue::rnd_next(uchar* buf) {
   q4m::RowId id = 0;
   bool found = false;
   q4m::RowHistory history;
+  if (history_scan_) return next_in_history(buf);
   if (staged_next_ > 0) return next_staged(buf);
+  if (received_scan_) return next_received(&id) && id ? read_received(buf, id) : HA_ERR_END_OF_FILE;
   if (snapshot_scan_) return next_in_snapshot(buf);
   q4m::Status st =
       copy_scan_ ? copy_.next(queue_.get(), &id, &payload_, &found, copy_history_ ? &history : nullptr)
@@ -687,6 +705,33 @@ int ha_queue::rnd_next(uchar* buf) {
   if (copy_history_) connection_state(ha_thd()).keep_copied_history(ha_thd()->query_id, history);
   scan_after_ = id;
   return read_into(buf, id);
+}
+
+// The statement took rows under receipts (queue_receive): its scan reads those, which no
+// connection owns, and nothing else.
+bool ha_queue::next_received(q4m::RowId* id) {
+  const ConnectionState* cs = find_connection_state(ha_thd());
+  return cs && cs->next_received(ha_thd()->query_id, queue_.get(), scan_after_, id);
+}
+
+int ha_queue::read_received(uchar* buf, q4m::RowId id) {
+  bool found = false;
+  q4m::Status st = queue_->read_row(id, &payload_, &found);
+  if (!st.ok()) return raise(st);
+  scan_after_ = id;
+  if (!found) return rnd_next(buf);  // gone since (TRUNCATE): the next one
+  return read_into(buf, id);
+}
+
+int ha_queue::next_in_history(uchar* buf) {
+  if (history_next_ == history_.size()) return HA_ERR_END_OF_FILE;
+  return read_history(buf, history_[history_next_++]);
+}
+
+int ha_queue::read_history(uchar* buf, const q4m::EndedRow& row) {
+  q4m::Status st = queue_->read_history_row(history_file_, row, &payload_);
+  if (!st.ok()) return raise(st);
+  return read_into(buf, row.id, &row);
 }
 
 int ha_queue::next_in_snapshot(uchar* buf) {
@@ -721,6 +766,12 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
     payload_ = *row;
     return read_into(buf, id);
   }
+  if (history_scan_) {  // a history row (filesort)
+    auto it = std::lower_bound(history_.begin(), history_.end(), id,
+                               [](const q4m::EndedRow& r, q4m::RowId want) { return r.id < want; });
+    if (it == history_.end() || it->id != id) return HA_ERR_KEY_NOT_FOUND;
+    return read_history(buf, *it);
+  }
   if (snapshot_scan_) {  // a row of the snapshot's point (filesort, a join's buffer)
     auto it = std::lower_bound(snapshot_.begin(), snapshot_.end(), id,
                                [](const q4m::SnapshotRow& r, q4m::RowId want) { return r.location.id < want; });
@@ -735,11 +786,11 @@ int ha_queue::rnd_pos(uchar* buf, uchar* pos) {
   return read_into(buf, id);
 }
 
-int ha_queue::read_into(uchar* buf, q4m::RowId id) {
+int ha_queue::read_into(uchar* buf, q4m::RowId id, const q4m::EndedRow* ended) {
   current_id_ = id;
   ConnectionState* cs = find_connection_state(ha_thd());
   // (A connection that never used a queue function has no state, and nothing asks.)
-  if (cs) cs->note_row_read(ha_thd()->query_id, id, queue_.get());
+  if (cs) cs->note_row_read(ha_thd()->query_id, id, queue_.get(), ended);
   if (decode_row(table, payload_, row_id_column_, is_staged(id) ? 0 : id, buf)) return 0;
   std::string msg = "QUEUE table '" + table_label() + "': row " + std::to_string(id) + " (" +
                     std::to_string(payload_.size()) + " bytes) in " + queue_->path() +

@@ -95,7 +95,7 @@ class ha_queue final : public handler {
   void forget_unused_relay_ids();
   q4m::Status commit_claims();     // rows claimed by delete_row()
   int reject_update();
-  int read_into(uchar* buf, q4m::RowId id);
+  int read_into(uchar* buf, q4m::RowId id, const q4m::EndedRow* ended = nullptr);
   // The connection's own uncommitted rows (engine/transactions.h), after the table's.
   static constexpr q4m::RowId kStagedBit = q4m::RowId(1) << 63;
   static bool is_staged(q4m::RowId id) { return (id & kStagedBit) != 0; }
@@ -123,6 +123,18 @@ class ha_queue final : public handler {
   size_t snapshot_next_ = 0;
   int next_in_snapshot(uchar* buf);
   bool reads_snapshot(THD* thd) const;
+  // A scan with queue_scan_history() in its WHERE: the table's history rows, in id order
+  // (HISTORY_RETENTION; read from the file they were in when the scan started).
+  bool history_scan_ = false;
+  std::vector<q4m::EndedRow> history_;
+  std::shared_ptr<q4m::DataFile> history_file_;
+  size_t history_next_ = 0;
+  int next_in_history(uchar* buf);
+  int read_history(uchar* buf, const q4m::EndedRow& row);
+  // A scan in the statement that took rows under receipts (queue_receive) reads those.
+  bool received_scan_ = false;
+  bool next_received(q4m::RowId* id);
+  int read_received(uchar* buf, q4m::RowId id);
   std::string payload_;
 
   // Multi-row INSERT: rows are buffered and committed together.

@@ -12,6 +12,7 @@
 #include "engine/handlerton.h"
 
 #include "core/table/reaper.h"
+#include "core/table/receipts.h"
 #include "core/table/registry.h"
 #include "core/util/blocking.h"
 #include "core/util/stats.h"
@@ -94,6 +95,7 @@ void blocking_end(const void* state_before) {
 int panic(handlerton*, enum ha_panic_function flag) {
   if (flag == HA_PANIC_CLOSE) {
     forget_prepared_marker_if_unused();
+    q4m::Receipts::forget_all();  // their rows back to the queues before the tables close
     q4m::TableRegistry::instance().close_all();
   }
   return 0;
@@ -134,6 +136,7 @@ int engine_deinit(void*) {
   forget_prepared_marker_if_unused();
   stop_expiry_session();  // (UNINSTALL PLUGIN: no pre_shutdown came) its connection may be in a statement on a table
   uninstall_backup_hooks();
+  q4m::Receipts::forget_all();
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   forget_expiry_session();

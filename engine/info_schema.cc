@@ -12,6 +12,7 @@
 
 #include "core/row/payload.h"
 #include "core/table/registry.h"
+#include "core/table/subscriptions.h"
 #include "engine/info_schema.h"
 #include "engine/handlerton.h"
 #include "engine/data_files.h"
@@ -225,7 +226,60 @@ int fill_queue_held_groups(THD* thd, TABLE_LIST* tables, Item*) {
   });
 }
 
+enum SubscriptionColumn { kSubSchema, kSubName, kSubscription, kSubCondition, kSubStart, kPendingRows,
+                          kOldestAgeMs, kSubOwnedRows, kSubDelayedRows, kSubDeadRows, kRowsDelivered, kRowsEnded,
+                          kSubWaiters };
+
+ST_FIELD_INFO queue_subscriptions_fields[] = {
+    Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
+    Show::Column("TABLE_NAME", Show::Name(), NOT_NULL),
+    Show::Column("SUBSCRIPTION_NAME", Show::Varchar(64), NOT_NULL),
+    Show::Column("CONDITION_TEXT", Show::Varchar(4096), NOT_NULL),
+    Show::Column("START_ROWID", Show::ULonglong(), NOT_NULL),
+    Show::Column("PENDING_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("OLDEST_AGE_MS", Show::ULonglong(), NOT_NULL),
+    Show::Column("OWNED_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("DELAYED_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("DEAD_ROWS", Show::ULonglong(), NOT_NULL),
+    Show::Column("ROWS_DELIVERED", Show::ULonglong(), NOT_NULL),
+    Show::Column("ROWS_ENDED", Show::ULonglong(), NOT_NULL),
+    Show::Column("WAITERS", Show::ULonglong(), NOT_NULL),
+    Show::CEnd()};
+
+int fill_queue_subscriptions(THD* thd, TABLE_LIST* tables, Item*) {
+  TABLE* t = tables->table;
+  return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
+    q4m::Subscriptions* subs = queue.subscriptions();
+    if (!subs) return 0;
+    for (const q4m::SubscriptionInfo& s : subs->list()) {
+      store_name(t, kSubSchema, db, name);
+      t->field[kSubscription]->store(s.name.data(), s.name.size(), system_charset_info);
+      t->field[kSubCondition]->store(s.condition.data(), s.condition.size(), system_charset_info);
+      t->field[kSubStart]->store(s.start, true);
+      t->field[kPendingRows]->store(s.pending_rows, true);
+      t->field[kOldestAgeMs]->store(s.oldest_age_ms, true);
+      t->field[kSubOwnedRows]->store(s.owned_rows, true);
+      t->field[kSubDelayedRows]->store(s.delayed_rows, true);
+      t->field[kSubDeadRows]->store(s.dead_rows, true);
+      t->field[kRowsDelivered]->store(s.rows_delivered, true);
+      t->field[kRowsEnded]->store(s.rows_ended, true);
+      t->field[kSubWaiters]->store(s.waiters, true);
+      if (schema_table_store_record(thd, t)) return 1;
+    }
+    return 0;
+  });
+}
+
 }  // namespace
+
+st_mysql_information_schema queue_subscriptions_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
+
+int queue_subscriptions_init(void* p) {
+  ST_SCHEMA_TABLE* schema = static_cast<ST_SCHEMA_TABLE*>(p);
+  schema->fields_info = queue_subscriptions_fields;
+  schema->fill_table = fill_queue_subscriptions;
+  return 0;
+}
 
 st_mysql_information_schema queue_tables_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};
 st_mysql_information_schema queue_owned_rows_descriptor = {MYSQL_INFORMATION_SCHEMA_INTERFACE_VERSION};

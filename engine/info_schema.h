@@ -12,5 +12,8 @@ extern struct st_mysql_information_schema queue_owned_rows_descriptor;
 int queue_owned_rows_init(void* p);
 extern struct st_mysql_information_schema queue_held_groups_descriptor;
 int queue_held_groups_init(void* p);
+// INFORMATION_SCHEMA.QUEUE_SUBSCRIPTIONS: one row per subscription (core/table/subscriptions.h).
+extern struct st_mysql_information_schema queue_subscriptions_descriptor;
+int queue_subscriptions_init(void* p);
 
 }  // namespace q4m_engine

@@ -124,6 +124,13 @@ MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   nullptr, update_commit_spin_us, 300, 0, 100000, 0);
 // Test hooks stay inert on a production server: queue_debug_crash_point (a way to kill the
 // server) takes effect only on a server started with --queue-debug-hooks=ON.
+char binlog_redo = 0;
+MYSQL_SYSVAR_BOOL(binlog_redo, binlog_redo, PLUGIN_VAR_OPCMDARG,
+                  "With the binary log on: a QUEUE transaction's prepare is written without a sync of its own "
+                  "and its records go into the binary log, which recovery redoes them from after a power "
+                  "cut (docs/recovery.md). OFF (default): the prepare is synced",
+                  nullptr, nullptr, 0);
+
 char debug_hooks = 0;
 MYSQL_SYSVAR_BOOL(debug_hooks, debug_hooks, PLUGIN_VAR_OPCMDARG | PLUGIN_VAR_READONLY,
                   "For tests only, set at startup: enables the test hooks (queue_debug_crash_point). "
@@ -177,6 +184,7 @@ st_mysql_sys_var* queue_system_variables[] = {
     MYSQL_SYSVAR(commit_spin_us),
     MYSQL_SYSVAR(snapshot_journal_rows),
     MYSQL_SYSVAR(session_mark),
+    MYSQL_SYSVAR(binlog_redo),
     MYSQL_SYSVAR(debug_hooks),
     MYSQL_SYSVAR(debug_crash_point),
     nullptr};
@@ -209,5 +217,8 @@ void apply_system_variables() {
   s.commit_spin_us.store(commit_spin_us);
   s.snapshot_journal_rows.store(snapshot_journal_rows);
 }
+
+bool binlog_redo_enabled() { return binlog_redo != 0; }
+bool debug_hooks_enabled() { return debug_hooks != 0; }
 
 }  // namespace q4m_engine

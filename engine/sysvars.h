@@ -23,6 +23,11 @@ std::chrono::milliseconds session_lease(THD* thd);
 // queue_sync_removals of this session, for Consumer::set_sync_removals.
 bool session_sync_removals(THD* thd);
 
+// queue_binlog_redo: prepares the binary log coordinates are redone from it (core/table/redo.h).
+bool binlog_redo_enabled();
+// --queue-debug-hooks=ON (read-only): the tests' hooks may act.
+bool debug_hooks_enabled();
+
 // queue_debug_crash_point: the points of two-phase commit a crash test can stop the server at.
 // kBeforeCommitRecord: in commit_ordered, once the coordinator (the binary log: written and
 // synced) has the transaction and before QUEUE queues its part's commit record.

@@ -31,6 +31,8 @@ ha_create_table_option queue_table_options[] = {
     HA_TOPTION_STRING("MAX_RATE", max_rate),
     HA_TOPTION_NUMBER("MAX_BURST", max_burst, 1, 1, 1000000000, 1),
     HA_TOPTION_STRING("ROW_ID_COLUMN", row_id_column),
+    // History of ended rows (core/table/history.cc): up to a year; each row kept costs memory.
+    HA_TOPTION_NUMBER("HISTORY_RETENTION", history_retention, 0, 0, 31536000, 1),
     HA_TOPTION_END,
 };
 
@@ -251,6 +253,7 @@ bool check_options(const TABLE* table, std::string* error) {
       {"GROUP_BURST", "a whole number of hand-outs (1 to 1000000000)"},
       {"MAX_IN_FLIGHT", "a whole number of rows (0 to 1000000000; 0 = no limit)"},
       {"MAX_BURST", "a whole number of hand-outs (1 to 1000000000)"},
+      {"HISTORY_RETENTION", "a whole number of seconds (0 to 31536000; 0 = keep no history)"},
   };
   for (const engine_option_value* o = share->option_list; o; o = o->next) {
     if (!o->value.str) continue;
@@ -297,6 +300,7 @@ std::shared_ptr<const q4m::TableOptions> options_of(const TABLE_SHARE* share) {
   dedup_column_of(share, nullptr, &o->dedup, &error);
   if (share->option_struct) {
     o->message_ttl = std::chrono::seconds(share->option_struct->message_ttl);
+    o->history_retention = std::chrono::seconds(share->option_struct->history_retention);
     o->max_deliveries = static_cast<uint32_t>(share->option_struct->max_deliveries);
     o->dedup_window = std::chrono::seconds(share->option_struct->dedup_window);
     const ha_table_option_struct& opt = *share->option_struct;

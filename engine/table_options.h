@@ -11,6 +11,7 @@
 //   MAX_IN_FLIGHT=n          rows of the table out at once (default 0: no limit).
 //   MAX_RATE='r[/unit]'      hand-outs per second (or minute, hour) of the whole table,
 //   MAX_BURST=n              from a token bucket of n (default 1).
+//   HISTORY_RETENTION=seconds  ended rows stay readable this long (0, the default: not kept).
 //   ROW_ID_COLUMN='col'      a BIGINT UNSIGNED column that reads as the row's id; an INSERT
 //                            may ask for an id in it (a restored dump keeps its rows' ids).
 // and one of the server's own: MAX_ROWS=n, the most rows the table holds (an INSERT past it
@@ -40,6 +41,7 @@ struct ha_table_option_struct {
   const char* max_rate;
   ulonglong max_burst;
   const char* row_id_column;
+  ulonglong history_retention;  // seconds
 };
 
 namespace q4m_engine {

@@ -16,6 +16,7 @@
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
 #include "engine/binlog_order.h"
+#include "engine/binlog_redo.h"
 #include "engine/connection_state.h"
 #include "engine/relay_notes.h"
 #include "engine/dedup_notes.h"
@@ -192,6 +193,7 @@ int recover(handlerton* hton, XID* list, uint len) {
   if (!recovery.started) {
     recovery.started = true;
     commit_logged_elsewhere(hton);
+    redo_from_binary_log();  // parts a power cut took from the files, before they are listed
     if (q4m::file_exists(kPreparedMarker)) {  // a part may be prepared in any table: open them all
       marker_made.store(true);
       for_each_data_file([](const std::string& db, const std::string& name, const std::string& path) {

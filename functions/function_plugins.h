@@ -17,17 +17,28 @@ extern Plugin_function queue_delivery_count_plugin;
 extern Plugin_function queue_set_srcid_plugin;
 extern Plugin_function queue_compact_plugin;
 extern Plugin_function queue_stats_plugin;
+extern Plugin_function queue_subscribe_plugin;
+extern Plugin_function queue_unsubscribe_plugin;
 extern Plugin_function queue_release_owned_plugin;
 extern Plugin_function queue_redrive_dead_plugin;
 extern Plugin_function queue_purge_dead_plugin;
 extern Plugin_function queue_allowed_plugin;
 extern Plugin_function queue_scan_rowid_plugin;
 extern Plugin_function queue_scan_state_plugin;
+extern Plugin_function queue_scan_history_plugin;
+extern Plugin_function queue_scan_ended_at_plugin;
+extern Plugin_function queue_scan_deliveries_plugin;
 extern Plugin_function queue_apply_removal_plugin;
 extern Plugin_function queue_apply_dedup_plugin;
+extern Plugin_function queue_apply_redo_plugin;
 extern Plugin_function queue_apply_srcid_plugin;
 extern Plugin_function queue_apply_redrive_plugin;
 extern Plugin_function queue_expire_plugin;
 extern Plugin_function queue_backup_stage_plugin;
+extern Plugin_function queue_receive_plugin;
+extern Plugin_function queue_receipt_plugin;
+extern Plugin_function queue_end_receipt_plugin;
+extern Plugin_function queue_abort_receipt_plugin;
+extern Plugin_function queue_renew_receipt_plugin;
 
 }  // namespace q4m_functions

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/binlog_redo.h"
 #include "engine/binlog_statements.h"
 #include "engine/connection_state.h"
 #include "engine/sql_errors.h"
@@ -157,6 +158,41 @@ class Item_func_queue_apply_srcid final : public Item_queue_apply {
   q4m::RowId last_ = 0;
 };
 
+constexpr const char* kRedo = "queue_apply_redo";
+
+// A prepared part's redo (engine/binlog_redo.h): for the crash recovery of the server that
+// logged it. Another server (a replica, or one reading a dump of the log) applies the
+// transaction's row events and statements instead; it only checks the arguments here.
+class Item_func_queue_apply_redo final : public Item_queue_action {
+ public:
+  Item_func_queue_apply_redo(THD* thd, List<Item>& args) : Item_queue_action(thd, args) {}
+  Item* shallow_copy(THD* thd) const override { return get_item_copy<Item_func_queue_apply_redo>(thd, this); }
+  LEX_CSTRING func_name_cstring() const override { return {kRedo, strlen(kRedo)}; }
+  bool fix_length_and_dec(THD*) override {
+    max_length = 10;
+    return false;
+  }
+
+ protected:
+  longlong run(THD*) override {
+    std::string db, name, arg, error;
+    if (!parse_string(args[0], kRedo, 1, "the database", &db) || !parse_string(args[1], kRedo, 2, "the table", &name) ||
+        !parse_string(args[2], kRedo, 3, "the redo", &arg))
+      return 0;
+    uint32_t server = 0;
+    q4m::RedoPart part;
+    if (!q4m_engine::parse_redo_argument(arg, &server, &part, &error)) {
+      my_printf_error(ER_WRONG_ARGUMENTS, "%s(): table '%s.%s', argument 3: %s", MYF(0), kRedo, db.c_str(),
+                      name.c_str(), error.c_str());
+      return 0;
+    }
+    return 0;
+  }
+};
+
+constexpr char kApplyRedoArgs[] = "queue_apply_redo() takes 3 arguments (the database, the table, the redo)";
+using Create_queue_apply_redo = Create_func_args<Item_func_queue_apply_redo, kApplyRedoArgs, 3, 3>;
+
 constexpr char kApplyRemovalArgs[] = "queue_apply_removal() takes 3 arguments (the database, the table, the rows)";
 using Create_queue_apply_removal = Create_func_args<Item_func_queue_apply_removal, kApplyRemovalArgs, 3, 3>;
 constexpr char kApplyRedriveArgs[] = "queue_apply_redrive() takes 3 arguments (the database, the table, the rows)";
@@ -174,5 +210,6 @@ Plugin_function queue_apply_removal_plugin(&Create_queue_apply_removal::s_single
 Plugin_function queue_apply_dedup_plugin(&Create_queue_apply_dedup::s_singleton);
 Plugin_function queue_apply_redrive_plugin(&Create_queue_apply_redrive::s_singleton);
 Plugin_function queue_apply_srcid_plugin(&Create_queue_apply_srcid::s_singleton);
+Plugin_function queue_apply_redo_plugin(&Create_queue_apply_redo::s_singleton);
 
 }  // namespace q4m_functions

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/table/subscriptions.h"
+
 namespace q4m_functions {
 
 namespace {
@@ -46,6 +48,22 @@ std::string stats_json(const std::string& table_label, q4m::QueueTable& table) {
   }
   out += ", \"handout_wait\": {\"bounds_ms\": [" + bounds + "], \"cumulative\": [" + cumulative +
          "], \"sum_ms\": " + std::to_string(h.sum_ms()) + "}";
+  if (q4m::Subscriptions* subs = table.subscriptions(); subs && subs->any()) {
+    out += ", \"subscriptions\": [";
+    bool first = true;
+    for (const q4m::SubscriptionInfo& s : subs->list()) {
+      out += first ? "{" : ", {";
+      first = false;
+      out += "\"name\": " + quoted(s.name) + ", \"condition\": " + quoted(s.condition) +
+             ", \"start_rowid\": " + std::to_string(s.start) + ", \"pending_rows\": " + std::to_string(s.pending_rows) +
+             ", \"oldest_age_ms\": " + std::to_string(s.oldest_age_ms) + ", \"owned_rows\": " +
+             std::to_string(s.owned_rows) + ", \"delayed_rows\": " + std::to_string(s.delayed_rows) +
+             ", \"dead_rows\": " + std::to_string(s.dead_rows) + ", \"rows_delivered\": " +
+             std::to_string(s.rows_delivered) + ", \"rows_ended\": " + std::to_string(s.rows_ended) +
+             ", \"waiters\": " + std::to_string(s.waiters) + "}";
+    }
+    out += "]";
+  }
   return out + "}";
 }
 

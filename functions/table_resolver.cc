@@ -9,6 +9,7 @@
 #include "functions/table_resolver.h"
 
 #include "core/table/registry.h"
+#include "core/table/subscriptions.h"
 #include "engine/ha_queue.h"
 #include "engine/handlerton.h"
 #include "engine/schema.h"
@@ -28,11 +29,14 @@ namespace {
 struct Definition {
   std::shared_ptr<const q4m_engine::TableDefinition> table;
   std::shared_ptr<const q4m::RowFilter> filter;
+  std::shared_ptr<q4m::QueueTable> subscription;  // 'table@name'
 };
 
 struct Names {
   std::string db, table, condition;
   bool has_condition = false;
+  std::string subscription;  // 'table@subscription' (core/table/subscriptions.h)
+  bool has_subscription = false;
 };
 
 void raise(const TableArgument& a, unsigned err, const std::string& what) {
@@ -40,6 +44,8 @@ void raise(const TableArgument& a, unsigned err, const std::string& what) {
 }
 
 std::string label(const Names& n) { return n.db + "." + n.table; }
+// What a subscription's consumers see named (queue_stats, messages): "db.table@name".
+std::string full_label(const Names& n) { return n.has_subscription ? label(n) + "@" + n.subscription : label(n); }
 
 // One name of a table argument from `pos`: `quoted` (`` in it is one backquote), which may
 // hold any character, or plain up to one of `stops`. False on a quote left open.
@@ -76,11 +82,17 @@ bool split(THD* thd, const TableArgument& a, Names* n) {
   };
   size_t pos = 0;
   std::string first, second;
-  if (!take_name(text, &pos, ".:", &first)) return not_a_name(" (a ` is left open)");
+  if (!take_name(text, &pos, ".:@", &first)) return not_a_name(" (a ` is left open)");
   bool has_db = pos < text.size() && text[pos] == '.';
   if (has_db) {
     ++pos;
-    if (!take_name(text, &pos, ":", &second)) return not_a_name(" (a ` is left open)");
+    if (!take_name(text, &pos, ":@", &second)) return not_a_name(" (a ` is left open)");
+  }
+  if (pos < text.size() && text[pos] == '@') {  // a subscription: 'table@name'
+    ++pos;
+    if (!take_name(text, &pos, ":", &n->subscription)) return not_a_name(" (a ` is left open)");
+    if (n->subscription.empty()) return not_a_name(" (no subscription name after '@')");
+    n->has_subscription = true;
   }
   if (pos < text.size() && text[pos] != ':') return not_a_name(" (unexpected text after a name)");
   if (pos < text.size()) {
@@ -150,6 +162,58 @@ bool is_queue_share(const TABLE_SHARE* share) {
   return !share->is_view && share->db_type() == q4m_engine::queue_hton;
 }
 
+// Compiles `condition` against the table's columns (the condition cache), checking SELECT on
+// the columns it reads.
+bool compile_condition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share, TABLE_LIST* tl,
+                       const std::string& path, const std::string& definition_version, const std::string& condition,
+                       std::shared_ptr<const q4m::RowFilter>* filter) {
+  std::string version = definition_version;
+  version += '\0';
+  if (a.text_charset) version += a.text_charset->cs_name.str;
+  std::vector<std::string> columns;
+  q4m::Status st = ConditionCache::instance().get(
+      path, version, condition,
+      [&] {
+        q4m::TableSchema schema = q4m_engine::schema_of(share);
+        schema.table_name = label(n);
+        q4m_engine::convert_literals_from(a.text_charset, share, &schema);
+        return schema;
+      },
+      filter, &columns);
+  if (!check_column_privileges(thd, a, n, tl, columns)) return false;
+  if (!st.ok()) {
+    raise(a, ER_WRONG_ARGUMENTS, st.message());
+    return false;
+  }
+  return true;
+}
+
+// 'table@name': the subscription's own condition compiled and given to it (once per open of
+// the table), and the subscription as the table to take from.
+bool resolve_subscription(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share, TABLE_LIST* tl,
+                          const std::string& path, const std::string& version,
+                          std::shared_ptr<q4m::QueueTable>* table) {
+  q4m::Subscriptions* subs = (*table)->subscriptions();
+  bool found = false;
+  const std::string condition = subs ? subs->condition_of(n.subscription, &found) : std::string();
+  if (!found) {
+    raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' has no subscription '" + n.subscription + "'");
+    return false;
+  }
+  if (!condition.empty()) {
+    std::shared_ptr<const q4m::RowFilter> filter;
+    if (!compile_condition(thd, a, n, share, tl, path, version, condition, &filter)) return false;
+    subs->set_filter(n.subscription, std::move(filter));
+  }
+  std::shared_ptr<q4m::QueueTable> sub = subs->find(n.subscription);
+  if (!sub) {
+    raise(a, ER_WRONG_ARGUMENTS, "table '" + label(n) + "' has no subscription '" + n.subscription + "'");
+    return false;
+  }
+  *table = std::move(sub);
+  return true;
+}
+
 // `tl`: the table's privileges (denied_table_access), null for a temporary table.
 bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SHARE* share, TABLE_LIST* tl,
                       Definition* def) {
@@ -158,6 +222,17 @@ bool check_definition(THD* thd, const TableArgument& a, const Names& n, TABLE_SH
     return false;
   }
   def->table = q4m_engine::definition_of(share);
+  if (n.has_subscription) {
+    std::shared_ptr<q4m::QueueTable> table;
+    q4m::Status st = q4m::TableRegistry::instance().acquire(def->table->path, &table);
+    if (!st.ok()) {
+      raise(a, q4m_engine::sql_errno_for(st.code()), "table '" + label(n) + "': " + st.message());
+      return false;
+    }
+    table->configure(def->table->options);
+    if (!resolve_subscription(thd, a, n, share, tl, def->table->path, def->table->version, &table)) return false;
+    def->subscription = std::move(table);
+  }
   if (!n.has_condition) return true;
   // The same condition text means other literals in another character set.
   std::string version = def->table->version;
@@ -249,10 +324,10 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
   tl.init_one_table(&t->s->db, &t->s->table_name, nullptr, TL_READ);
   if (denied_table_access(thd, a, &tl)) return false;
   Definition def;
-  if (n.has_condition && !check_definition(thd, a, n, t->s, &tl, &def)) return false;
-  out->subscription.table = q4m_engine::queue_of(t->file);
+  if ((n.has_condition || n.has_subscription) && !check_definition(thd, a, n, t->s, &tl, &def)) return false;
+  out->subscription.table = def.subscription ? def.subscription : q4m_engine::queue_of(t->file);
   out->subscription.filter = std::move(def.filter);
-  out->label = label(n);
+  out->label = full_label(n);
   return true;
 }
 
@@ -279,8 +354,8 @@ bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTab
   }
   // The table may not have been opened by a statement since the server started.
   table->configure(def.table->options);
-  out->label = label(n);
-  out->subscription.table = std::move(table);
+  out->label = full_label(n);
+  out->subscription.table = def.subscription ? std::move(def.subscription) : std::move(table);
   out->subscription.filter = std::move(def.filter);
   return true;
 }

@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BENCH=$REPO/build/bin/q4m-bench
+# Q4M_BENCH_SERVER_OPTS: more server options (e.g. --queue-binlog-redo=ON).
 # Q4M_PLUGIN_DIR / Q4M_SERVER_ROOT: another build, a server unpacked elsewhere (docs/build.md,
 # "Testing against another server version"), as the integration tests take them.
 PLUGIN_DIR=${Q4M_BENCH_PLUGIN_DIR:-${Q4M_PLUGIN_DIR:-$REPO/build/plugin}}  # Q4M_BENCH_PLUGIN_DIR: another build (old/new alternated)
@@ -104,7 +105,7 @@ log "binary log: $binlog${PLUGIN_OPTS:+; QUEUE loaded at startup}"
 "$MARIADBD" --no-defaults $USER_OPT --datadir="$TMP/data" --socket="$SOCK" --skip-networking \
   --pid-file="$TMP/mysqld.pid" --log-error="$TMP/error.log" --plugin-dir="$PLUGIN_DIR" $PLUGIN_OPTS $ROOT_OPTS \
   --innodb-buffer-pool-size=256M --innodb-log-file-size=256M --innodb-flush-method=O_DIRECT \
-  --max-connections=1100 --thread-cache-size=300 $BINLOG_OPTS &
+  --max-connections=1100 --thread-cache-size=300 $BINLOG_OPTS ${Q4M_BENCH_SERVER_OPTS:-} &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
   mariadb-admin --no-defaults --socket="$SOCK" -uroot ping >/dev/null 2>&1 && break

@@ -30,6 +30,20 @@ int timed_sync(int fd, bool data_only) {
 
 }  // namespace
 
+static DataFile::Identity identity_of(int fd) {
+  DataFile::Identity id;
+  struct statx sx;
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) == 0) {
+    id.inode = sx.stx_ino;
+    if (sx.stx_mask & STATX_BTIME)
+      id.birth_ns = static_cast<uint64_t>(sx.stx_btime.tv_sec) * 1000000000ull + sx.stx_btime.tv_nsec;
+    return id;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) == 0) id.inode = st.st_ino;
+  return id;
+}
+
 Status io_error(const std::string& what, const std::string& path, int err) {
   ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::kNoSpace
                    : err == ENOENT                 ? ErrorCode::kNotFound
@@ -41,6 +55,7 @@ DataFile::DataFile(int fd, FileLock lock, std::string path, uint64_t size)
     : fd_(fd), lock_(std::move(lock)), path_(std::move(path)), size_(size), allocated_(size) {
   static std::atomic<uint64_t> next_id{1};
   id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+  identity_ = identity_of(fd_);
 }
 
 DataFile::~DataFile() {

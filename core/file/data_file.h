@@ -61,6 +61,15 @@ class DataFile {
   uint64_t size() const { return size_; }  // end of the data; only the writer changes it
   // Unique per DataFile object (never reused), so a copy of its bytes can name its source.
   uint64_t id() const { return id_; }
+  // The file on disk (inode and birth time, from when it was opened or created): tells this
+  // file from one that replaced it under the same name (compaction, TRUNCATE, DROP and CREATE).
+  // A prepared part's redo in the binary log names it (core/table/redo.h).
+  struct Identity {
+    uint64_t inode = 0;
+    uint64_t birth_ns = 0;
+    bool operator==(const Identity& o) const { return inode == o.inode && birth_ns == o.birth_ns; }
+  };
+  const Identity& identity() const { return identity_; }
   const std::string& path() const { return path_; }
   // After rename(2) of a file nobody else holds yet (a replacement being installed).
   void set_path_unshared(const std::string& path) { path_ = path; }
@@ -74,6 +83,7 @@ class DataFile {
   int fd_;
   FileLock lock_;  // released after fd_ is closed (members go after the destructor's body)
   uint64_t id_;
+  Identity identity_;
   std::string path_;
   uint64_t size_;       // end of the data
   uint64_t allocated_;  // file size on disk: data + zero-filled preallocation

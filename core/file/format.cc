@@ -1,5 +1,6 @@
 #include "core/file/format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/util/crc32c.h"
@@ -36,6 +37,7 @@ void ChunkBuilder::reserve_record(size_t size) {
     chunk_start_ = out_->size();
     out_->append(kChunkHeaderSize, '\0');
     open_ = true;
+    chunks_opened_++;
   }
 }
 
@@ -92,6 +94,36 @@ void ChunkBuilder::add_meta(const Meta& m) {
   put_u64(out_, m.rows_inserted);
   put_u64(out_, m.rows_removed);
   if (m.id_floor > m.next_rowid) add_id_floor(m.id_floor);
+}
+
+void ChunkBuilder::add_subscribe(uint32_t sub, RowId start, std::string_view name, std::string_view condition) {
+  reserve_record(kSubscribeHeaderSize + name.size() + 4 + condition.size());
+  out_->push_back(static_cast<char>(kSubscribe));
+  put_u32(out_, sub);
+  put_u64(out_, start);
+  put_u32(out_, static_cast<uint32_t>(name.size()));
+  out_->append(name.data(), name.size());
+  put_u32(out_, static_cast<uint32_t>(condition.size()));
+  out_->append(condition.data(), condition.size());
+}
+
+void ChunkBuilder::add_unsubscribe(uint32_t sub) {
+  reserve_record(kUnsubscribeSize);
+  out_->push_back(static_cast<char>(kUnsubscribe));
+  put_u32(out_, sub);
+}
+
+void ChunkBuilder::add_sub_remove(uint32_t sub, const RowId* ids, size_t count) {
+  constexpr size_t kPerRecord = 1u << 16;  // one record stays well inside a chunk
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(kPerRecord, count - done);
+    reserve_record(kSubRemoveHeaderSize + 8 * n);
+    out_->push_back(static_cast<char>(kSubRemove));
+    put_u32(out_, sub);
+    put_u32(out_, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; i++) put_u64(out_, ids[done + i]);
+    done += n;
+  }
 }
 
 void ChunkBuilder::add_id_floor(RowId floor) {
@@ -157,6 +189,21 @@ void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) 
   put_u64(out_, txn);
   out_->push_back(committed ? 1 : 0);
   put_u64(out_, first_rowid);
+}
+
+void ChunkBuilder::add_history(const HistoryEntry* entries, size_t count) {
+  add_counted(kHistory, kHistoryEntrySize, entries, count, [](std::string* o, const HistoryEntry& e) {
+    put_u64(o, e.id);
+    put_history_end(o, e.end_ms, e.kind, e.deliveries);
+  });
+}
+
+size_t ChunkBuilder::add_history_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum,
+                                     const HistoryEntry& end) {
+  reserve_record(kRowHeaderSize + payload.size() + kRowChecksumSize + kHistoryRowEndSize);
+  const size_t pos = add_payload_record(kHistoryRow, id, time_ms, payload, checksum);
+  put_history_end(out_, end.end_ms, end.kind, end.deliveries);
+  return pos;
 }
 
 void ChunkBuilder::finish() {
@@ -269,10 +316,46 @@ bool RecordReader::next(Record* r) {
       r->first_rowid = get_u64(p + 10);
       pos_ += kTxnEndSize;
       return true;
+    case kSubscribe: {
+      if (!need(kSubscribeHeaderSize)) return false;
+      r->sub = get_u32(p + 1);
+      r->rowid = get_u64(p + 5);
+      r->length = get_u32(p + 13);
+      if (!need(kSubscribeHeaderSize + size_t(r->length) + 4)) return false;
+      r->payload_pos = pos_ + kSubscribeHeaderSize;
+      r->cond_length = get_u32(p + kSubscribeHeaderSize + r->length);
+      const size_t total = kSubscribeHeaderSize + size_t(r->length) + 4 + size_t(r->cond_length);
+      if (!need(total)) return false;
+      r->cond_pos = r->payload_pos + r->length + 4;
+      pos_ += total;
+      return true;
+    }
+    case kUnsubscribe:
+      if (!need(kUnsubscribeSize)) return false;
+      r->sub = get_u32(p + 1);
+      pos_ += kUnsubscribeSize;
+      return true;
+    case kSubRemove:
+      if (!need(kSubRemoveHeaderSize)) return false;
+      r->sub = get_u32(p + 1);
+      r->count = get_u32(p + 5);
+      if (!need(kSubRemoveHeaderSize + 8 * size_t(r->count))) return false;
+      r->ids_pos = pos_ + kSubRemoveHeaderSize;
+      pos_ += kSubRemoveHeaderSize + 8 * size_t(r->count);
+      return true;
     case kIdFloor:
       if (!need(kIdFloorSize)) return false;
       r->rowid = get_u64(p + 1);
       pos_ += kIdFloorSize;
+      return true;
+    case kHistory:
+      return counted(kHistoryEntrySize);
+    case kHistoryRow:
+      if (!need(kRowHeaderSize)) return false;
+      r->rowid = get_u64(p + 1);
+      if (!with_bytes(kRowHeaderSize, kRowChecksumSize + kHistoryRowEndSize)) return false;
+      r->checksum = get_u32(body_.data() + r->payload_pos + r->length);
+      r->ended = get_history_end(body_.data() + r->payload_pos + r->length + kRowChecksumSize, r->rowid);
       return true;
     case kTxnSrcId:
       if (!need(kTxnSrcIdSize)) return false;

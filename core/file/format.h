@@ -22,6 +22,14 @@
 //           and its outcome, later:
 //           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 //           | ID_FLOOR u8 13 | u64 floor                                                   (version 8)
+//           History (HISTORY_RETENTION; core/row/ended_row.h):
+//           | HISTORY u8 15 | u32 count | { u64 rowid | u64 end_ms | u8 kind | u16 deliveries }[count]   (version 9)
+//           | HISTORY_ROW u8 16 | u64 rowid | u64 insert_time_ms | u32 len | payload[len] | u32 row_checksum
+//                               | u64 end_ms | u8 kind | u16 deliveries                            (version 9)
+//           Subscriptions (core/table/subscriptions.h):
+//           | SUBSCRIBE u8 17 | u32 sub | u64 start_rowid | u32 name_len | name | u32 cond_len | cond   (version 9)
+//           | UNSUBSCRIBE u8 18 | u32 sub                                                  (version 9)
+//           | SUB_REMOVE u8 19 | u32 sub | u32 count | u64 rowid[count]                    (version 9)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +42,8 @@ namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
 // Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
-// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK).
-constexpr uint32_t kFormatVersion = 8;
+// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE and SUB_REMOVE).
+constexpr uint32_t kFormatVersion = 9;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -52,6 +60,8 @@ constexpr uint32_t kMaxRowLength = kMaxChunkBody - 64;
 enum RecordType : uint8_t {
   kRow = 1, kRemove = 2, kSrcId = 3, kMeta = 4, kReturn = 5, kDedupKey = 6,
   kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12, kIdFloor = 13, kTxnAsk = 14,
+  kHistory = 15, kHistoryRow = 16,
+  kSubscribe = 17, kUnsubscribe = 18, kSubRemove = 19,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -71,6 +81,22 @@ constexpr size_t kTxnEndSize = 1 + 8 + 1 + 8;
 constexpr size_t kTxnSrcIdSize = 1 + 8 + 4 + 8 + 1;
 constexpr size_t kIdFloorSize = 1 + 8;
 constexpr size_t kTxnAskHeaderSize = 1 + 4 + 8;  // then one id per row of the part (0: none asked)
+constexpr size_t kHistoryHeaderSize = 1 + 4;
+constexpr size_t kHistoryEntrySize = 8 + 8 + 1 + 2;
+constexpr size_t kHistoryRowEndSize = 8 + 1 + 2;  // after a HISTORY_ROW's checksum
+
+// How a row ended (HISTORY, HISTORY_ROW): written before the REMOVE (or TXN_END) that ends it,
+// in the same chunk, so that recovery finds the row still live and keeps it as history.
+struct HistoryEntry {
+  RowId id = 0;
+  uint64_t end_ms = 0;
+  uint8_t kind = 0;  // EndKind
+  uint16_t deliveries = 0;
+};
+inline void put_history_end(std::string* o, uint64_t end_ms, uint8_t kind, uint16_t deliveries);
+constexpr size_t kSubscribeHeaderSize = 1 + 4 + 8 + 4;  // then the name, u32 cond_len, the condition
+constexpr size_t kUnsubscribeSize = 1 + 4;
+constexpr size_t kSubRemoveHeaderSize = 1 + 4 + 4;  // then the ids
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -135,6 +161,17 @@ inline ReturnedRow get_returned_row(const void* p) {
   return ReturnedRow{get_u64(b), get_u32(b + 8), get_u64(b + 12)};
 }
 
+inline void put_history_end(std::string* o, uint64_t end_ms, uint8_t kind, uint16_t deliveries) {
+  put_u64(o, end_ms);
+  o->push_back(static_cast<char>(kind));
+  o->push_back(static_cast<char>(deliveries & 0xff));
+  o->push_back(static_cast<char>(deliveries >> 8));
+}
+inline HistoryEntry get_history_end(const void* p, RowId id) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  return HistoryEntry{id, get_u64(b), b[8], static_cast<uint16_t>(b[9] | b[10] << 8)};
+}
+
 // What a ROW (kCheckedRow) carries after its payload: crc32c of the row id (8 bytes,
 // little-endian) followed by the payload. The row id ties the bytes to their row, so bytes
 // read from the wrong place do not pass either. Readers check it on every read from disk;
@@ -185,9 +222,24 @@ class ChunkBuilder {
   void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
   // The least id a row that asks for none gets from here on (CREATE/ALTER ... AUTO_INCREMENT).
   void add_id_floor(RowId floor);
+  // History (HISTORY_RETENTION): how rows ended, before the REMOVE or TXN_END that ends them.
+  void add_history(const HistoryEntry* entries, size_t count);
+  // A history row copied by compaction: its payload (with the checksum it must match) and how
+  // it ended. Returns the payload's offset, as add_row.
+  size_t add_history_row(RowId id, uint64_t time_ms, std::string_view payload, uint32_t checksum,
+                         const HistoryEntry& end);
+  // Subscription `sub` (a number never reused in the file) named `name`, over the rows from
+  // `start` on that match `condition` (empty: all); its end; rows it ended.
+  void add_subscribe(uint32_t sub, RowId start, std::string_view name, std::string_view condition);
+  void add_unsubscribe(uint32_t sub);
+  void add_sub_remove(uint32_t sub, const RowId* ids, size_t count);
   // Closes the open chunk (fills its header). Safe to call when none is open.
   void finish();
   bool empty() const { return out_->empty(); }
+  // Chunks opened so far, and whether one is open: a caller copying the bytes of some records
+  // (a prepared part's redo) tells from them whether a chunk header fell among those bytes.
+  size_t chunks_opened() const { return chunks_opened_; }
+  bool chunk_open() const { return open_; }
 
  private:
   void reserve_record(size_t size);  // opens a chunk or splits a full one
@@ -205,6 +257,7 @@ class ChunkBuilder {
   size_t chunk_start_ = 0;
   bool open_ = false;
   bool unsynced_ = false;
+  size_t chunks_opened_ = 0;
 };
 
 struct ChunkHeader {
@@ -234,11 +287,18 @@ struct Record {
   bool reset = false;
   // kMeta
   Meta meta;
+  // kHistory: `count` entries at ids_pos; kHistoryRow: as kRow (checksum too), and `ended`
+  HistoryEntry ended;
   // kTxnRow (with time_ms, payload_pos, length, checksum), kTxnRemove (with count, ids_pos),
   // kTxnPrepare (the xid at payload_pos, `length` bytes), kTxnEnd
   uint64_t txn = 0;
   bool committed = false;
   RowId first_rowid = 0;
+  // kSubscribe (start in rowid, the name at payload_pos, `length` bytes, the condition at
+  // cond_pos, cond_length bytes), kUnsubscribe, kSubRemove (with count, ids_pos)
+  uint32_t sub = 0;
+  size_t cond_pos = 0;
+  uint32_t cond_length = 0;
 };
 
 // Walks the records of one checksummed chunk body.
@@ -250,6 +310,10 @@ class RecordReader {
   const std::string& error() const { return error_; }
   size_t position() const { return pos_; }
   RowId removed_id(const Record& r, uint32_t i) const { return get_u64(body_.data() + r.ids_pos + 8 * i); }
+  HistoryEntry history_entry(const Record& r, uint32_t i) const {
+    const char* p = body_.data() + r.ids_pos + kHistoryEntrySize * i;
+    return get_history_end(p + 8, get_u64(p));
+  }
   ReturnedRow returned_row(const Record& r, uint32_t i) const {
     return get_returned_row(body_.data() + r.ids_pos + kReturnEntrySize * i);
   }

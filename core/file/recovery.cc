@@ -129,6 +129,38 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         t->rows_inserted = rec.meta.rows_inserted;
         t->rows_removed = rec.meta.rows_removed;
         break;
+      case fmt::kHistory:
+        for (uint32_t i = 0; i < rec.count; i++) {
+          const fmt::HistoryEntry h = rr.history_entry(rec, i);
+          const RowEntry* e = t->index.find(h.id);
+          if (!e) continue;  // not live: its end is not this record's
+          EndedRow r;
+          r.id = e->id;
+          r.offset = e->offset;
+          r.time_ms = e->time_ms;
+          r.length = e->length;
+          if (const uint32_t* sum = t->known_sums.find(e->id)) {
+            r.stored = false;
+            r.known = *sum;
+          }
+          r.end_ms = h.end_ms;
+          r.kind = static_cast<EndKind>(h.kind);
+          r.deliveries = h.deliveries;
+          t->ended.push_back(r);
+        }
+        break;
+      case fmt::kHistoryRow: {
+        EndedRow r;
+        r.id = rec.rowid;
+        r.offset = body_pos + rec.payload_pos;
+        r.time_ms = rec.time_ms;
+        r.length = rec.length;
+        r.end_ms = rec.ended.end_ms;
+        r.kind = static_cast<EndKind>(rec.ended.kind);
+        r.deliveries = rec.ended.deliveries;
+        t->ended.push_back(r);
+        break;
+      }
       case fmt::kTxnRow: {
         RowEntry e;
         e.offset = body_pos + rec.payload_pos;
@@ -151,6 +183,24 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
       case fmt::kIdFloor:
         t->id_floor = std::max(t->id_floor, rec.rowid);
         break;
+      case fmt::kSubscribe: {
+        RecoveredSubscription& sub = t->subscriptions[rec.sub];
+        sub.name.assign(body.data() + rec.payload_pos, rec.length);
+        sub.condition.assign(body.data() + rec.cond_pos, rec.cond_length);
+        sub.start = rec.rowid;
+        t->next_subscription = std::max(t->next_subscription, rec.sub + 1);
+        break;
+      }
+      case fmt::kUnsubscribe:
+        t->subscriptions.erase(rec.sub);
+        t->next_subscription = std::max(t->next_subscription, rec.sub + 1);
+        break;
+      case fmt::kSubRemove: {
+        auto it = t->subscriptions.find(rec.sub);
+        if (it == t->subscriptions.end()) break;  // dropped since
+        for (uint32_t i = 0; i < rec.count; i++) it->second.ended.push_back(rr.removed_id(rec, i));
+        break;
+      }
       case fmt::kTxnAsk: {
         PreparedPart& part = t->prepared[rec.txn];
         for (uint32_t i = 0; i < rec.count; i++) part.asked.push_back(rr.removed_id(rec, i));

@@ -16,6 +16,7 @@
 #include "core/file/data_file.h"
 #include "core/file/format.h"
 #include "core/file/row_check.h"
+#include "core/row/ended_row.h"
 #include "core/row/index.h"
 
 namespace q4m {
@@ -33,6 +34,15 @@ struct PreparedPart {
   bool prepared = false;  // its TXN_PREPARE was read
   std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
+};
+
+// A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),
+// those still live once recovery is done.
+struct RecoveredSubscription {
+  std::string name;
+  std::string condition;
+  RowId start = 0;
+  std::vector<RowId> ended;
 };
 
 struct RecoveredTable {
@@ -54,6 +64,13 @@ struct RecoveredTable {
   // disk): the checksum of their bytes as read now, with their chunk's checksum passed, so
   // later reads of them are checked too.
   KnownChecksums known_sums;
+  // History rows (HISTORY_RETENTION), in the order they ended in the file: a HISTORY record's
+  // rows (still live when it is read, the REMOVE after it ends them) and HISTORY_ROWs.
+  // Whatever their age: the table drops those past its retention once configured.
+  std::vector<EndedRow> ended;
+  // Subscriptions by number (core/table/subscriptions.h); the next unused number.
+  std::map<uint32_t, RecoveredSubscription> subscriptions;
+  uint32_t next_subscription = 1;
 };
 
 // A RETURN record's entry (or the index snapshot's equivalent) applied to the rows read so

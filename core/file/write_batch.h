@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/file/format.h"
+#include "core/row/ended_row.h"
 #include "core/row/history.h"
 #include "core/row/holder.h"
 #include "core/row/row_id.h"
@@ -79,9 +80,25 @@ struct WriteBatch {
   // ID_FLOOR record: rows that ask for no id get ids from here on (CREATE/ALTER TABLE ...
   // AUTO_INCREMENT=N); 0, or not above the table's floor: none.
   RowId id_floor = 0;
+  // Subscriptions (core/table/subscriptions.h): a SUBSCRIBE record (start 0: the leader
+  // gives it the next row id, in subscribed_start), an UNSUBSCRIBE record (its number, 0:
+  // none), a SUB_REMOVE record (subscription `sub` ended these rows). Before its REMOVE.
+  struct Subscribe {
+    uint32_t number = 0;
+    RowId start = 0;
+    std::string_view name, condition;
+  };
+  const Subscribe* subscribe = nullptr;
+  uint32_t unsubscribe = 0;
+  uint32_t sub = 0;
+  const RowId* sub_removals = nullptr;
+  size_t sub_removal_count = 0;
   // false: the caller does not wait for a sync (a removal with queue_sync_removals=OFF, a
   // RETURN record). The chunk is synced if any batch in it asks for it.
   bool sync = true;
+  // A prepare that the binary log redoes after a power cut (core/table/redo.h): written
+  // without a sync of its own, its records are copied into `redo` for the binary log.
+  bool redo_requested = false;
 
   // ---- results
   // The rows admitted, as indices into *rows (admission starts with all of them).
@@ -95,6 +112,13 @@ struct WriteBatch {
   std::vector<fmt::ReturnedRow> histories_kept;
   // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).
   std::vector<RowId> asked_kept;
+  // HISTORY_RETENTION: how the rows it removes ended (a HISTORY record before its REMOVE or
+  // committed TXN_END; core/table/history.cc).
+  std::vector<fmt::HistoryEntry> ended;
+  RowId subscribed_start = 0;  // the SUBSCRIBE's start as written
+  // With redo_requested: the part's redo (encode_redo(): the file, the part, its records).
+  // Empty if its records could not be copied (split across chunks): then it was synced.
+  std::string redo;
   Status status;
 
   bool inserts() const { return rows != nullptr && phase != Phase::kEnd; }

@@ -29,6 +29,7 @@ void Expiry::added(RowEntry& e, std::string_view, RowContext& ctx) {
 void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
   if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms()) || paused()) return;
   p = Placement{RowState::kClaimed, &remover_};
+  p.ends_as = EndKind::kExpired;
   ctx.wake_at(ctx.now());  // the next pass removes it
 }
 
@@ -46,7 +47,9 @@ SteadyClock::time_point Expiry::due(RowContext& ctx) {
     }
     // Held rows are left to their holder; they are claimed if they come back.
     if (!queued(e.state)) continue;
-    ctx.move(e.id, Move{RowState::kClaimed, &remover_});
+    Move m{RowState::kClaimed, &remover_};
+    m.ends_as = EndKind::kExpired;
+    ctx.move(e.id, m);
     if (++claimed == kMaxPerPass) {
       watched_ = true;
       return ctx.now();

@@ -4,8 +4,6 @@
 
 namespace q4m {
 
-namespace {
-
 std::string seconds_text(int64_t ms) {
   std::string s = std::to_string(ms / 1000);
   if (ms % 1000) {
@@ -15,8 +13,6 @@ std::string seconds_text(int64_t ms) {
   }
   return s + " s";
 }
-
-}  // namespace
 
 void Leases::moved(RowEntry& e, RowState from, const Holder* previous, const Move& m, RowContext& ctx) {
   if (from == RowState::kOwned && previous) left(previous);

@@ -9,12 +9,17 @@
 // fail with kLeaseExpired, and its rows were not removed. A settle() that comes first wins:
 // from then on the lease can no longer run out under the removal.
 #pragma once
+#include <cstdint>
+#include <string>
 #include <unordered_map>
 
 #include "core/policy/policy.h"
 #include "core/util/deadline_heap.h"
 
 namespace q4m {
+
+// A lease in an error message: "30 s", "0.25 s".
+std::string seconds_text(int64_t ms);
 
 class Leases : public PolicyBase {
  public:

@@ -33,6 +33,8 @@ struct TableOptions {
   // policy/dedup.h: DEDUP_COLUMN (null if not set) and DEDUP_WINDOW.
   std::shared_ptr<const KeyColumn> dedup;
   std::chrono::milliseconds dedup_window{0};
+  // core/table/history.cc: HISTORY_RETENTION, how long ended rows are kept; 0 = not kept.
+  std::chrono::milliseconds history_retention{0};
   // policy/max_rows.h: the server's own MAX_ROWS table option; 0 = no limit.
   uint64_t max_rows = 0;
 };

@@ -117,6 +117,9 @@ struct Move {
                                        // its delivery as it stands: a take-over)
   bool fresh = false;                  // the row is being added (its first state)
   bool damaged = false;                // kDead: set aside, its bytes on disk failed their checksum
+  EndKind ends_as = EndKind::kNone;    // kClaimed: how the row ends if the claim removes it
+                                       // (its history, HISTORY_RETENTION); kNone: consumed, or
+                                       // as marked before (a claim passed on)
   bool frees_slot = false;             // kClaimed by its owner's transaction, by the end inside
                                        // the owner's next take: from now on it holds no place in
                                        // its message group and no MAX_IN_FLIGHT slot (the take

@@ -35,6 +35,8 @@
         "free rows a take may not have now: behind their group's limits, or all while the table is at "   \
         "MAX_IN_FLIGHT or MAX_RATE")                                                                     \
   GAUGE(in_flight, "in_flight", "IN_FLIGHT", "rows out, as MAX_IN_FLIGHT counts them")                    \
+  GAUGE(history_rows, "history_rows", "HISTORY_ROWS", "ended rows kept by HISTORY_RETENTION (not in rows)") \
+  GAUGE(history_bytes, "history_bytes", "HISTORY_BYTES", "payload bytes of the history rows")          \
   GAUGE(torn_tail_bytes, "dropped_tail_bytes", nullptr, "torn tail cut off by recovery at open")          \
   COUNTER(rows_inserted, "rows_inserted", nullptr, "rows inserted (kept across reopen)")                  \
   COUNTER(rows_removed, "rows_removed", nullptr, "rows removed (kept across reopen)")                     \

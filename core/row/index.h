@@ -27,12 +27,16 @@
 namespace q4m {
 
 struct RowEntry {
+  RowEntry() : grouped(false), delivering(false) {}
   RowId id = 0;
   uint64_t offset = 0;   // of the payload in the current data file
   uint64_t time_ms = 0;  // insert time (wall clock)
   uint32_t length = 0;
   RowState state = RowState::kFree;
-  bool grouped = false;     // in a message group (MESSAGE_GROUP_COLUMN not NULL): policy/message_groups.h
+  bool grouped : 1;     // in a message group (MESSAGE_GROUP_COLUMN not NULL): policy/message_groups.h
+  // Held (kOwned, or kClaimed by its owner's end) in a delivery that `deliveries` counts
+  // already: a crash ends it without counting it (Table::kept_across_restart).
+  bool delivering : 1;
   uint16_t deliveries = 0;  // times handed out (saturates); the file keeps it across restarts
   const Holder* holder = nullptr;  // kOwned / kClaimed
 };
@@ -40,7 +44,7 @@ static_assert(sizeof(RowEntry) <= 40, "grouped and deliveries live in padding: a
 
 // A plain row: all the file's ROW record says of it (a cold block keeps nothing else).
 inline bool plain(const RowEntry& e) {
-  return e.state == RowState::kFree && !e.holder && e.deliveries == 0 && !e.grouped;
+  return e.state == RowState::kFree && !e.holder && e.deliveries == 0 && !e.grouped && !e.delivering;
 }
 
 // Reads back the rows of a cold block from the table's data file (core/file/row_source.h).

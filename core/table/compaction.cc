@@ -8,6 +8,7 @@
 // current relay sources and a final META. Otherwise the turn is held throughout.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "core/file/block_reader.h"
 #include "core/file/replacement_file.h"
@@ -73,6 +74,24 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
   }
 }
 
+// History rows (HISTORY_RETENTION) are copied as HISTORY_ROW records, payload and checksum as
+// they are; their new offsets go to *moved.
+static Status copy_history_rows(const DataFile& file, ReplacementFile& out, const std::vector<EndedRow>& rows,
+                                uint64_t flush_bytes, std::unordered_map<RowId, uint64_t>* moved) {
+  std::string bytes;
+  for (const EndedRow& r : rows) {
+    const RowLocation at{r.id, r.offset, r.length, r.stored, r.known};
+    Status s = file.read(at.offset, at.disk_length(), &bytes);
+    if (!s.ok()) return s;
+    const fmt::HistoryEntry end{r.id, r.end_ms, static_cast<uint8_t>(r.kind), r.deliveries};
+    (*moved)[r.id] =
+        out.add_history_row(r.id, r.time_ms, std::string_view(bytes.data(), r.length), at.expected(bytes.data()), end);
+    s = out.flush_if_over(flush_bytes);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 Status Table::compact() {
   std::lock_guard<std::mutex> one(compaction_mu_);
   return compact_now();
@@ -85,6 +104,9 @@ void Table::maybe_auto_compact() {
     if (file < cfg.compaction_min_file_bytes.load(std::memory_order_relaxed)) return false;
     uint64_t live =
         fmt::kFileHeaderSize + live_bytes_.load() + rows_.load() * (fmt::kRowHeaderSize + fmt::kRowChecksumSize);
+    // History rows are kept, not reclaimable.
+    live += history_bytes_.load() +
+            history_rows_.load() * (fmt::kRowHeaderSize + fmt::kRowChecksumSize + fmt::kHistoryRowEndSize);
     uint64_t reclaimable = file > live ? file - live : 0;
     int percent = std::max(0, cfg.compaction_removed_percent.load(std::memory_order_relaxed));
     return reclaimable * 100 >= static_cast<uint64_t>(percent) * file;
@@ -112,6 +134,8 @@ Status Table::compact_now() {
   RowId snapshot_last = 0;
   fmt::Meta start;
   std::string path;
+  std::vector<EndedRow> history;  // the history rows at the start (phase 1 copies them)
+  std::shared_ptr<DataFile> history_file;
   {
     auto w = writer_.lock();
     if (dropped_.load()) return dropped_status();
@@ -121,6 +145,11 @@ Status Table::compact_now() {
     auto st = state_.lock();
     if (st->index.end_pos() > 0) snapshot_last = st->index.at(st->index.end_pos() - 1).id;
     path = this->path();
+    if (st->history_ms) {
+      expire_history(*st, now_ms());  // what is past the retention is not copied
+      history.assign(st->ended.rows().begin(), st->ended.rows().end());
+      history_file = st->file;
+    }
   }
   ReplacementFile out;
   Status s = out.create(path);
@@ -129,6 +158,9 @@ Status Table::compact_now() {
   std::vector<Copied> copied;
   std::vector<RowId> damaged;  // copied as they are; set aside once the new file is in place
   s = copy_rows(state_, out, 0, snapshot_last, flush_bytes, &copied, &damaged);  // phase 1
+  if (!s.ok()) return s;
+  std::unordered_map<RowId, uint64_t> history_moved;  // history row -> its payload's new offset
+  if (!history.empty()) s = copy_history_rows(*history_file, out, history, flush_bytes, &history_moved);
   if (!s.ok()) return s;
   // Sync phase 1's bytes while writers still run: phase 2 then syncs only its delta.
   if (concurrent) s = out.sync_written();
@@ -163,10 +195,42 @@ Status Table::compact_now() {
   if (live_copied != live_now)  // never expected; refuse to install a file missing rows
     return Status(ErrorCode::kIo, "file " + path + ": compaction copied " + std::to_string(live_copied) +
                                       " of " + std::to_string(live_now) + " rows; not installed");
+  // History: rows that ended since phase 1 read them were copied as rows (a HISTORY record
+  // before the REMOVE of `gone` says how they ended); other rows that ended meanwhile (inserted
+  // and ended during phase 1) are copied as history rows now.
+  {
+    std::vector<EndedRow> since;
+    {
+      auto st = state_.lock();
+      if (st->history_ms) {
+        expire_history(*st, now_ms());
+        for (const EndedRow& r : st->ended.rows())
+          if (!history_moved.count(r.id)) since.push_back(r);
+        history_file = st->file;
+      }
+    }
+    std::vector<fmt::HistoryEntry> ended;
+    std::vector<EndedRow> uncopied;
+    for (const EndedRow& r : since) {
+      auto it = std::lower_bound(copied.begin(), copied.end(), r.id,
+                                 [](const Copied& c, RowId id) { return c.id < id; });
+      if (it != copied.end() && it->id == r.id) {
+        ended.push_back(fmt::HistoryEntry{r.id, r.end_ms, static_cast<uint8_t>(r.kind), r.deliveries});
+        history_moved[r.id] = it->offset;
+      } else {
+        uncopied.push_back(r);
+      }
+    }
+    if (!uncopied.empty()) s = copy_history_rows(*history_file, out, uncopied, flush_bytes, &history_moved);
+    if (!s.ok()) return s;
+    if (!ended.empty()) out.add_history(ended);
+  }
   if (!gone.empty()) out.add_remove(gone);
   // Returns recorded in the old file meanwhile are in memory; later ones go to the new file.
   if (!returned.empty()) out.add_returns(returned);
   w->policies.each([&](auto& p) { p.keep(out, false); });  // relay sources, the dedup window
+  // Subscriptions and the live rows they ended (commits wait for the writer lock held here).
+  subscriptions_.keep(out, [&](RowId id) { return state_.lock()->index.find(id) != nullptr; });
   // Prepared parts (frozen: they change only through commits): rewritten whole, new offsets.
   std::map<uint64_t, std::vector<uint64_t>> part_offsets;
   {
@@ -213,6 +277,23 @@ Status Table::compact_now() {
     st->index.forget_cold_copies();  // their offsets were the old file's
     for (auto& [id, p] : st->prepared)
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
+    // History rows now in the new file, their checksums after their payloads.
+    std::deque<EndedRow>& ended = st->ended.rows();
+    std::deque<EndedRow> kept;
+    for (EndedRow& r : ended) {
+      auto it = history_moved.find(r.id);
+      if (it == history_moved.end()) continue;  // (none: the writer turn is held)
+      r.offset = it->second;
+      r.stored = true;
+      kept.push_back(r);
+    }
+    if (kept.size() != ended.size()) {
+      st->ended.clear();
+      for (const EndedRow& r : kept) st->ended.add(r);
+    } else {
+      ended.swap(kept);
+    }
+    note_history_size(*st);
     retired = st->file;
     st->install_file(fresh);
     st->known_sums.clear();  // every row now has its checksum on disk

@@ -138,7 +138,10 @@ bool Table::claim_for_delete(Consumer* viewer, RowId id, const Holder* as, Named
     if (!queued(e->state) && !owned_by_viewer) return false;
     if (named && !name_row(*st, *e, named).ok()) return false;
     RowContext ctx = context(*st);
-    move(*st, *e, Move{RowState::kClaimed, claimer}, ctx);
+    Move m{RowState::kClaimed, claimer};
+    m.ends_as = EndKind::kDeleted;
+    if (named) name_end(*st, *e, EndKind::kDeleted, named);
+    move(*st, *e, m, ctx);
     finish(*st, ctx);
   }
   if (viewer && !as) viewer->claimed_in(weak_from_this());  // a transaction gives back its own
@@ -197,6 +200,7 @@ Status Table::claim_owned(const Holder* owner, const RowId* ids, size_t count, c
     NamedRow r;
     Status s = name_row(*st, *e, &r);
     if (!s.ok()) return s;
+    name_end(*st, *e, EndKind::kConsumed, &r);
     named->push_back(r);
   }
   Status s = st->policies.get<Leases>().settle(owner, ids[0], count);  // the lease can no longer run out
@@ -234,7 +238,15 @@ Status Table::claim_named(const NamedRow* rows, size_t count, const Holder* as) 
     here.push_back(e);
   }
   RowContext ctx = context(*st);
-  for (RowEntry* e : here) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  for (size_t i = 0, k = 0; i < count && k < here.size(); i++) {
+    RowEntry* e = here[k];
+    if (e->id != rows[i].id) continue;  // (expired here already)
+    k++;
+    Move m{RowState::kClaimed, as};
+    m.ends_as = static_cast<EndKind>(rows[i].end_kind);  // as its primary ended it (history)
+    move(*st, *e, m, ctx);
+    if (st->history_ms && rows[i].end_kind) st->ended.mark(e->id, m.ends_as, rows[i].deliveries);
+  }
   finish(*st, ctx);
   return Status::Ok();
 }
@@ -248,17 +260,21 @@ Status Table::claim_dead_rows(size_t max, const Holder* as, std::vector<NamedRow
     NamedRow r;
     Status s = name_row(*st, *e, &r);
     if (!s.ok()) return s;
+    name_end(*st, *e, copyable ? EndKind::kRedriven : EndKind::kPurged, &r);
     named->push_back(r);
     rows.push_back(e);
   }
   RowContext ctx = context(*st);
-  for (RowEntry* e : rows) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  Move m{RowState::kClaimed, as};
+  m.ends_as = copyable ? EndKind::kRedriven : EndKind::kPurged;  // copyable: a redrive's
+  for (RowEntry* e : rows) move(*st, *e, m, ctx);
   finish(*st, ctx);
   return Status::Ok();
 }
 
 Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<NamedRow>* named) {
   std::vector<RowId> ids;
+  std::vector<NamedRow> ends;  // how each ends, if the table keeps history
   {
     auto st = state_.lock();
     if (st->dropped) return dropped_status();
@@ -273,6 +289,8 @@ Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<Named
       if (!e || e->state != RowState::kClaimed || e->holder != expiry) continue;
       move(*st, *e, Move{RowState::kClaimed, as}, ctx);
       ids.push_back(e->id);
+      ends.push_back(NamedRow{e->id, 0, 0});
+      name_end(*st, *e, EndKind::kExpired, &ends.back());
     }
     claimed.erase(claimed.begin(), claimed.begin() + static_cast<std::ptrdiff_t>(taken));
     if (claimed.empty()) st->claims.erase(it);
@@ -280,7 +298,8 @@ Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<Named
   }
   // Their bytes are read (for the names' checksums) without the table's lock: with thousands
   // of rows, consumers would wait meanwhile.
-  for (RowId id : ids) {
+  for (size_t i = 0; i < ids.size(); i++) {
+    const RowId id = ids[i];
     std::string payload;
     bool found = false;
     Status s = read(id, &payload, &found, as);
@@ -289,7 +308,11 @@ Status Table::claim_expired_rows(const Holder* as, size_t max, std::vector<Named
       release_claims(as, ids.data(), ids.size());
       return s;
     }
-    if (found) named->push_back(NamedRow{id, static_cast<uint32_t>(payload.size()), fmt::row_checksum(id, payload)});
+    if (!found) continue;
+    NamedRow r = ends[i];
+    r.length = static_cast<uint32_t>(payload.size());
+    r.checksum = fmt::row_checksum(id, payload);
+    named->push_back(r);
   }
   return Status::Ok();
 }

@@ -39,6 +39,7 @@ Status Table::truncate() {
   if (!s.ok()) return s;
   out.add_meta(meta_now(*w, live));  // ids keep growing; relay dedup state is kept
   w->policies.each([&](auto& p) { p.keep(out, true); });  // relay state is kept; dedup keys are not
+  subscriptions_.keep(out, [](RowId) { return false; });  // subscriptions are kept, with no row
   std::shared_ptr<DataFile> fresh;
   s = out.install(&fresh);
   if (!fresh) return s;
@@ -48,6 +49,7 @@ Status Table::truncate() {
     forget_rows(*st);  // the owners' end() finds their rows gone, as without a lease
     st->install_file(fresh);
   }
+  subscriptions_.truncated();
   counters_.rows_removed.add(live);
   w->policies.each([](auto& p) { p.truncated(); });
   counters_.dedup_keys.set(0);
@@ -73,6 +75,8 @@ void Table::forget_rows(State& st) {
   st.policies.each([](auto& p) { p.forget(); });
   for (auto& [id, p] : st.prepared) pending_rows_.fetch_sub(p.rows.size());
   st.prepared.clear();  // a part's rows vanish with the others; its end finds nothing to do
+  st.ended.clear();     // and the history with them (TRUNCATE writes a new file)
+  note_history_size(st);
   // Every count and mirror of the index, in one place.
   st.delayed = st.dead = 0;
   rows_.store(0);
@@ -92,6 +96,7 @@ void Table::mark_dropped(bool rows_moved) {
     st->dropped = true;
     for (Waiter& wt : st->waiters) wt.request.receiver->table_dropped(message);
     st->waiters.clear();
+    subscriptions_.table_dropped(message);
     next = st->successor;  // stays: holders still calling this table are passed on there
     if (rows_moved && !next) {  // the rows left the engine (ALTER ... ENGINE=): no end may succeed
       for (size_t p = 0; p < st->index.end_pos(); p++) {
@@ -142,10 +147,10 @@ void Table::close() {
   SnapshotSource src{w->ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).
-  // A snapshot holds no prepared part and no id floor: with one, the next open reads the file
-  // (TXN_* records, ID_FLOOR; a floor matters only until ids reach it).
+  // A snapshot holds no prepared part, no id floor and no history: with one, the next open
+  // reads the file (TXN_* records, ID_FLOOR, HISTORY; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
-                        st->prepared.empty() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
+                        st->prepared.empty() && st->ended.empty() && !subscriptions_.any() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).
   w->broken = Status(ErrorCode::kIo, "file " + path() + ": table was closed");

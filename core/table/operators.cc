@@ -62,7 +62,9 @@ std::vector<RowId> Table::claim_dead(const Holder* claimer, size_t max, std::vec
   for (RowId id : ids) {
     RowEntry* e = st->index.find(id);  // the dead-letter list holds live rows only
     if (times) times->push_back(e->time_ms);
-    move(*st, *e, Move{RowState::kClaimed, claimer}, ctx);
+    Move m{RowState::kClaimed, claimer};
+    m.ends_as = times ? EndKind::kRedriven : EndKind::kPurged;  // times: a redrive's
+    move(*st, *e, m, ctx);
   }
   finish(*st, ctx);
   return ids;

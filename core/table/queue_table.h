@@ -21,6 +21,7 @@
 #include "core/policy/group_order.h"
 #include "core/policy/options.h"
 #include "core/policy/table_stats.h"
+#include "core/row/ended_row.h"
 #include "core/row/filter.h"
 #include "core/row/history.h"
 #include "core/row/id_sequence.h"
@@ -33,6 +34,7 @@ namespace q4m {
 
 class Consumer;
 class QueueTable;
+class Subscriptions;
 
 // A row as another server's binary log names it: its id, its payload's length and its
 // checksum (crc32c of id and payload, as the file stores it), which must all match here: ids
@@ -42,6 +44,10 @@ struct NamedRow {
   RowId id;
   uint32_t length;
   uint32_t checksum;
+  // HISTORY_RETENTION: how the row ends here and its delivery count, so that a replica keeps
+  // the same history (0: the table keeps none; a replica then records a consumption).
+  uint8_t end_kind = 0;
+  uint16_t deliveries = 0;
 };
 
 // A row a connection owns (queue_wait, queue_wait_batch): INFORMATION_SCHEMA.QUEUE_OWNED_ROWS.
@@ -168,6 +174,11 @@ class QueueTable {
   virtual Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) = 0;
   virtual Status snapshot_count(uint64_t point, uint64_t* count) = 0;  // how many (COUNT(*))
   virtual Status read_snapshot_row(const SnapshotRow& row, std::string* payload) = 0;
+  // History (HISTORY_RETENTION): the rows that ended within the retention period, in id
+  // order, and the file their offsets are in (compaction may replace the table's meanwhile:
+  // read them from this one, with read_history_row()).
+  virtual Status history_rows(std::vector<EndedRow>* rows, std::shared_ptr<DataFile>* file) = 0;
+  virtual Status read_history_row(const std::shared_ptr<DataFile>& file, const EndedRow& row, std::string* payload) = 0;
   // Forgets what no open snapshot needs any more (a snapshot ended): the rows removed since,
   // and the files they were in.
   virtual void prune_snapshot_journal() = 0;
@@ -319,8 +330,14 @@ class QueueTable {
     // out: of them, the replays; and the relay sources' last ids the part sets.
     std::vector<size_t> replayed;
     std::vector<fmt::SourceMark> relayed;
+    // in (a prepare): the binary log redoes the part after a power cut (core/table/redo.h):
+    // it is written without a sync of its own; out: its redo for the binary log ("" if it
+    // was synced instead).
+    bool redo = false;
+    std::string redo_record;
 
     void fill(WriteBatch& b) const {
+      if (redo) b.redo_requested = true, b.sync = false;
       b.decided = decided;
       b.insert_time_ms = insert_time_ms;
       b.history = history;
@@ -333,6 +350,7 @@ class QueueTable {
       dropped = b.dropped_rows();
       replayed = b.replays;
       relayed = b.relay_marks;
+      redo_record = b.redo;
     }
   };
   // One commit of a transaction's part: `rows` inserted and every row `txn` claimed removed,
@@ -369,6 +387,13 @@ class QueueTable {
   };
   virtual std::vector<PreparedPartInfo> prepared_parts() = 0;
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
+
+  // ---- Subscriptions (core/table/subscriptions.h)
+  // The table's subscriptions (null: none can be made, e.g. a subscription itself).
+  virtual Subscriptions* subscriptions() { return nullptr; }
+  // Whether an owner's end joins its connection's transaction (false: a subscription's end
+  // commits at once, outside it).
+  virtual bool ends_in_transactions() const { return true; }
 };
 
 // Whether rows owned in table `a` are owned in `b` too: the same table, or the two sides of a

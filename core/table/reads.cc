@@ -33,6 +33,8 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
   const bool owner = v.owned_in != nullptr;  // here, or on the other side of a take-over
   RowId owned = owner ? next_owned(v, after) : 0;
   if (owner && !owned) return Status::Ok();  // the owner's scan is past its rows
+  // Rows a subscription's consumer owns are the subscription's to check (subscriptions.h).
+  const bool subscriber = owner && v.owned_in != this && subscriptions_.is_subscription(v.owned_in);
   UncachedRead r;
   {
     auto st = state_.lock();
@@ -41,7 +43,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
       // Skips rows of a batch that are gone (a DELETE, TRUNCATE or an expired lease).
       for (; owned; owned = next_owned(v, owned)) {
         e = st->index.find(owned);
-        if (e && e->holder == v.holder) break;
+        if (e && (e->holder == v.holder || subscriber)) break;
       }
       if (!owned) return Status::Ok();
     } else {
@@ -145,11 +147,12 @@ uint64_t Table::visible_count(const Consumer* viewer) {
   if (v.sees_nothing_in(this)) return 0;
   if (v.owned_in && !v.batch) return 1;
   if (v.batch) {  // the rows of its batch still held
+    const bool subscriber = v.owned_in != this && subscriptions_.is_subscription(v.owned_in);
     auto st = state_.lock();
     uint64_t n = 0;
     for (RowId id : *v.batch) {
       const RowEntry* e = st->index.find(id);
-      n += e && e->holder == v.holder;
+      n += e && (e->holder == v.holder || subscriber);
     }
     return n;
   }

@@ -28,8 +28,12 @@ void Table::move(State& st, RowEntry& e, const Move& m, RowContext& ctx) {
   if (uint64_t* n = count_of(st.delayed, st.dead, from)) --*n;
   if (uint64_t* n = count_of(st.delayed, st.dead, m.to)) ++*n;
   e.holder = held(m.to) ? m.holder : nullptr;
+  // An owner's end (kOwned to kClaimed) holds the delivery in progress; a DELETE of a queued
+  // row, or a restored prepared part's removal, holds none.
+  e.delivering = m.to == RowState::kOwned || (m.to == RowState::kClaimed && (from == RowState::kOwned || (from == RowState::kClaimed && e.delivering)));
   e.state = m.to;
   if (m.to == RowState::kClaimed) st.claims[m.holder].push_back(e.id);
+  if (st.history_ms) note_end_kind(st, e.id, from, m);
   if (m.to == RowState::kFree) {
     st.free_epoch++;  // filtered scans in progress must not move their cursor past it
     // Scans skipped this row while it was taken: move their cursors back. (The plain scan
@@ -47,6 +51,7 @@ void Table::remove(State& st, RowEntry& e, RowContext& ctx) {
   if (held(before.state)) held_.fetch_sub(1);
   if (uint64_t* n = count_of(st.delayed, st.dead, before.state)) --*n;
   st.index.remove(before.id);
+  if (st.history_ms) st.ended.unmark(before.id);
   if (st.took_over_by_id) st.removed_since_take_over.push_back(before.id);  // for a give-back (takeover.cc)
   st.policies.each([&](auto& p) { p.removed(before, ctx); });
 }
@@ -61,6 +66,7 @@ void Table::requeue(State& st, RowEntry& e, std::chrono::milliseconds delay, Row
 }
 
 bool Table::place_new(State& st, RowEntry& e, std::string_view payload, const RowHistory* history, RowContext& ctx) {
+  if (e.id >= st.plain_below) subscriptions_.row_added();
   st.policies.each([&](auto& p) { p.added(e, payload, ctx); });
   if (history) e.deliveries = static_cast<uint16_t>(std::min<uint32_t>(history->deliveries, UINT16_MAX));
   if (history && history->held) {
@@ -185,9 +191,9 @@ void Table::handed_out(const RowEntry& e, RowContext& ctx) {
 
 bool Table::kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const {
   out->id = e.id;
-  // A delivery still in progress is not counted: after a crash the row comes back without
-  // it having ended.
-  out->deliveries = e.deliveries - (e.state == RowState::kOwned && e.deliveries > 0 ? 1 : 0);
+  // A delivery still in progress (owned, or being ended by a prepared part) is not counted:
+  // after a crash the row comes back without it having ended.
+  out->deliveries = e.deliveries - (held(e.state) && e.delivering && e.deliveries > 0 ? 1 : 0);
   out->due_ms = 0;
   st.policies.each([&](const auto& p) { p.keeping(e, *out); });
   return out->deliveries > 0 || out->due_ms > 0;

@@ -1,6 +1,8 @@
 // Table: opening, configuring, figures, and the timer pass.
 #include "core/table/table.h"
 
+#include <chrono>
+
 #include <algorithm>
 
 #include "core/file/block_reader.h"
@@ -114,7 +116,12 @@ Table::Table(const std::string& path, std::shared_ptr<DataFile> file, RecoveredT
     auto w = writer_.lock();
     w->file = file;
     w->ids = IdSequence{rec.next_rowid, rec.id_floor};
-    w->next_txn = rec.next_txn;
+    // Numbers of prepared parts keep increasing across server runs (also when the open read an
+    // index snapshot, which keeps none): a part's redo names its number (redo.h).
+    w->next_txn = std::max<uint64_t>(
+        rec.next_txn, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count()));
     w->policies.each([&](auto& p) { p.opened(rec); });
   }
   rows_ = rec.index.live();
@@ -134,8 +141,11 @@ void Table::restore(RecoveredTable& rec) {
   auto st = state_.lock();
   RowContext ctx = context(*st);
   restore_prepared(*st, rec, ctx);
+  restore_history(*st, rec);
   st->policies.each([&](auto& p) { p.opened(rec, ctx); });
   finish(*st, ctx);
+  st.unique_lock().unlock();
+  if (!rec.subscriptions.empty()) subscriptions_.restore(rec.subscriptions, rec.next_subscription);
 }
 
 Table::~Table() { global_stats().memory_bytes.add(0 - memory_bytes_.load()); }
@@ -213,6 +223,9 @@ void Table::configure(std::shared_ptr<const TableOptions> options) {
         damaged.clear();
       });
     }
+    st->history_ms = static_cast<uint64_t>(options->history_retention.count());
+    history_ms_.store(st->history_ms, std::memory_order_relaxed);
+    expire_history(*st, now_ms());  // off: forgets every history row and mark
     *options_.lock() = options;
     configured_.store(options.get(), std::memory_order_release);
   }
@@ -240,7 +253,7 @@ SteadyClock::time_point Table::due(SteadyClock::time_point) {
   }
   record_returns(returned);  // after the state lock: a commit takes the writer's first
   remove_policy_claims();
-  return next;
+  return std::min(next, subscriptions_.due(SteadyClock::now()));
 }
 
 void Table::remove_policy_claims() {
@@ -286,7 +299,11 @@ TableStats Table::info() {
   i.file_bytes = file_bytes_.load();
   uint64_t live_record_bytes =
       fmt::kFileHeaderSize + st->index.live_bytes() + i.rows * (fmt::kRowHeaderSize + fmt::kRowChecksumSize);
+  live_record_bytes += st->ended.file_bytes();  // history rows are not compaction's to reclaim
   i.removed_bytes = i.file_bytes > live_record_bytes ? i.file_bytes - live_record_bytes : 0;
+  expire_history(*st, now_ms());
+  i.history_rows = st->ended.size();
+  i.history_bytes = st->ended.bytes();
   const uint64_t now = now_ms();
   if (const RowEntry* e = st->index.first_live()) i.oldest_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;

@@ -38,11 +38,13 @@
 #include "core/file/row_source.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
+#include "core/table/ended_rows.h"
 #include "core/table/snapshot_journal.h"
 #include "core/table/queue_table.h"
 #include "core/table/read_ahead_window.h"
 #include "core/table/reaper.h"
 #include "core/table/scan_cursors.h"
+#include "core/table/subscriptions.h"
 #include "core/table/tail_cache.h"
 
 namespace q4m {
@@ -79,6 +81,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status snapshot_rows(uint64_t point, std::vector<SnapshotRow>* rows) override;
   Status snapshot_count(uint64_t point, uint64_t* count) override;
   Status read_snapshot_row(const SnapshotRow& row, std::string* payload) override;
+  Status history_rows(std::vector<EndedRow>* rows, std::shared_ptr<DataFile>* file) override;
+  Status read_history_row(const std::shared_ptr<DataFile>& file, const EndedRow& row, std::string* payload) override;
   void prune_snapshot_journal() override;
   bool claim_for_delete(Consumer* viewer, RowId id, const Holder* as = nullptr, NamedRow* named = nullptr) override;
   Status remove_claimed(Consumer* viewer) override;
@@ -124,6 +128,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
+  Subscriptions* subscriptions() override { return &subscriptions_; }
 
   // Timed (the reaper's thread): every policy's due() pass.
   SteadyClock::time_point due(SteadyClock::time_point now) override;
@@ -138,6 +143,13 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   void close();  // clean close: leaves an index snapshot (every commit is durable already)
 
  private:
+  friend class Subscriptions;
+  friend class SubscriptionTable;
+  // ---- subscriptions.cc's view of the table
+  RowId plain_below() { return state_.lock()->plain_below; }
+  void set_plain_below(RowId below);  // rows from `below` on are the subscriptions'
+  uint64_t live_rows_from(RowId id);  // live rows with id >= `id`
+
   struct Waiter {
     TakeRequest request;
   };
@@ -162,6 +174,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
     std::list<Waiter> waiters;       // FIFO
     RowId first_free_hint = 0;       // cursor of the "any row" take
+    // Rows from here on belong to subscriptions (subscriptions.h): plain takes stop before.
+    RowId plain_below = ~RowId(0);
     uint64_t free_epoch = 0;         // counts rows becoming takeable (see take())
     ScanCursors cursors;             // of filtered takes
     std::unordered_map<const Holder*, std::vector<RowId>> claims;  // kClaimed rows, by claimer
@@ -175,6 +189,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::unique_ptr<Holder> holder;
       std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
       std::vector<RowId> asked;  // its TXN_ASK record: the id each row asks for (empty: none)
+      std::vector<RowId> pending;  // removals of rows a part before it gives at its commit (redo.h)
     };
     std::map<uint64_t, Prepared> prepared;
     // What commits changed while a consistent snapshot is open (snapshots.h); `ticket`: the
@@ -182,6 +197,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     SnapshotJournal journal;
     uint64_t ticket = 0;
     RowPolicies policies;
+    // HISTORY_RETENTION (history.cc): the rows that ended within it; 0 = none kept.
+    EndedRows ended;
+    uint64_t history_ms = 0;
     bool dropped = false;
     // A copying ALTER TABLE (takeover.cc). successor: the table that took over this one's
     // rows; this one then hands out no row, and its holders' calls go there.
@@ -327,7 +345,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // Hands a takeable row to the first waiter (FIFO) that still waits and whose filter matches.
   void offer(State& st, RowEntry& e, std::string_view payload_if_known, RowContext& ctx);
   bool takeable(const State& st, const RowEntry& e) const {
-    return e.state == RowState::kFree && st.policies.all([&](const auto& p) { return p.allows(e); });
+    return e.state == RowState::kFree && e.id < st.plain_below && st.policies.all([&](const auto& p) { return p.allows(e); });
   }
   // Whether the table may hand out a row now (every policy's open(): MAX_IN_FLIGHT, MAX_RATE).
   bool open(const State& st) const {
@@ -344,6 +362,21 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // snapshot); false if nothing.
   bool kept_across_restart(const State& st, const RowEntry& e, fmt::ReturnedRow* out) const;
   void kept_due(const State& st, const RowEntry& e, fmt::ReturnedRow* r) const;  // its retry delay only
+
+  // ---- history.cc (HISTORY_RETENTION)
+  // move(): a claim records how its row would end (Move::ends_as); a row leaving its claim
+  // forgets it.
+  void note_end_kind(State& st, RowId id, RowState from, const Move& m);
+  // The writer, before it builds the chunk: how each batch's removed rows end (state lock
+  // taken here), for the HISTORY record written with their REMOVE or TXN_END.
+  void note_history(std::vector<CommitRequest*>& batch, uint64_t now_ms);
+  // Publishing the removal: the rows `remover` holds that `ended` names become history.
+  void keep_ended(State& st, const std::vector<fmt::HistoryEntry>& ended, const Holder* remover);
+  void expire_history(State& st, uint64_t now_ms);  // forgets what is past the retention
+  void restore_history(State& st, RecoveredTable& rec);  // at open
+  void note_history_size(const State& st);  // the lock-free mirrors
+  // A removal the binary log names: how `e` ends, for a replica's history (if kept here).
+  void name_end(const State& st, const RowEntry& e, EndKind kind, NamedRow* named) const;
 
   // ---- takes.cc
   // The row the plain take (no condition) gets next, or null; moves its cursor up to it.
@@ -415,10 +448,13 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   std::atomic<RowId> id_floor_{0};
   std::atomic<bool> dropped_{false};
   std::atomic<const Table*> successor_raw_{nullptr};  // State::successor, for lock-free checks
+  std::atomic<uint64_t> history_ms_{0};  // State::history_ms, for the writer
+  std::atomic<uint64_t> history_rows_{0}, history_bytes_{0};
   std::atomic<bool> timed_{false};  // handed to the Reaper (once)
   std::mutex compaction_mu_;  // one compaction at a time (serializes the operation only)
   uint64_t torn_tail_bytes_ = 0;
   TableCounters counters_;
+  Subscriptions subscriptions_{*this};  // declared last: gone first, while the table stands
 };
 
 }  // namespace q4m

@@ -46,6 +46,10 @@ Status Table::moved_status() const {
 Status Table::take_over(const std::shared_ptr<QueueTable>& old, bool ids_kept) {
   auto src = std::dynamic_pointer_cast<Table>(old);
   if (!src || src.get() == this) return invalid("take_over: no other table to take over from");
+  // A subscription's state lives beside the rows (subscriptions.h); the copy carries none of it.
+  if (src->subscriptions_.any())
+    return invalid("file " + src->path() + ": a copying ALTER TABLE would lose the table's subscriptions "
+                   "(queue_unsubscribe() them first, or use an ALTER that changes the definition only)");
   // Lock order: the old table's turn, writer and state, then this one's. Only the ALTER's own
   // thread holds two tables' locks (here, or in give_rows_back() on a failed ALTER, never
   // both at once); holders' calls passed on to the successor hold no lock of the table they

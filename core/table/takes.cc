@@ -47,6 +47,7 @@ RowEntry* Table::next_plain(State& st) {
   size_t pos = st.index.lower_bound(*cursor), end = st.index.end_pos();
   // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
   while (pos < end && (st.index.at(pos).state != RowState::kFree || gated(st, st.index.at(pos)))) pos++;
+  if (pos < end && st.index.at(pos).id >= st.plain_below) pos = end;  // the subscriptions' rows
   // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
   if (pos < end)
     *cursor = st.index.at(pos).id;

@@ -308,7 +308,9 @@ Status Transaction::prepare(std::string_view xid, const QueueTable** failed_tabl
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
     Staged staged;
     QueueTable::Admission admission = admission_of(p, &staged);
+    admission.redo = replication_log_ && replication_log_->redoes(*p.table);
     Status s = p.table->prepare_part(&holder_, rows, xid, &p.prepared, &admission);
+    if (s.ok() && !admission.redo_record.empty()) s = replication_log_->prepared(*p.table, admission.redo_record);
     if (s.ok()) note_replays(p, staged.tags, admission);
     if (s.ok()) note_duplicates(p, admission);
     if (s.ok() && replication_log_ && !admission.dropped.empty())

@@ -35,6 +35,11 @@ class ReplicationLog {
   virtual Status relayed(const QueueTable& table, uint32_t source_id, RowId last) = 0;
   // The transaction replaces these dead rows by copies at the queue's end (queue_redrive_dead).
   virtual Status redriven(const QueueTable& table, const std::vector<NamedRow>& rows) = 0;
+  // Whether the log redoes this transaction's prepared part in `table` after a power cut
+  // (core/table/redo.h): then the prepare writes it without a sync and hands its redo to
+  // prepared() (which must write it where the log's own sync covers it, or fail).
+  virtual bool redoes(const QueueTable&) { return false; }
+  virtual Status prepared(const QueueTable&, const std::string& /*redo*/) { return Status::Ok(); }
 };
 
 class Transaction {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/table/commit_gate.h"
+#include "core/table/redo.h"
 #include "core/table/snapshots.h"
 #include "core/table/table.h"
 #include "core/util/blocking.h"
@@ -107,8 +108,8 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   ctx.rows = rows_.load() + pending_rows_.load();  // a prepared part's rows will come
   ctx.counters = &counters_;
   const SyncMode mode = settings().sync();
-  const bool sync = mode != SyncMode::kNone &&
-                    std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
+  bool sync = mode != SyncMode::kNone &&
+              std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) { return r->batch.sync; });
   IdSequence ids = w->ids;
   w->buffer.clear();
   // Flagged `unsynced` (docs/file-format.md) unless every chunk before it is durable: a power
@@ -121,6 +122,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone || w->file->has_unsynced_appends());
   bool adds_rows = false;  // else the chunk may use the room kept for removals (DataFile::Room)
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
+  if (history_ms_.load(std::memory_order_relaxed)) note_history(batch, ctx.now_ms);
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
     if (b.id_floor > ids.floor) {
@@ -136,11 +138,13 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       } else {
         w->policies.each([&](auto& p) { p.withdraw(b); });
       }
+      if (b.commit && !b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
       chunk.add_txn_end(b.txn, b.commit, b.first_rowid);
       if (b.return_count) chunk.add_returns(b.returns, b.return_count);
       continue;
     }
     const bool prepare = b.phase == WriteBatch::Phase::kPrepare;
+    RedoCapture redo(chunk, w->buffer);  // where the part's records begin (redo.h)
     if (b.inserts()) {
       if (b.history && !kept_ids_fit(b, ids)) continue;
       b.admitted.resize(b.rows->size());
@@ -178,8 +182,19 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     if (prepare) {
       if (b.removal_count) chunk.add_txn_remove(b.txn, b.removals, b.removal_count);
       chunk.add_txn_prepare(b.txn, b.xid);
+      if (b.redo_requested) {
+        b.redo = redo.encode(w->file->identity(), b.txn, b.xid);
+        if (b.redo.empty() && mode != SyncMode::kNone) sync = true;  // no redo: its own sync then
+      }
       continue;
     }
+    if (!b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
+    if (b.subscribe) {
+      b.subscribed_start = b.subscribe->start ? b.subscribe->start : ids.upcoming();
+      chunk.add_subscribe(b.subscribe->number, b.subscribed_start, b.subscribe->name, b.subscribe->condition);
+    }
+    if (b.unsubscribe) chunk.add_unsubscribe(b.unsubscribe);
+    if (b.sub_removal_count) chunk.add_sub_remove(b.sub, b.sub_removals, b.sub_removal_count);
     if (b.removal_count) chunk.add_remove(b.removals, b.removal_count);
     if (b.return_count) chunk.add_returns(b.returns, b.return_count);
   }
@@ -223,7 +238,10 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();
-  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), removes))
+  // (queue_sync_removals=OFF; a redone prepare's removals are the binary log's to make durable.)
+  if (!sync && mode != SyncMode::kNone && std::any_of(batch.begin(), batch.end(), [](const CommitRequest* r) {
+        return removes(r) && r->batch.phase == WriteBatch::Phase::kNone;
+      }))
     global_stats().unsynced_removal_commits.add();
   publish(batch, *w->file, base, w->buffer, ctx.now_ms);  // only now: hand-off happens after the data is durable
 }
@@ -231,8 +249,11 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
 void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitRequest*>& batch) {
   // An unsynced end (a part's commit record) is answered with its chunk: its rows are
   // published with the rest, after the sync.
-  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync && r->batch.phase != WriteBatch::Phase::kEnd; };
-  auto unsynced_removal = [](const CommitRequest* r) { return removes(r) && !r->batch.sync && r->batch.status.ok(); };
+  // (A prepare is published after the write in any case: its removals are the part's, not applied.)
+  auto unsynced = [](const CommitRequest* r) { return !r->batch.sync && r->batch.phase == WriteBatch::Phase::kNone; };
+  auto unsynced_removal = [](const CommitRequest* r) {
+    return removes(r) && !r->batch.sync && r->batch.status.ok() && r->batch.phase == WriteBatch::Phase::kNone;
+  };
   if (std::none_of(batch.begin(), batch.end(), unsynced)) return;
   if (std::any_of(batch.begin(), batch.end(), unsynced_removal)) {
     auto st = state_.lock();
@@ -259,6 +280,7 @@ void Table::answer_unsynced(const CommitRequest* leader, std::vector<CommitReque
 
 uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx) {
   uint64_t removed = 0;
+  if (!b.ended.empty()) keep_ended(st, b.ended, b.remover);
   for (size_t i = 0; i < b.removal_count; i++) {
     RowEntry* e = st.index.find(b.removals[i]);
     if (!e || e->holder != b.remover) continue;  // vanished (truncate) meanwhile

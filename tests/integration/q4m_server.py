@@ -60,6 +60,9 @@ def _tool(name):
 INNODB_ARGS = ["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"]
 SERVER_ONLY_ARGS = ["--innodb-temp-data-file-path=ibtmp1:4M:autoextend",
                     "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-buffer-pool-load-at-startup=0"]
+# Q4M_EXTRA_SERVER_ARGS: more options for every server (e.g. "--sync-binlog=1" to run a suite
+# with the binary log as a durability point).
+SERVER_ONLY_ARGS += os.environ.get("Q4M_EXTRA_SERVER_ARGS", "").split()
 
 
 def _as_root_args():
@@ -206,12 +209,15 @@ class Server:
             raise ServerDied(f"mariadbd exited with {rc} on shutdown\n" + self.diagnostics())
 
     def kill9(self):
+        self._kill_process()
+        self._close_conns()
+
+    def _kill_process(self):
         if self.proc is not None:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait()
             self.proc = None
-        self._close_conns()
 
     def kill9_under_load(self, workers, seconds):
         """Runs each of `workers` (callables taking a threading.Event that is set when they should
@@ -222,10 +228,13 @@ class Server:
         for t in threads:
             t.start()
         time.sleep(seconds)
-        self.kill9()
+        # Their connections are closed only once they are done: closed under a thread that is
+        # reading, pymysql fails with AttributeError instead of the lost connection's error.
+        self._kill_process()
         stop.set()
         for t in threads:
             t.join(60)
+        self._close_conns()
 
     def restart(self, kill=False, extra_args=None):
         self.kill9() if kill else self.stop()

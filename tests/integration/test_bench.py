@@ -326,3 +326,21 @@ def test_bench_script_loads_queue_at_startup_with_the_binary_log_for_transaction
     assert doc["ok"] is True and doc["server"]["binlog"] == "on"
     assert {(r["scenario"], r["engine"]) for r in doc["runs"]} == {
         (sc, e) for sc in TXN_SCENARIOS for e in ("queue", "innodb")}
+
+
+def test_receipts_consumers_receive_every_message_once(server, tmp_path):
+    """--receipts LEASE: QUEUE consumers take rows with queue_receive() and end them with
+    queue_end_receipt() (in consume-txn inside the transaction); every id arrives once, one row
+    at a time and in batches."""
+    for batch, scenarios, concurrency in (("1", "multireader,multiwait,consume-txn", "1,3"), ("8", "multireader", "3")):
+        p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", concurrency, "--engines", "queue",
+                           "--scenarios", scenarios, "--receipts", "30", "--consume-batch", batch,
+                           "--wait-timeout", "0.2")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert doc["ok"] is True
+        for r in doc["runs"]:
+            assert r["ok"] and r["messages"] == 300, r
+        assert any("queue_receive('q4m_bench_queue', 30, " + batch in sql for sql in doc["sql"]["queue"])
+        assert any("queue_end_receipt" in sql for sql in doc["sql"]["queue"])
+    p, _ = run_bench(server, tmp_path, "--receipts", "0")
+    assert p.returncode == 2 and "--receipts: expected a lease in seconds > 0" in p.stderr

@@ -132,3 +132,33 @@ def test_memory_the_engine_holds_per_table_and_in_total(server, monitors):
     assert table > 0
     assert s[("q4m_engine_memory_bytes", frozenset())] >= table  # a gauge, not a _total counter
     assert ("q4m_engine_memory_bytes_total", frozenset()) not in s
+
+
+def test_subscription_lag_per_subscription(server, monitors):
+    server.sql("CREATE TABLE test.events (v INT) ENGINE=QUEUE")
+    server.sql("SELECT queue_subscribe('test.events', 'fast')")
+    server.sql("SELECT queue_subscribe('test.events', 'slow')")
+    server.sql("INSERT INTO test.events VALUES (1), (2), (3)")
+    c = server.connect()
+    for _ in range(3):
+        assert value(c, "SELECT queue_wait('test.events@fast', 0)") == 1
+    assert value(c, "SELECT queue_end()") == 1
+    m = monitors()
+    slow = {"schema": "test", "table": "events", "subscription": "slow"}
+    assert _wait_for(m, "q4m_subscription_pending_rows", slow, 3.0) == 3.0
+    s = _samples(m.get("/metrics")[0])
+    assert s[("q4m_subscription_pending_rows", frozenset({**slow, "subscription": "fast"}.items()))] == 0.0
+    assert s[("q4m_subscription_oldest_age_seconds", frozenset(slow.items()))] > 0
+
+
+def test_the_dashboard_lists_a_tables_subscriptions_with_their_lag(server, monitors):
+    from monitor_harness import Client
+    server.sql("CREATE TABLE test.feed (v INT) ENGINE=QUEUE")
+    server.sql("SELECT queue_subscribe('test.feed', 'audit', 'v > 1')")
+    server.sql("INSERT INTO test.feed VALUES (1), (2)")
+    c = Client(monitors())
+    assert c.login("root", "").status == 303
+    page = c.request("/queue?schema=test&table=feed")
+    assert page.status == 200
+    assert 'id="subscriptions"' in page.body and "<td>audit</td>" in page.body
+    assert "<td>v &gt; 1</td>" in page.body  # escaped

@@ -9,11 +9,17 @@ transactions with InnoDB, binary log on and off: no acknowledged INSERT lost, no
 consumption back, every transaction whole in both engines; and a replica that follows the
 recovered primary holds the same rows under the same ids.
 
-Q4M_POWER_CUTS (default 40) is the number of cuts of the two chains together;
+A third chain, binlog-on-redo, runs the binary-log-on chain with queue_binlog_redo=ON (QUEUE's
+prepares unsynced, redone from the binary log); Q4M_POWER_CUT_SKIP_REDO=1 skips that redo, which
+that chain must then fail.
+
+Q4M_POWER_CUTS (default 40) is the number of cuts of the binlog-off and binlog-on chains together
+(each chain, the redo one too, gets half);
 Q4M_POWER_CUT_SEED varies the moments; Q4M_POWER_CUT_SYNC_BINLOG=0 turns the binary log's sync
 off, which the binlog-on chain must then fail."""
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -108,7 +114,15 @@ def _replica(server_factory, primary, port, server_id):
     return replica
 
 
-@pytest.fixture(scope="module", params=["binlog-off", "binlog-on"])
+# The binlog-on-redo chain: queue_binlog_redo=ON (prepares unsynced, redone from the binary log).
+# Q4M_POWER_CUT_SKIP_REDO=1 skips that redo at recovery (a debug hook): the chain must then fail.
+REDO_ARGS = ["--queue-binlog-redo=ON"]
+if os.environ.get("Q4M_POWER_CUT_SKIP_REDO") == "1":
+    os.environ["Q4M_DEBUG_SKIP_REDO"] = "1"
+    REDO_ARGS = REDO_ARGS + ["--queue-debug-hooks=ON"]
+
+
+@pytest.fixture(scope="module", params=["binlog-off", "binlog-on", "binlog-on-redo"])
 def chain(request, writeback_off, tmp_root, pristine, plugin_dir, server_factory):
     """One chain of power cuts; its report, the recovered server and (binary log on) a replica
     that followed it through every cut."""
@@ -116,6 +130,8 @@ def chain(request, writeback_off, tmp_root, pristine, plugin_dir, server_factory
     port = _free_port()
     args = BINLOG_OFF if binlog == "binlog-off" else BINLOG_ON + [
         "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={port}"]
+    if binlog == "binlog-on-redo":
+        args = args + REDO_ARGS
     pcs = _pcs(tmp_root, pristine, plugin_dir, f"pc-{binlog}", args)
     follower = {}
 
@@ -126,8 +142,11 @@ def chain(request, writeback_off, tmp_root, pristine, plugin_dir, server_factory
 
     try:
         cuts = max(1, CUTS // 2)
-        report = run_chain(pcs, cuts, f"{SEED}-{binlog}", on_fresh=follow if binlog == "binlog-on" else None)
+        report = run_chain(pcs, cuts, f"{SEED}-{binlog}", on_fresh=follow if binlog != "binlog-off" else None)
         summary = _summary(report)
+        if binlog == "binlog-on-redo":  # how many parts the cuts took from the files and the redo put back
+            log = pcs.server.errlog_path.read_text(errors="replace") if pcs.server else ""
+            summary["parts_redone"] = sum(int(m) for m in re.findall(r"(\d+) prepared part\(s\) a power cut lost", log))
         _record(binlog, {"summary": summary, "cuts": report["cuts"]})
         print(f"{binlog}: {json.dumps(summary)}")
         yield binlog, report, summary, pcs, follower.get("replica"), port
@@ -212,7 +231,7 @@ def test_replicas_of_the_recovered_primary_hold_the_same_rows_under_the_same_ids
     logged before each cut), and one that replays the primary's logs from the first after the
     last cut, with more load meanwhile: both hold the primary's rows under its ids."""
     binlog, report, summary, pcs, follower, port = chain
-    if binlog != "binlog-on":
+    if binlog == "binlog-off":
         pytest.skip("a replica needs the binary log")
     primary = pcs.server
     replayer = _replica(server_factory, primary, port, 3)

@@ -137,20 +137,52 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
 }
 
 // Versions 1 (no unsynced flag), 2 (no RETURN records), 3 (no DEDUP_KEY records), 4 (no
-// row checksums), 5 (no transaction records), 6 (no TXN_SRCID) and 7 (no ID_FLOOR, TXN_ASK)
-// are still read; newer versions are refused by name.
+// row checksums), 5 (no transaction records), 6 (no TXN_SRCID), 7 (no ID_FLOOR, TXN_ASK) and
+// 8 (no HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE, SUB_REMOVE) are still read; newer versions are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 8u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 9u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 9u}) {
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 10u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 9) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 9 (this build reads 1 to 8)") != std::string::npos);
+    if (v < 10) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 10 (this build reads 1 to 9)") != std::string::npos);
   }
+}
+
+// The subscription records round-trip among others (core/table/subscriptions.h).
+TEST(subscription_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  b.add_subscribe(3, 42, "billing", "kind = 'order'");
+  b.add_subscribe(4, 1, "all", "");
+  const RowId ids[] = {5, 9, 0x123456789ull};
+  b.add_sub_remove(3, ids, 3);
+  b.add_remove(ids, 1);
+  b.add_unsubscribe(4);
+  b.finish();
+  std::string_view body(buf.data() + fmt::kChunkHeaderSize, buf.size() - fmt::kChunkHeaderSize);
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kSubscribe && r.sub == 3u && r.rowid == 42u);
+  CHECK(body.substr(r.payload_pos, r.length) == "billing");
+  CHECK(body.substr(r.cond_pos, r.cond_length) == "kind = 'order'");
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kSubscribe && r.sub == 4u && r.rowid == 1u && r.cond_length == 0u);
+  CHECK(body.substr(r.payload_pos, r.length) == "all");
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kSubRemove && r.sub == 3u && r.count == 3u);
+  CHECK_EQ(rr.removed_id(r, 2), 0x123456789ull);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kRemove && r.count == 1u);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kUnsubscribe && r.sub == 4u);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
 }
 
 // A TXN_SRCID record round-trips among a prepared part's records.

@@ -8,6 +8,7 @@
 #include "core/util/crc32c.h"
 #include "core/file/index_snapshot.h"
 #include "core/file/recovery.h"
+#include "core/table/transaction.h"
 #include "core/util/stats.h"
 #include "check.h"
 #include "storage_test_util.h"
@@ -248,5 +249,35 @@ TEST(an_index_snapshot_from_before_row_checksums_is_not_used) {
     Consumer d(2);
     REQUIRE(take(d, r));
     CHECK_EQ(d.owned_delivery_count(), 2u);  // its first delivery came back from the file
+  }
+}
+
+// With the binary log on, an owner's end is a prepared part holding the row (kClaimed) until
+// the log's commit. A compaction then must not count the delivery in progress: a crash before
+// the commit rolls the part back (the log never had it) and the row comes back as after any
+// crash, not as after queue_abort() (with MAX_DELIVERIES=1 it would be dead).
+TEST(a_delivery_being_ended_in_a_prepared_part_is_not_counted_after_a_crash) {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  std::vector<RowId> ids;
+  auto t = table_with(path, {"job"}, &ids);
+  REQUIRE(t);
+  const RowId id = ids[0];
+  REQUIRE(deliver_and_abort(t, 1) == id);  // one ended delivery: counted
+  Consumer owner;
+  REQUIRE(take(owner, t));
+  CHECK_EQ(owner.owned_delivery_count(), 2u);
+  Transaction txn(1);
+  REQUIRE(txn.remove_owned(t, owner.holder(), &id, 1).ok());
+  REQUIRE(txn.prepare("xid-end").ok());
+  for (bool compact_first : {false, true}) {
+    if (compact_first) REQUIRE(t->compact().ok());
+    auto r = crash_copy(dir, path, compact_first ? "compacted" : "crash");
+    REQUIRE(r);
+    const auto parts = r->prepared_parts();
+    REQUIRE(parts.size() == 1u);
+    REQUIRE(r->end_part(parts[0].id, /*commit=*/false).ok());  // not in the binary log
+    Consumer c;
+    check_next_delivery(c, r, id, 2);
   }
 }

@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
                        client::DbConn::describe(opt.conn).c_str());
           return 2;
         }
-        backends.push_back(make_queue_engine_backend(opt.queue_table_options, payload, opt.wait_timeout_s, opt.consume_batch, opt.protocol));
+        backends.push_back(make_queue_engine_backend(opt.queue_table_options, payload, opt.wait_timeout_s, opt.consume_batch, opt.protocol,
+                                                     opt.receipts_lease_s));
         rep.queue_sql = backends.back()->describe_sql();
         has_queue = true;
       } else {

@@ -76,6 +76,10 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         (default 1). QUEUE: queue_wait_batch(t, N, timeout), acked by the
                         next one; InnoDB: LIMIT N ... SKIP LOCKED, one DELETE, one COMMIT
   --wait-timeout SEC    queue_wait() timeout (default 1)
+  --receipts LEASE      QUEUE consumes by receipt instead of owner mode: SELECT *,
+                        queue_receipt() ... WHERE queue_receive(t, LEASE, N, timeout), and
+                        SELECT queue_end_receipt(t, ?) before the next one (in consume-txn:
+                        inside the transaction); N = --consume-batch
   --poll-sleep-us N     InnoDB: after an empty poll retry at once, then back off
                         50 us doubling up to N (default 1000; 0 = never sleep)
   --run-timeout SEC     fail a run that takes longer (default 600)
@@ -205,6 +209,10 @@ Options parse_options(int argc, char** argv) {
       if (o.consume_batch == 0 || o.consume_batch > 10000) usage_error("--consume-batch: 1..10000");
     } else if (arg == "--circulating") {
       o.circulating = parse_u64(arg, value());
+    } else if (arg == "--receipts") {
+      const std::string v = value();
+      o.receipts_lease_s = std::atof(v.c_str());
+      if (!(o.receipts_lease_s > 0)) usage_error("--receipts: expected a lease in seconds > 0, got '" + v + "'");
     } else if (arg == "--wait-timeout") {
       o.wait_timeout_s = parse_seconds(arg, value());
     } else if (arg == "--poll-sleep-us") {

@@ -51,6 +51,9 @@ struct Options {
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.
   uint64_t circulating = 0;
   double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end
+  // QUEUE consumes by receipt (queue_receive with this lease, queue_end_receipt) instead of
+  // owner mode; 0 = owner mode (queue_wait, queue_end).
+  double receipts_lease_s = 0;
   uint32_t poll_sleep_us = 1000;  // InnoDB: longest back-off sleep after empty polls (0 = never sleep)
   unsigned run_timeout_s = 600; // a run that takes longer fails (engine hang)
   int repeat = 1;  // runs per configuration; the median is reported

@@ -135,9 +135,11 @@ EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsi
 // consume_batch > 1: each consume statement takes up to that many messages; the session
 // hands them out one per consume() call.
 // table_options: appended to the table's CREATE TABLE (q4m-bench --queue-options).
+// receipts_lease_s > 0: consumes by receipt (queue_receive, queue_end_receipt), not owner mode.
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const std::string& table_options, const PayloadSpec& payload,
                                                         double wait_timeout_s,
-                                                        uint64_t consume_batch, client::Protocol protocol);
+                                                        uint64_t consume_batch, client::Protocol protocol,
+                                                        double receipts_lease_s = 0);
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
                                                   uint64_t consume_batch, client::Protocol protocol);
 

@@ -13,9 +13,11 @@ from .metrics import prometheus_text
 from .producer import (TableOptions, enqueue, enqueue_many, forget_table_options,
                        table_options)
 from .processes import run_processes
+from .receipts import Received, abort_receipts, end_receipts, receive, renew_receipts
 from .worker import HandlerConnection, Job, Worker, exactly_once
 
 __all__ = ["enqueue", "enqueue_many", "table_options", "forget_table_options", "TableOptions",
            "Worker", "Job", "HandlerConnection", "exactly_once", "backoff_delay",
-           "prometheus_text", "run_processes", "ConfigError", "JobAbandoned"]
+           "prometheus_text", "run_processes", "ConfigError", "JobAbandoned",
+           "receive", "end_receipts", "abort_receipts", "renew_receipts", "Received"]
 __version__ = "0.1.0"

@@ -95,3 +95,21 @@ def page(conn, schema: str, table: str, after: int = 0, flt: Filter | None = Non
         cur.execute(sql, args)
         names = [d[0] for d in cur.description][2:]
         return names, list(cur.fetchall())
+
+
+def history_page(conn, schema: str, table: str, after: int = 0, flt: Filter | None = None,
+                 limit: int = PAGE_ROWS) -> tuple[list[str], list[tuple]]:
+    """The table's history (HISTORY_RETENTION) a page at a time, as page(): each row is (row id,
+    how it ended, deliveries, end time, column values...)."""
+    where = ["queue_scan_history()", "queue_scan_rowid() > %s"]
+    args: list = [after]
+    if flt and flt.sql:
+        where.append(f"({flt.sql})")
+        args += flt.args
+    sql = ("SELECT queue_scan_rowid(), SUBSTRING(queue_scan_state(), 7), queue_scan_deliveries(), "
+           "FROM_UNIXTIME(queue_scan_ended_at() DIV 1000), t.* "
+           f"FROM {db.quote_name(schema)}.{db.quote_name(table)} t WHERE {' AND '.join(where)} LIMIT {int(limit)}")
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        names = [d[0] for d in cur.description][4:]
+        return names, list(cur.fetchall())

@@ -43,6 +43,7 @@ class QueueCollector:
         when.add_metric([], s.at)
         yield when
         yield from self._tables(s.tables)
+        yield from self._subscriptions(s.tables)
         yield from self._engine(s.engine)
 
     def _groups(self, tables: dict):
@@ -78,6 +79,10 @@ class QueueCollector:
             "groups_at_limit": GaugeMetricFamily("q4m_queue_groups_at_limit",
                                                  "Message groups with queued rows none of which may go now.",
                                                  labels=labels),
+            # HISTORY_RETENTION: ended rows kept, apart from the queue's rows.
+            "history_rows": GaugeMetricFamily("q4m_queue_history_rows",
+                                              "Ended rows kept by HISTORY_RETENTION (not in q4m_queue_rows).",
+                                              labels=labels),
         }
         counters = [(key, CounterMetricFamily(name, help_, labels=labels)) for key, name, help_ in TABLE_COUNTERS]
         wait = HistogramMetricFamily("q4m_queue_handout_wait_seconds",
@@ -92,7 +97,7 @@ class QueueCollector:
             gauges["max_rows"].add_metric(values, sum(st["max_rows"] for st in group))
             gauges["file_bytes"].add_metric(values, sum(st["file_bytes"] for st in group))
             gauges["memory_bytes"].add_metric(values, sum(st.get("memory_bytes", 0) for st in group))
-            for key in ("in_flight", "rows_held_back", "groups_at_limit"):
+            for key in ("in_flight", "rows_held_back", "groups_at_limit", "history_rows"):
                 gauges[key].add_metric(values, sum(st.get(key, 0) for st in group))
             for key, family in counters:
                 family.add_metric(values, sum(st.get(key, 0) for st in group))
@@ -106,6 +111,29 @@ class QueueCollector:
         for _, family in counters:
             yield family
         yield wait
+
+    def _subscriptions(self, tables: dict):
+        """Per subscription (queue_subscribe; labels schema, table, subscription whatever per_table
+        says: a subscription's lag is the figure to alert on): its lag and its rows by state."""
+        labels = ["schema", "table", "subscription"]
+        families = {
+            "pending_rows": GaugeMetricFamily("q4m_subscription_pending_rows",
+                                              "Rows the subscription has not ended yet (its lag), held ones included.",
+                                              labels=labels),
+            "oldest_age_ms": GaugeMetricFamily("q4m_subscription_oldest_age_seconds",
+                                               "Age of the oldest row the subscription has not ended (0: none).",
+                                               labels=labels),
+            "owned_rows": GaugeMetricFamily("q4m_subscription_owned_rows", "Rows its consumers hold now.",
+                                            labels=labels),
+            "dead_rows": GaugeMetricFamily("q4m_subscription_dead_rows",
+                                           "Rows dead for the subscription (MAX_DELIVERIES).", labels=labels),
+        }
+        for (schema, table), st in sorted(tables.items()):
+            for sub in st.get("subscriptions", []):
+                values = [schema, table, sub["name"]]
+                for key, family in families.items():
+                    family.add_metric(values, sub[key] / 1000 if key.endswith("_ms") else sub[key])
+        yield from families.values()
 
     def _engine(self, engine: dict):
         syncs = CounterMetricFamily("q4m_syncs", "fsync/fdatasync calls of the engine's data files.")

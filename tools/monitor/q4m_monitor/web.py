@@ -169,7 +169,7 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
         s = require_login()
         conn = user_conn(s)
         visible = db.dict_rows(conn, "SELECT TABLE_SCHEMA, TABLE_NAME, `ROWS`, OWNED_ROWS, DELAYED_ROWS, DEAD_ROWS, "
-                                     "WAITERS FROM information_schema.QUEUE_TABLES ORDER BY TABLE_SCHEMA, TABLE_NAME")
+                                     "WAITERS, HISTORY_ROWS FROM information_schema.QUEUE_TABLES ORDER BY TABLE_SCHEMA, TABLE_NAME")
         latest = sampler.latest()
         now = time.time()
         t0 = sampler.window_start(now)
@@ -183,6 +183,7 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                 schema=key[0], table=key[1],
                 ready=max(0, r["ROWS"] - r["OWNED_ROWS"] - r["DELAYED_ROWS"] - r["DEAD_ROWS"]),
                 owned=r["OWNED_ROWS"], delayed=r["DELAYED_ROWS"], dead=r["DEAD_ROWS"], waiters=r["WAITERS"],
+                history=r["HISTORY_ROWS"],
                 oldest_ready_s=(st["oldest_ready_age_ms"] / 1000) if st else None,
                 rate_in=rate_in, rate_out=rate_out,
                 plot=Markup(plots.line_chart("in / out rows/s", {"in": series["in"], "out": series["out"]},
@@ -222,7 +223,8 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                   "LEFT JOIN information_schema.PROCESSLIST p ON p.ID = o.CONNECTION_ID "
                   "WHERE o.TABLE_SCHEMA=%s AND o.TABLE_NAME=%s ORDER BY o.ROW_ID LIMIT 200", (schema, table))
         for o in owned:  # KILL: any connection with SUPER/CONNECTION ADMIN, else the account's own
-            o["may_kill"] = allowed["kill"] or o["USER"] == s.user
+            # (connection 0: a row held by a receipt, queue_receive(): no connection to end)
+            o["may_kill"] = o["CONNECTION_ID"] != 0 and (allowed["kill"] or o["USER"] == s.user)
         cols = browse.columns(conn, schema, table)
         dead_cols, dead_rows = [], []
         if info["DEAD_ROWS"]:
@@ -238,6 +240,20 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
             browse_error = str(e)
         except pymysql.err.MySQLError as e:
             browse_error = actions.error_text(e)
+        # History (HISTORY_RETENTION): searched by a column value, a page at a time.
+        keeps_history = "HISTORY_RETENTION" in (options[0][0] or "").upper() if options else False
+        hfilter_text = request.args.get("hfilter", "")
+        hafter = request.args.get("hafter", "0")
+        hafter = int(hafter) if hafter.isdigit() else 0
+        history_error, history_cols, history_rows = None, cols, []
+        if keeps_history or info["HISTORY_ROWS"]:
+            try:
+                hflt = browse.compile_filter(hfilter_text, cols) if hfilter_text.strip() else None
+                history_cols, history_rows = browse.history_page(conn, schema, table, after=hafter, flt=hflt)
+            except browse.FilterError as e:
+                history_error = str(e)
+            except pymysql.err.MySQLError as e:
+                history_error = actions.error_text(e)
         now = time.time()
         t0 = sampler.window_start(now)
         series = sampler.series((schema, table), t0)
@@ -252,6 +268,9 @@ def create_app(cfg: Config, sampler: Sampler) -> Flask:
                       dead_cols=dead_cols, dead_rows=dead_rows, columns=cols,
                       filter_text=filter_text, after=after, browse_error=browse_error,
                       page_cols=page_cols, page_rows=page_rows, page_size=browse.PAGE_ROWS,
+                      keeps_history=keeps_history or bool(info["HISTORY_ROWS"]), hfilter_text=hfilter_text,
+                      hafter=hafter, history_error=history_error, history_cols=history_cols,
+                      history_rows=history_rows,
                       depth_plot=Markup(depth_plot), rate_plot=Markup(rate_plot),
                       refresh=int(refresh) if refresh and refresh.isdigit() and int(refresh) > 0 else None)
 

@@ -1,0 +1,878 @@
+// Subscriptions: see subscriptions.h.
+#include "core/table/subscriptions.h"
+
+#include <algorithm>
+
+#include "core/file/replacement_file.h"
+#include "core/table/table.h"
+
+namespace q4m {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct Subscriptions::SubRow {
+  enum State : uint8_t { kFree, kOwned, kDelayed, kDead, kEnding, kDone };
+  State state = kFree;
+  bool from_dead = false;  // lent out by queue_take_dead: an abort makes it dead again
+  uint16_t deliveries = 0;
+  const Holder* holder = nullptr;
+  SteadyTime due{};       // kDelayed: when it is free again
+  SteadyTime taken_at{};  // kOwned
+};
+
+struct Subscriptions::Sub {
+  uint32_t number = 0;
+  std::string name, condition;
+  RowId start = 1;
+  std::shared_ptr<const RowFilter> filter;  // compiled condition (null: every row)
+  bool filter_known = false;                // set_filter() was called (or no condition)
+  RowId floor = 1;      // every row below is decided
+  RowId free_from = 1;  // no free row below (>= floor)
+  std::map<RowId, SubRow> rows;  // rows above floor it touched
+  std::map<const Holder*, SteadyTime> leases;
+  std::set<const Holder*> lease_expired;  // their rows went back; told at their next end
+  std::weak_ptr<SubscriptionTable> table;
+  std::list<TakeRequest> waiters;  // under wake_mu_
+  uint64_t delivered = 0, ended = 0;
+};
+
+// ---- SubscriptionTable: a subscription as consumers see it -----------------------------
+
+class SubscriptionTable final : public QueueTable {
+ public:
+  SubscriptionTable(std::shared_ptr<Table> parent, uint32_t number, std::string name)
+      : parent_(std::move(parent)), number_(number), name_(std::move(name)) {}
+  Subscriptions& subs() const { return parent_->subscriptions_; }
+  uint32_t number() const { return number_; }
+
+  Status insert(const std::vector<std::string_view>&, std::vector<RowId>*, size_t*, const RowId*) override {
+    return refuse("INSERT");
+  }
+  Status insert_relayed(const std::vector<std::string_view>&, uint32_t, const RowId*, bool, size_t*,
+                        std::vector<size_t>*) override {
+    return refuse("INSERT");
+  }
+  RowId last_relayed_rowid(uint32_t) override { return 0; }
+  Status insert_with_history(const std::vector<std::string_view>&, const std::vector<RowHistory>&,
+                             const RowId*) override {
+    return refuse("INSERT");
+  }
+  Status take_over(const std::shared_ptr<QueueTable>&, bool) override { return refuse("ALTER TABLE"); }
+  // Its rows are the table's: an owner's scan of the table reads them (same_queue()).
+  const QueueTable* moved_to() const override { return parent_.get(); }
+  std::shared_ptr<QueueTable> moved_to_table() override { return nullptr; }
+  Status next_visible(const Consumer* viewer, RowId after, RowId* id, std::string* payload, bool* found) override {
+    return parent_->next_visible(viewer, after, id, payload, found);
+  }
+  Status read_row(RowId id, std::string* payload, bool* found, const Consumer*) override {
+    return parent_->read_row(id, payload, found, nullptr);
+  }
+  Status next_row(RowId after, RowId* id, std::string* payload, bool* found, RowHistory* history) override {
+    return parent_->next_row(after, id, payload, found, history);
+  }
+  uint64_t visible_count(const Consumer* viewer) override { return parent_->visible_count(viewer); }
+  Status snapshot_rows(uint64_t, std::vector<SnapshotRow>*) override { return refuse("a snapshot read"); }
+  Status snapshot_count(uint64_t, uint64_t*) override { return refuse("a snapshot read"); }
+  Status read_snapshot_row(const SnapshotRow&, std::string*) override { return refuse("a snapshot read"); }
+  Status history_rows(std::vector<EndedRow>*, std::shared_ptr<DataFile>*) override { return refuse("a history read"); }
+  Status read_history_row(const std::shared_ptr<DataFile>&, const EndedRow&, std::string*) override { return refuse("a history read"); }
+  void prune_snapshot_journal() override {}
+  bool claim_for_delete(Consumer*, RowId, const Holder*, NamedRow*) override { return false; }
+  Status remove_claimed(Consumer*) override { return Status::Ok(); }
+  Status truncate() override { return refuse("TRUNCATE"); }
+  Status compact() override { return parent_->compact(); }
+  Status copy_data(const std::string&) override { return refuse("a backup"); }
+  void configure(std::shared_ptr<const TableOptions>) override {}
+  std::shared_ptr<const TableOptions> options() const override { return parent_->options(); }
+  Status release_owned(RowId, uint64_t, size_t*) override { return refuse("queue_release_owned()"); }
+  Status redrive_dead(size_t, size_t*) override { return refuse("queue_redrive_dead()"); }
+  Status purge_dead(size_t, size_t*) override { return refuse("queue_purge_dead()"); }
+  RowView row_view(RowId id, const Consumer* viewer) override { return parent_->row_view(id, viewer); }
+  TableStats info() override {
+    bool found = false;
+    const SubscriptionInfo i = subs().info(number_, &found);
+    TableStats s;
+    counters_.copy_to(&s);
+    s.rows = i.pending_rows;
+    s.owned_rows = i.owned_rows;
+    s.delayed_rows = i.delayed_rows;
+    s.dead_rows = i.dead_rows;
+    s.waiters = i.waiters;
+    s.oldest_age_ms = i.oldest_age_ms;
+    s.next_rowid = parent_->ids().upcoming();
+    return s;
+  }
+  IdSequence ids() const override { return parent_->ids(); }
+  Status raise_id_floor(RowId) override { return refuse("AUTO_INCREMENT"); }
+  RowId snapshot_upcoming_id(uint64_t point) override { return parent_->snapshot_upcoming_id(point); }
+  std::vector<OwnedRowInfo> owned_rows() override { return subs().owned_rows(number_); }
+  std::vector<HeldGroupInfo> held_groups(size_t) override { return {}; }
+  TableCounters& counters() override { return counters_; }
+  const std::string& path() const override { return parent_->path(); }
+  Take take(const TakeRequest& r, bool register_waiter) override { return subs().take(number_, r, register_waiter, false); }
+  Take take_dead(const TakeRequest& r) override { return subs().take(number_, r, false, true); }
+  void unregister(const Receiver* r) override { subs().unregister(number_, r); }
+  // Every take scans in order (waiters are told to scan again, never handed a row): nothing
+  // is provisional here.
+  void keep_handed(const Holder*, RowId, std::chrono::milliseconds) override {}
+  void give_back(const Holder* h, RowId id, uint32_t) override {
+    subs().abort_rows(number_, h, &id, 1, std::chrono::milliseconds(0));
+  }
+  Status end_rows(const Holder* h, const RowId* ids, size_t count) override {
+    return subs().end_rows(number_, h, ids, count);
+  }
+  size_t abort_rows(const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay) override {
+    return subs().abort_rows(number_, h, ids, count, delay);
+  }
+  Status settle_lease(const Holder* h, RowId, size_t) override { return subs().settle_lease(number_, h); }
+  Status renew_lease(const Holder* h, const RowId*, size_t, std::chrono::milliseconds lease) override {
+    return subs().renew_lease(number_, h, lease);
+  }
+  void release_claims(const Holder*, const RowId*, size_t) override {}
+  bool ends_in_transactions() const override { return false; }
+  Status claim_owned(const Holder*, const RowId*, size_t, const Holder*, std::vector<NamedRow>*, bool) override {
+    return refuse("a transaction");
+  }
+  Status claim_named(const NamedRow*, size_t, const Holder*) override { return refuse("a replica's removal"); }
+  Status claim_dead_rows(size_t, const Holder*, std::vector<NamedRow>*, bool) override {
+    return refuse("queue_purge_dead()");
+  }
+  Status claim_expired_rows(const Holder*, size_t, std::vector<NamedRow>*) override { return Status::Ok(); }
+  Status copy_claimed(const Holder*, const std::vector<NamedRow>&, std::vector<RowCopy>*) override {
+    return refuse("queue_redrive_dead()");
+  }
+  Status commit_part(const Holder*, const std::vector<std::string_view>& rows, Admission*) override {
+    return rows.empty() ? Status::Ok() : refuse("INSERT");
+  }
+  Status prepare_part(const Holder*, const std::vector<std::string_view>&, std::string_view, uint64_t*,
+                      Admission*) override {
+    return refuse("a transaction");
+  }
+  Status end_part(uint64_t, bool) override { return refuse("a transaction"); }
+  Status queue_end_part(uint64_t, std::unique_ptr<QueuedEnd>*, bool) override { return refuse("a transaction"); }
+  Status sync_commits() override { return parent_->sync_commits(); }
+  Status finish_end_part(QueuedEnd&) override { return refuse("a transaction"); }
+  std::vector<PreparedPartInfo> prepared_parts() override { return {}; }
+  Status dropped_status() const override {
+    if (parent_->dropped_.load()) return parent_->dropped_status();
+    return Status(ErrorCode::kDropped, "table " + parent_->path() + ": subscription '" + name_ + "' was dropped");
+  }
+
+ private:
+  Status refuse(const char* what) const {
+    return Status(ErrorCode::kInvalid, "subscription '" + name_ + "' of table " + parent_->path() + ": " + what +
+                                           " acts on the table, not on a subscription");
+  }
+  std::shared_ptr<Table> parent_;
+  const uint32_t number_;
+  const std::string name_;
+  TableCounters counters_;
+};
+
+// ---- the table's side ---------------------------------------------------------------------
+
+void Table::set_plain_below(RowId below) {
+  auto st = state_.lock();
+  if (st->plain_below == below) return;
+  const bool raised = below > st->plain_below;
+  st->plain_below = below;
+  st->first_free_hint = 0;  // scans passed rows that may be takeable now
+  st->cursors.clear();
+  if (raised) {  // rows that were the subscriptions' are plain ones again
+    RowContext ctx = context(*st);
+    serve_waiters(*st, ctx);
+    finish(*st, ctx);
+  }
+}
+
+uint64_t Table::live_rows_from(RowId id) {
+  auto st = state_.lock();
+  uint64_t below = 0;
+  const size_t end = st->index.lower_bound(id);
+  for (size_t p = st->index.lower_bound(0); p < end; p++)
+    if (st->index.at(p).state != RowState::kRemoved) below++;
+  return st->index.live() - below;
+}
+
+// ---- Subscriptions ----------------------------------------------------------------------
+
+namespace {
+
+uint64_t wall_ms() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+Status check_name(std::string_view name) {
+  if (name.empty() || name.size() > 64)
+    return Status(ErrorCode::kInvalid, "a subscription name must have 1 to 64 characters");
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok)
+      return Status(ErrorCode::kInvalid, "subscription name '" + std::string(name) +
+                                             "': only letters, digits, '_' and '-' are allowed");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Subscriptions::Subscriptions(Table& table) : table_(table) {}
+Subscriptions::~Subscriptions() = default;
+
+Subscriptions::Sub* Subscriptions::by_number(uint32_t sub) {
+  auto it = subs_.find(sub);
+  return it == subs_.end() ? nullptr : it->second.get();
+}
+
+Subscriptions::Sub* Subscriptions::by_name(std::string_view name) {
+  for (auto& [n, s] : subs_)
+    if (s->name == name) return s.get();
+  return nullptr;
+}
+
+void Subscriptions::restore(std::map<uint32_t, RecoveredSubscription>& subs, uint32_t next_number) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_number_ = std::max(next_number_, next_number);
+    for (auto& [number, r] : subs) {
+      auto s = std::make_unique<Sub>();
+      s->number = number;
+      s->name = r.name;
+      s->condition = r.condition;
+      s->filter_known = r.condition.empty();
+      s->start = s->floor = s->free_from = std::max<RowId>(r.start, 1);
+      for (RowId id : r.ended)
+        if (id >= s->start && table_.row_view(id, nullptr) != QueueTable::RowView::kGone)
+          s->rows[id].state = SubRow::kDone;
+      std::lock_guard<std::mutex> w(wake_mu_);
+      subs_[number] = std::move(s);
+    }
+    count_.store(subs_.size());
+    for (auto& [n, s] : subs_) advance_floor(*s);
+  }
+  plain_floor_changed();
+  // Rows every subscription ended whose REMOVE a crash lost.
+  std::vector<RowId> candidates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [n, s] : subs_)
+      for (auto& [id, row] : s->rows)
+        if (row.state == SubRow::kDone) candidates.push_back(id);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<RowId> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone = removable(candidates);
+  }
+  if (!gone.empty()) (void)remove_parent_rows(gone, true);
+}
+
+bool Subscriptions::decided(const Sub& s, RowId id) const {
+  if (id < s.start || id < s.floor) return true;
+  auto it = s.rows.find(id);
+  return it != s.rows.end() && (it->second.state == SubRow::kDone || it->second.state == SubRow::kEnding);
+}
+
+// Moves the floor over the rows at its bottom that are decided or gone from the table.
+void Subscriptions::advance_floor(Sub& s) {
+  for (;;) {
+    RowId id = 0;
+    bool found = false;
+    if (!table_.next_row(s.floor - 1, &id, nullptr, &found, nullptr).ok() || !found) {
+      // Nothing live at or above the floor: what it touched is gone.
+      s.rows.erase(s.rows.begin(), s.rows.lower_bound(s.floor));
+      return;
+    }
+    s.rows.erase(s.rows.begin(), s.rows.lower_bound(id));  // removed from the table (DELETE, TTL)
+    auto it = s.rows.find(id);
+    if (id < s.start || (it != s.rows.end() && it->second.state == SubRow::kDone)) {
+      if (it != s.rows.end()) s.rows.erase(it);
+      s.floor = id + 1;
+      s.free_from = std::max(s.free_from, s.floor);
+      continue;
+    }
+    s.floor = std::max(s.floor, id);
+    s.free_from = std::max(s.free_from, s.floor);
+    return;
+  }
+}
+
+std::vector<RowId> Subscriptions::removable(const std::vector<RowId>& ids) {
+  std::vector<RowId> out;
+  for (RowId id : ids) {
+    if (removing_.count(id)) continue;
+    bool all = true;
+    for (auto& [n, s] : subs_)
+      if (!decided(*s, id)) {
+        all = false;
+        break;
+      }
+    if (!all) continue;
+    removing_.insert(id);
+    out.push_back(id);
+  }
+  return out;
+}
+
+Status Subscriptions::commit_subscription(const WriteBatch& b) {
+  CommitRequest req;
+  req.batch = b;
+  Status s = table_.commit(&req);
+  return s;
+}
+
+Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool sync) {
+  if (ids.empty()) return Status::Ok();
+  WriteBatch b;
+  b.removals = ids.data();
+  b.removal_count = ids.size();
+  b.remover = nullptr;  // queued rows: held by no one in the table
+  b.sync = sync;
+  Status s = commit_subscription(b);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (RowId id : ids) removing_.erase(id);
+  return s;
+}
+
+void Subscriptions::plain_floor_changed() {
+  RowId below = ~RowId(0);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [n, s] : subs_) below = std::min(below, s->start);
+  }
+  table_.set_plain_below(below);
+}
+
+Status Subscriptions::create(std::string_view name, std::string_view condition, bool from_oldest) {
+  if (Status s = check_name(name); !s.ok()) return s;
+  uint32_t number;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (by_name(name))
+      return Status(ErrorCode::kExists, "table " + table_.path() + ": subscription '" + std::string(name) +
+                                            "' exists already");
+    number = next_number_++;
+  }
+  // Plain takes stop at the table's next row now, before the SUBSCRIBE gives the start.
+  if (!from_oldest) table_.set_plain_below(std::min(table_.plain_below(), table_.ids().upcoming()));
+  else table_.set_plain_below(1);
+  WriteBatch::Subscribe sub{number, from_oldest ? RowId(1) : RowId(0), name, condition};
+  WriteBatch b;
+  b.subscribe = &sub;
+  CommitRequest req;
+  req.batch = b;
+  Status st = table_.commit(&req);
+  if (st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto s = std::make_unique<Sub>();
+    s->number = number;
+    s->name = std::string(name);
+    s->condition = std::string(condition);
+    s->filter_known = condition.empty();
+    s->start = s->floor = s->free_from = std::max<RowId>(req.batch.subscribed_start, 1);
+    std::lock_guard<std::mutex> w(wake_mu_);
+    subs_[number] = std::move(s);
+    count_.store(subs_.size());
+    advance_floor(*subs_[number]);
+  }
+  plain_floor_changed();
+  return st;
+}
+
+Status Subscriptions::drop(std::string_view name) {
+  uint32_t number;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_name(name);
+    if (!s)
+      return Status(ErrorCode::kNotFound, "table " + table_.path() + ": no subscription '" + std::string(name) + "'");
+    number = s->number;
+  }
+  WriteBatch b;
+  b.unsubscribe = number;
+  CommitRequest req;
+  req.batch = b;
+  Status st = table_.commit(&req);
+  if (!st.ok()) return st;
+  std::vector<RowId> candidates;
+  std::list<TakeRequest> waiters;
+  RowId from = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();
+    from = s->start;
+    std::lock_guard<std::mutex> w(wake_mu_);
+    waiters.swap(s->waiters);
+    subs_.erase(number);
+    count_.store(subs_.size());
+  }
+  for (const TakeRequest& r : waiters) r.receiver->table_dropped("subscription '" + std::string(name) + "' was dropped");
+  plain_floor_changed();
+  // The rows only it still needed: every row from its start on that the others decided.
+  if (!any()) return Status::Ok();  // the rows are plain ones again
+  RowId id = from - 1;
+  for (;;) {
+    bool found = false;
+    if (!table_.next_row(id, &id, nullptr, &found, nullptr).ok() || !found) break;
+    candidates.push_back(id);
+    if (candidates.size() >= 4096) {
+      std::vector<RowId> gone;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        gone = removable(candidates);
+      }
+      candidates.clear();
+      if (Status s = remove_parent_rows(gone, true); !s.ok()) return s;
+    }
+  }
+  std::vector<RowId> gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gone = removable(candidates);
+  }
+  return remove_parent_rows(gone, true);
+}
+
+std::shared_ptr<QueueTable> Subscriptions::find(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_name(name);
+  if (!s) return nullptr;
+  if (auto t = s->table.lock()) return t;
+  auto t = std::make_shared<SubscriptionTable>(table_.shared_from_this(), s->number, s->name);
+  s->table = t;
+  return t;
+}
+
+std::string Subscriptions::condition_of(std::string_view name, bool* found) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_name(name);
+  *found = s != nullptr;
+  return s ? s->condition : std::string();
+}
+
+void Subscriptions::set_filter(std::string_view name, std::shared_ptr<const RowFilter> filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_name(name);
+  if (!s || s->filter_known) return;
+  s->filter = std::move(filter);
+  s->filter_known = true;
+}
+
+bool Subscriptions::is_subscription(const QueueTable* t) {
+  if (!t || !any()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : subs_)
+    if (s->table.lock().get() == t) return true;
+  return false;
+}
+
+void Subscriptions::wake(Sub& s, bool all) {
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  generation_.fetch_add(1);
+  bool woke_plain = false;
+  for (auto it = s.waiters.begin(); it != s.waiters.end();) {
+    if (!all && woke_plain && !it->filter) {
+      ++it;
+      continue;
+    }
+    if (it->receiver->waiting()) {
+      it->receiver->rescan();
+      if (!it->filter) woke_plain = true;
+    }
+    it = s.waiters.erase(it);
+  }
+}
+
+void Subscriptions::row_added() {
+  if (!any()) return;
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  generation_.fetch_add(1);
+  // Called under the table's state lock, so mu_ cannot be taken: the waiter lists are
+  // reached through wake_mu_ alone (subs_ changes only with both held).
+  for (auto& [n, s] : subs_) {
+    bool woke_plain = false;
+    for (auto it = s->waiters.begin(); it != s->waiters.end();) {
+      if (woke_plain && !it->filter) {
+        ++it;
+        continue;
+      }
+      if (it->receiver->waiting()) {
+        it->receiver->rescan();
+        if (!it->filter) woke_plain = true;
+      }
+      it = s->waiters.erase(it);
+    }
+  }
+}
+
+void Subscriptions::table_dropped(const std::string& message) {
+  std::lock_guard<std::mutex> lock(wake_mu_);
+  for (auto& [n, s] : subs_) {
+    for (const TakeRequest& r : s->waiters) r.receiver->table_dropped(message);
+    s->waiters.clear();
+  }
+}
+
+void Subscriptions::truncated() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : subs_) {
+    s->rows.clear();
+    s->leases.clear();
+    s->floor = s->free_from = s->start;
+  }
+}
+
+void Subscriptions::back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::milliseconds delay) {
+  row.holder = nullptr;
+  const uint32_t max = table_.options()->max_deliveries;
+  if (row.from_dead || (max != 0 && row.deliveries >= max)) {
+    row.state = SubRow::kDead;
+    row.from_dead = false;
+    return;
+  }
+  if (delay.count() > 0) {
+    row.state = SubRow::kDelayed;
+    row.due = std::chrono::steady_clock::now() + delay;
+    table_.watch(row.due);
+    return;
+  }
+  row.state = SubRow::kFree;
+  s.free_from = std::min(s.free_from, id);
+}
+
+void Subscriptions::return_holder_rows(Sub& s, const Holder* h) {
+  for (auto& [id, row] : s.rows)
+    if (row.state == SubRow::kOwned && row.holder == h) back_to_queue(s, id, row, std::chrono::milliseconds(0));
+}
+
+void Subscriptions::expire(Sub& s, SteadyTime now) {
+  bool freed = false;
+  for (auto it = s.leases.begin(); it != s.leases.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    return_holder_rows(s, it->first);
+    s.lease_expired.insert(it->first);
+    if (auto t = s.table.lock()) t->counters().lease_expiries.add();
+    it = s.leases.erase(it);
+    freed = true;
+  }
+  for (auto& [id, row] : s.rows) {
+    if (row.state != SubRow::kDelayed || row.due > now) continue;
+    row.state = SubRow::kFree;
+    s.free_from = std::min(s.free_from, id);
+    freed = true;
+  }
+  if (freed) wake(s, true);
+}
+
+SteadyTime Subscriptions::due(SteadyTime now) {
+  SteadyTime next = SteadyTime::max();
+  if (!any()) return next;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : subs_) {
+    expire(*s, now);
+    for (auto& [h, at] : s->leases) next = std::min(next, at);
+    for (auto& [id, row] : s->rows)
+      if (row.state == SubRow::kDelayed) next = std::min(next, row.due);
+  }
+  return next;
+}
+
+QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool register_waiter, bool dead) {
+  for (;;) {
+    const uint64_t generation = generation_.load();
+    std::unique_lock<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return QueueTable::Take::kDropped;
+    if (table_.dropped_.load()) return QueueTable::Take::kDropped;
+    const auto now = std::chrono::steady_clock::now();
+    expire(*s, now);
+    if (r.more) {  // a batch stops growing once its lease ran out
+      if (s->lease_expired.count(r.holder)) return QueueTable::Take::kConsumerDone;
+    }
+    auto give = [&](RowId id, SubRow& row) {
+      const uint32_t deliveries = row.deliveries == UINT16_MAX ? row.deliveries : row.deliveries + 1u;
+      if (!r.receiver->accept(r.sub, id, deliveries, row.deliveries)) return false;
+      row.deliveries = static_cast<uint16_t>(deliveries);
+      row.from_dead = row.state == SubRow::kDead;
+      row.state = SubRow::kOwned;
+      row.holder = r.holder;
+      row.taken_at = now;
+      s->delivered++;
+      if (r.lease_ms > 0 && !r.more) {
+        const SteadyTime at = now + std::chrono::milliseconds(r.lease_ms);
+        s->leases[r.holder] = at;
+        table_.watch(at);
+      }
+      return true;
+    };
+    if (dead) {
+      for (auto& [id, row] : s->rows)
+        if (row.state == SubRow::kDead)
+          return give(id, row) ? QueueTable::Take::kTaken : QueueTable::Take::kConsumerDone;
+      return QueueTable::Take::kNone;
+    }
+    advance_floor(*s);
+    if (s->filter_known) {
+      RowId id = std::max(s->free_from, s->floor) - 1;
+      bool all_before_taken = true;  // every row scanned so far is not free (free_from may move)
+      std::vector<RowId> excluded;
+      std::string payload;
+      for (;;) {
+        bool found = false;
+        if (!table_.next_row(id, &id, nullptr, &found, nullptr).ok() || !found) break;
+        auto it = s->rows.find(id);
+        if (it != s->rows.end() && it->second.state != SubRow::kFree) {
+          if (all_before_taken) s->free_from = id + 1;
+          continue;
+        }
+        if (removing_.count(id)) continue;
+        if (s->filter || r.filter) {
+          bool there = false;
+          if (!table_.read_row(id, &payload, &there, nullptr).ok() || !there) continue;
+          if (s->filter && !s->filter->matches(payload)) {  // not this subscription's row
+            s->rows[id].state = SubRow::kDone;
+            excluded.push_back(id);
+            if (all_before_taken) s->free_from = id + 1;
+            continue;
+          }
+          if (r.filter && !r.filter->matches(payload)) {
+            all_before_taken = false;
+            continue;
+          }
+        }
+        SubRow& row = s->rows[id];
+        if (!give(id, row)) {
+          if (row.state == SubRow::kFree && row.deliveries == 0 && !row.from_dead) s->rows.erase(id);
+          std::vector<RowId> gone = removable(excluded);
+          lock.unlock();
+          (void)remove_parent_rows(gone, false);
+          return QueueTable::Take::kConsumerDone;
+        }
+        if (all_before_taken) s->free_from = id + 1;
+        std::vector<RowId> gone = removable(excluded);
+        lock.unlock();
+        (void)remove_parent_rows(gone, false);  // decided again after a crash: no sync
+        return QueueTable::Take::kTaken;
+      }
+      std::vector<RowId> gone = removable(excluded);
+      if (!gone.empty()) {
+        lock.unlock();
+        (void)remove_parent_rows(gone, false);
+        continue;  // scan again (rare: a table of rows outside the condition)
+      }
+    }
+    if (!register_waiter) return QueueTable::Take::kNone;
+    if (!r.receiver->waiting()) return QueueTable::Take::kConsumerDone;
+    std::lock_guard<std::mutex> w(wake_mu_);
+    if (generation_.load() != generation) continue;  // a row came meanwhile: scan again
+    s->waiters.push_back(r);
+    return QueueTable::Take::kRegistered;
+  }
+}
+
+void Subscriptions::unregister(uint32_t number, const Receiver* r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return;
+  std::lock_guard<std::mutex> w(wake_mu_);
+  s->waiters.remove_if([&](const TakeRequest& t) { return t.receiver == r; });
+}
+
+Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count) {
+  std::vector<RowId> ending, gone;
+  bool sync = h->sync_removals();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();  // dropped: nothing to end
+    for (size_t i = 0; i < count; i++) {
+      auto it = s->rows.find(ids[i]);
+      if (it == s->rows.end() || it->second.state != SubRow::kOwned || it->second.holder != h) continue;
+      it->second.state = SubRow::kEnding;
+      ending.push_back(ids[i]);
+    }
+    if (ending.empty()) return Status::Ok();
+    gone = removable(ending);
+  }
+  WriteBatch b;
+  b.sub = number;
+  b.sub_removals = ending.data();
+  b.sub_removal_count = ending.size();
+  b.removals = gone.data();
+  b.removal_count = gone.size();
+  b.remover = nullptr;
+  b.sync = sync;
+  Status st = commit_subscription(b);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (RowId id : gone) removing_.erase(id);
+  Sub* s = by_number(number);
+  if (!s) return st;
+  for (RowId id : ending) {
+    auto it = s->rows.find(id);
+    if (it == s->rows.end() || it->second.state != SubRow::kEnding) continue;
+    it->second.state = st.ok() ? SubRow::kDone : SubRow::kOwned;
+  }
+  if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
+  s->ended += ending.size();
+  advance_floor(*s);
+  return st;
+}
+
+size_t Subscriptions::abort_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count,
+                                 std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return 0;
+  s->leases.erase(h);
+  s->lease_expired.erase(h);
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    auto it = s->rows.find(ids[i]);
+    if (it == s->rows.end() || it->second.state != SubRow::kOwned || it->second.holder != h) continue;
+    back_to_queue(*s, ids[i], it->second, delay);
+    n++;
+  }
+  if (n) wake(*s, true);
+  return n;
+}
+
+Status Subscriptions::settle_lease(uint32_t number, const Holder* h) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  expire(*s, std::chrono::steady_clock::now());
+  if (s->lease_expired.erase(h))
+    return Status(ErrorCode::kLeaseExpired, "subscription '" + s->name + "': the lease of the owned row ran out: it went back to the subscription, not ended");
+  s->leases.erase(h);
+  return Status::Ok();
+}
+
+Status Subscriptions::renew_lease(uint32_t number, const Holder* h, std::chrono::milliseconds lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  expire(*s, std::chrono::steady_clock::now());
+  if (s->lease_expired.erase(h))
+    return Status(ErrorCode::kLeaseExpired, "subscription '" + s->name + "': the lease of the owned row ran out");
+  const SteadyTime at = std::chrono::steady_clock::now() + lease;
+  s->leases[h] = at;
+  table_.watch(at);
+  return Status::Ok();
+}
+
+std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
+  std::vector<OwnedRowInfo> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return out;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, row] : s->rows) {
+    if (row.state != SubRow::kOwned) continue;
+    OwnedRowInfo i;
+    i.id = id;
+    i.connection_id = row.holder ? row.holder->connection_id() : 0;
+    i.deliveries = row.deliveries;
+    i.owned_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - row.taken_at).count());
+    auto l = s->leases.find(row.holder);
+    if (l != s->leases.end())
+      i.lease_left_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(l->second - now).count());
+    out.push_back(i);
+  }
+  return out;
+}
+
+void Subscriptions::fill_info(Sub& s, SubscriptionInfo* out) {
+  out->name = s.name;
+  out->condition = s.condition;
+  out->number = s.number;
+  out->start = s.start;
+  out->rows_delivered = s.delivered;
+  out->rows_ended = s.ended;
+  {
+    std::lock_guard<std::mutex> w(wake_mu_);
+    out->waiters = s.waiters.size();
+  }
+  uint64_t done = 0;
+  for (auto& [id, row] : s.rows) {
+    switch (row.state) {
+      case SubRow::kOwned:
+      case SubRow::kEnding:
+        out->owned_rows++;
+        break;
+      case SubRow::kDelayed:
+        out->delayed_rows++;
+        break;
+      case SubRow::kDead:
+        out->dead_rows++;
+        break;
+      case SubRow::kDone:
+        done++;
+        break;
+      default:
+        break;
+    }
+  }
+  // Live rows of the table from its floor on, less those it decided.
+  RowId id = s.floor - 1;
+  bool found = false;
+  RowHistory h;
+  uint64_t live = 0;
+  if (table_.next_row(id, &id, nullptr, &found, &h).ok() && found) {
+    const uint64_t now = wall_ms();
+    out->oldest_age_ms = now > h.insert_time_ms ? now - h.insert_time_ms : 1;
+    live = table_.live_rows_from(id);
+  }
+  out->pending_rows = live > done ? live - done : 0;
+}
+
+SubscriptionInfo Subscriptions::info(uint32_t number, bool* found) {
+  SubscriptionInfo i;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  *found = s != nullptr;
+  if (s) {
+    expire(*s, std::chrono::steady_clock::now());
+    advance_floor(*s);
+    fill_info(*s, &i);
+  }
+  return i;
+}
+
+std::vector<SubscriptionInfo> Subscriptions::list() {
+  std::vector<SubscriptionInfo> out;
+  if (!any()) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [n, s] : subs_) {
+    expire(*s, now);
+    advance_floor(*s);
+    out.emplace_back();
+    fill_info(*s, &out.back());
+  }
+  return out;
+}
+
+void Subscriptions::keep(ReplacementFile& out, const std::function<bool(RowId)>& live) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : subs_) {
+    out.add_subscribe(s->number, s->start, s->name, s->condition);
+    // Live rows below its floor are decided (ended, or outside its condition: recorded as
+    // ended, which is the same to it), then those above it ended.
+    std::vector<RowId> ended;
+    RowId id = s->start - 1;
+    bool found = false;
+    while (table_.next_row(id, &id, nullptr, &found, nullptr).ok() && found && id < s->floor) ended.push_back(id);
+    for (auto& [id, row] : s->rows)
+      if ((row.state == SubRow::kDone || row.state == SubRow::kEnding) && live(id)) ended.push_back(id);
+    if (!ended.empty()) out.add_sub_remove(s->number, ended);
+  }
+}
+
+}  // namespace q4m

@@ -1,0 +1,147 @@
+// Subscriptions (issue 44): named consumer groups over one queue table's rows. Each has its
+// own row set (the rows from its start on that match its condition), its own holders,
+// delivery counts, retry delays and dead rows, and is seen by consumers as a QueueTable of
+// its own ('events@billing'), so Consumer and the SQL functions use it unchanged.
+//
+// The table keeps one copy of each row: a row is removed (REMOVE) once every subscription
+// has decided it: ended it (SUB_REMOVE, written in the same chunk as the REMOVE that
+// frees the row when it is the last), or found it outside its condition (not recorded: the
+// payload does not change, so it is decided again after a restart). Rows older than every
+// subscription stay plain rows, taken by queue_wait('events') as before (Table::takeable).
+//
+// Per subscription the state is a frontier (`floor`: every row below it is decided) and a
+// sparse map of the rows above it that it has touched (held, returned, ended, dead): a
+// table without subscriptions keeps nothing and pays one comparison per takeable check.
+//
+// Locks: Subscriptions::mu_ (everything below) is taken before the table's state lock and
+// never held across a commit; wake_mu_ (waiters) is a leaf taken under the state lock by
+// row_added(). Lease expiries and retry delays are applied when the subscription is next
+// used (a take, an end) and by the table's timer pass (due()).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <functional>
+#include <vector>
+
+#include "core/file/recovery.h"
+#include "core/file/write_batch.h"
+#include "core/row/filter.h"
+#include "core/row/row_id.h"
+#include "core/table/queue_table.h"
+#include "core/util/status.h"
+
+namespace q4m {
+
+class Table;
+class ReplacementFile;
+class SubscriptionTable;
+
+// What INFORMATION_SCHEMA.QUEUE_SUBSCRIPTIONS and queue_stats() list per subscription.
+struct SubscriptionInfo {
+  std::string name;
+  std::string condition;  // as given (empty: every row)
+  uint32_t number = 0;    // in the data file (SUBSCRIBE)
+  RowId start = 0;        // its first row id
+  // Rows it has not ended yet (its lag): held and dead ones included, and rows its condition
+  // has not been evaluated on since the table was opened.
+  uint64_t pending_rows = 0;
+  uint64_t oldest_age_ms = 0;  // of the oldest of them (0: none)
+  uint64_t owned_rows = 0;     // held by its consumers now
+  uint64_t delayed_rows = 0;   // given back with a retry delay
+  uint64_t dead_rows = 0;      // at MAX_DELIVERIES (queue_take_dead('tbl@sub'))
+  uint64_t rows_delivered = 0; // hand-outs since the table was opened
+  uint64_t rows_ended = 0;     // ends since the table was opened
+  uint64_t waiters = 0;
+};
+
+class Subscriptions {
+ public:
+  explicit Subscriptions(Table& table);
+  ~Subscriptions();
+  Subscriptions(const Subscriptions&) = delete;
+  Subscriptions& operator=(const Subscriptions&) = delete;
+
+  // At open: what the file holds (recovery), rows no longer live dropped.
+  void restore(std::map<uint32_t, RecoveredSubscription>& subs, uint32_t next_number);
+
+  // queue_subscribe(): a new subscription over the rows from the oldest still in the table
+  // (from_oldest) or from the next one inserted, durably (a SUBSCRIBE record). kInvalid if
+  // the name is taken or malformed.
+  Status create(std::string_view name, std::string_view condition, bool from_oldest);
+  // queue_unsubscribe(): durably gone (UNSUBSCRIBE); its holders' rows are no longer
+  // theirs, and the rows only it still needed are removed. kNotFound if there is none.
+  Status drop(std::string_view name);
+  // The subscription as a table consumers take from; null if there is none.
+  std::shared_ptr<QueueTable> find(std::string_view name);
+  // Its condition, for the engine to compile (found false if there is none).
+  std::string condition_of(std::string_view name, bool* found);
+  // The compiled condition (null: every row); until set, takes evaluate nothing and wait.
+  void set_filter(std::string_view name, std::shared_ptr<const RowFilter> filter);
+  std::vector<SubscriptionInfo> list();
+  bool any() const { return count_.load(std::memory_order_acquire) > 0; }
+  bool is_subscription(const QueueTable* t);
+
+  // ---- the table's hooks
+  // Under the table's state lock: a new row is in the index (wakes waiters).
+  void row_added();
+  // The table was dropped or truncated: waiters are told / rows forgotten.
+  void table_dropped(const std::string& message);
+  void truncated();
+  // Compaction's new file: every subscription and the rows it ended that are still live
+  // (under the table's writer lock: no commit runs meanwhile).
+  void keep(ReplacementFile& out, const std::function<bool(RowId)>& live);
+  // The table's timer pass: lease expiries and retry delays; the next time it is needed.
+  std::chrono::steady_clock::time_point due(std::chrono::steady_clock::time_point now);
+
+ private:
+  friend class SubscriptionTable;
+  struct Sub;
+  struct SubRow;
+
+  // ---- SubscriptionTable's calls (by the subscription's number: it may be dropped meanwhile)
+  QueueTable::Take take(uint32_t sub, const TakeRequest& r, bool register_waiter, bool dead);
+  void unregister(uint32_t sub, const Receiver* r);
+  Status end_rows(uint32_t sub, const Holder* h, const RowId* ids, size_t count);
+  size_t abort_rows(uint32_t sub, const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay);
+  Status settle_lease(uint32_t sub, const Holder* h);
+  Status renew_lease(uint32_t sub, const Holder* h, std::chrono::milliseconds lease);
+  std::vector<OwnedRowInfo> owned_rows(uint32_t sub);
+  SubscriptionInfo info(uint32_t sub, bool* found);
+
+  // ---- under mu_
+  Sub* by_number(uint32_t sub);
+  Sub* by_name(std::string_view name);
+  bool decided(const Sub& s, RowId id) const;  // ended (or ending), outside its condition, below its start
+  void advance_floor(Sub& s);
+  void expire(Sub& s, std::chrono::steady_clock::time_point now);  // leases, delays
+  void back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::milliseconds delay);
+  void return_holder_rows(Sub& s, const Holder* h);  // its lease ran out
+  // Of `ids`, the rows every subscription decided that no REMOVE is being committed for:
+  // claimed (removing_) for the caller's REMOVE.
+  std::vector<RowId> removable(const std::vector<RowId>& ids);
+  void plain_floor_changed();  // the table's plain takes: rows older than every subscription
+  void fill_info(Sub& s, SubscriptionInfo* out);
+  void wake(Sub& s, bool all);  // waiters of s (wake_mu_ taken here)
+  // Commits REMOVEs of `ids` (claimed by removable()), then forgets the claims.
+  Status remove_parent_rows(const std::vector<RowId>& ids, bool sync);
+  Status commit_subscription(const WriteBatch& b);  // outside mu_
+
+  Table& table_;
+  std::mutex mu_;
+  std::map<uint32_t, std::unique_ptr<Sub>> subs_;
+  uint32_t next_number_ = 1;
+  std::set<RowId> removing_;  // parent rows a REMOVE is being committed for
+  std::atomic<size_t> count_{0};
+  std::mutex wake_mu_;
+  std::atomic<uint64_t> generation_{0};  // new rows: a take that saw none rescans before it registers
+};
+
+}  // namespace q4m
