@@ -17,7 +17,7 @@ class FileRowSource : public RowSource {
   static std::shared_ptr<const RowSource> borrowing(const DataFile& file) {
     return std::make_shared<FileRowSource>(std::shared_ptr<const DataFile>(&file, [](const DataFile*) {}));
   }
-  bool rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
+  Status rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
             std::vector<RowEntry>* out) const override;
 
  private:

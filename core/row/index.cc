@@ -19,6 +19,7 @@ struct RowIndex::Block {
   std::unique_ptr<std::deque<RowEntry>> rows;  // hot: one entry per slot (null while cold)
   std::unique_ptr<Cold> cold;  // cold; or, hot after warm(), the cold form it came from until it changes
   uint64_t retry_fold_at = 0;  // changes_ before which fold() is not tried again
+  bool unreadable = false;     // warm() failed; not tried again before take_read_error()
   bool is_cold() const { return !rows; }
   size_t size() const { return rows ? rows->size() : cold->slots; }
 };
@@ -98,7 +99,7 @@ size_t RowIndex::lower_bound(RowId from) const {
   if (b == blocks_.size()) return slots_;
   const Block& B = blocks_[b];
   if (B.is_cold() && B.cold->dense) return block_start(b) + (from <= B.cold->first ? 0 : from - B.cold->first);
-  if (B.is_cold() && !warm(b)) std::abort();
+  if (B.is_cold() && !warm(b)) return block_start(b);  // its positions give removed entries
   const std::deque<RowEntry>& rows = *B.rows;
   size_t k = 0;
   if (from > rows.front().id) {
@@ -118,8 +119,23 @@ size_t RowIndex::lower_bound(RowId from) const {
 const RowEntry& RowIndex::at(size_t pos) const {
   size_t k;
   const size_t b = blocks_.size() == 1 ? (k = pos, 0) : block_of(pos, &k);
-  if (blocks_[b].is_cold() && !warm(b)) std::abort();
+  if (blocks_[b].is_cold() && !warm(b)) return unreadable(b, k);
   return (*blocks_[b].rows)[k];
+}
+
+const RowEntry& RowIndex::unreadable(size_t b, size_t k) const {
+  const Cold& c = *blocks_[b].cold;
+  unreadable_ = RowEntry();
+  unreadable_.id = std::min<RowId>(c.first + k, c.last);  // ids keep increasing through the block
+  unreadable_.state = RowState::kRemoved;
+  return unreadable_;
+}
+
+Status RowIndex::take_read_error() {
+  Status s = std::move(read_error_);
+  read_error_ = Status();
+  for (Block& B : blocks_) B.unreadable = false;
+  return s;
 }
 
 RowEntry* RowIndex::find(RowId id) {
@@ -195,18 +211,24 @@ void RowIndex::maybe_compact() {
 
 bool RowIndex::warm(size_t b) const {
   Block& B = blocks_[b];
+  if (B.unreadable) return false;
   const Cold& c = *B.cold;
   std::vector<RowEntry> got;
+  Status s(ErrorCode::kIo, "no data file to read them from");
   for (int attempt = 0; attempt < 3; attempt++) {
     got.clear();
-    if (source_ && source_->rows(c.first_payload, c.last_payload, c.first, c.last, &got) && got.size() == c.slots) break;
+    if (source_) s = source_->rows(c.first_payload, c.last_payload, c.first, c.last, &got);
+    if (s.ok() && got.size() == c.slots) break;
+    if (s.ok()) s = Status(ErrorCode::kDamaged, "the file gives back " + std::to_string(got.size()) + " rows, not " + std::to_string(c.slots));
     got.clear();
   }
-  if (got.size() != c.slots || c.slots == 0) {
+  if (!s.ok() || got.size() != c.slots || c.slots == 0) {
     // Folding read the same bytes back before it dropped the entries: the file changed or
     // cannot be read any more. No entry can be made up for these rows.
-    std::fprintf(stderr, "q4m: cannot read back %u rows (ids %llu..%llu) from the data file\n", c.slots,
-                 static_cast<unsigned long long>(c.first), static_cast<unsigned long long>(c.last));
+    B.unreadable = true;
+    if (read_error_.ok())
+      read_error_ = Status(ErrorCode::kDamaged, "cannot read back the rows with ids " + std::to_string(c.first) + " to " +
+                                                    std::to_string(c.last) + " (a cold block of the row index): " + s.message());
     return false;
   }
   auto rows = std::make_unique<std::deque<RowEntry>>(got.begin(), got.end());
@@ -270,7 +292,7 @@ bool RowIndex::fold(size_t b) {
   }
   if (last->offset < first->offset || last->offset - first->offset > kBlockBytes) return false;
   std::vector<RowEntry> got;
-  if (!source_->rows(first->offset, last->offset, first->id, last->id, &got) || got.empty()) return false;
+  if (!source_->rows(first->offset, last->offset, first->id, last->id, &got).ok() || got.empty()) return false;
   // The file's records must give back exactly the live entries, in order, with others (rows
   // removed before) only in between; ids must increase.
   auto c = std::make_unique<Cold>();
@@ -330,13 +352,16 @@ void RowIndex::fold_now() {
   }
 }
 
-void RowIndex::forget_cold_copies() {
+bool RowIndex::forget_cold_copies() {
+  bool all = true;
   for (size_t b = 0; b < blocks_.size(); b++) {
-    if (blocks_[b].is_cold()) {
-      if (!warm(b)) std::abort();  // a caller's bug: cold blocks must be read back before
+    if (blocks_[b].is_cold() && !warm(b)) {  // cold blocks must be read back before
+      all = false;
+      continue;
     }
     blocks_[b].cold.reset();
   }
+  return all;
 }
 
 void RowIndex::clear() {
@@ -350,7 +375,7 @@ void RowIndex::clear() {
 
 const RowEntry* RowIndex::first_live() const {
   for (size_t b = 0; b < blocks_.size(); b++) {
-    if (blocks_[b].is_cold() && !warm(b)) std::abort();
+    if (blocks_[b].is_cold() && !warm(b)) continue;  // read_failed() says so
     for (const RowEntry& e : *blocks_[b].rows)
       if (e.state != RowState::kRemoved) return &e;
   }

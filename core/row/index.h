@@ -23,6 +23,7 @@
 #include "core/row/holder.h"
 #include "core/row/lifecycle.h"
 #include "core/row/row_id.h"
+#include "core/util/status.h"
 
 namespace q4m {
 
@@ -53,10 +54,10 @@ class RowSource {
   virtual ~RowSource() = default;
   // Every ROW record (with its id in the record) from the one whose payload is at
   // first_payload to the one whose payload is at last_payload, both included, whose id is in
-  // [first, last], in file order, as plain entries. false if the bytes cannot be read or
-  // parsed (then *out is unspecified).
-  virtual bool rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
-                    std::vector<RowEntry>* out) const = 0;
+  // [first, last], in file order, as plain entries. An error (naming the file and the offset)
+  // if the bytes cannot be read or are not such records (then *out is unspecified).
+  virtual Status rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
+                      std::vector<RowEntry>* out) const = 0;
 };
 
 // Tests build the core with a tiny block (-DQ4M_INDEX_BLOCK_ROWS=4) so that every table test
@@ -79,8 +80,9 @@ class RowIndex {
   // Where cold blocks read their rows back from; null (the default) folds nothing. A new
   // file (compaction) must come with forget_cold_copies() once every offset was rewritten.
   void set_source(std::shared_ptr<const RowSource> source) { source_ = std::move(source); }
-  // The blocks read back keep no copy of their cold form (their offsets changed).
-  void forget_cold_copies();
+  // The blocks read back keep no copy of their cold form (their offsets changed). false if
+  // a cold block could not be read back first (read_failed()).
+  bool forget_cold_copies();
 
   // Row ids must be appended in increasing order.
   void append(const RowEntry& e);
@@ -93,11 +95,18 @@ class RowIndex {
 
   // Iteration over live entries with id >= from (positional cursor). at() of a position in
   // a cold block reads the block back (its entries then stay until the next append/remove).
+  // A cold block the file cannot give back (read error, bytes changed) is never made up: its
+  // positions give removed entries, find() null, and read_failed() says so until
+  // take_read_error(), which the table's take, scan or removal turns into its error.
   size_t lower_bound(RowId from) const;
   size_t end_pos() const { return slots_; }
   RowEntry& at(size_t pos) { return const_cast<RowEntry&>(static_cast<const RowIndex*>(this)->at(pos)); }
   const RowEntry& at(size_t pos) const;
   const RowEntry* first_live() const;
+  bool read_failed() const { return !read_error_.ok(); }
+  // The first read-back failure since the last call (kDamaged, naming the file and rows); the
+  // blocks that failed are tried again by the next access.
+  Status take_read_error();
 
   uint64_t live() const { return live_; }
   uint64_t live_bytes() const { return live_bytes_; }  // sum of payload lengths
@@ -137,6 +146,7 @@ class RowIndex {
   size_t block_start(size_t b) const;
   void rebuild_ends() const;
   bool warm(size_t b) const;        // reads a cold block back; false if the file failed us
+  const RowEntry& unreadable(size_t b, size_t k) const;  // what at() gives for a block warm() failed
   bool fold(size_t b);              // folds a hot block; false if it must stay hot
   void maybe_compact();
   void maybe_fold();
@@ -155,6 +165,8 @@ class RowIndex {
   uint64_t next_fold_ = 0;
   mutable uint32_t read_back_ = 0;  // blocks warm() read back since release_read_back() last ran
   std::shared_ptr<const RowSource> source_;
+  mutable Status read_error_;
+  mutable RowEntry unreadable_;
 };
 
 }  // namespace q4m

@@ -52,6 +52,7 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
         if (e.id > upto) break;
         if (e.state != RowState::kRemoved) batch.push_back(Row{st->locate(e), e.time_ms});
       }
+      if (st->index.read_failed()) return st->index.take_read_error();  // no file missing rows
     }
     if (batch.empty()) return Status::Ok();
     // Rows are in id order, which is file order: read them a block at a time, never past
@@ -274,7 +275,9 @@ Status Table::compact_now() {
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
     }
-    st->index.forget_cold_copies();  // their offsets were the old file's
+    // (Phase 2 read every block back a moment ago; should one fail now, its rows' offsets are
+    // the old file's: the table writes nothing more.)
+    if (!st->index.forget_cold_copies()) w->broken = st->index.take_read_error();  // their offsets were the old file's
     for (auto& [id, p] : st->prepared)
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
     // History rows now in the new file, their checksums after their payloads.

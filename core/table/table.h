@@ -128,6 +128,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
+  Status take_failure() override;
   Subscriptions* subscriptions() override { return &subscriptions_; }
 
   // Timed (the reaper's thread): every policy's due() pass.
@@ -174,6 +175,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
     std::list<Waiter> waiters;       // FIFO
     RowId first_free_hint = 0;       // cursor of the "any row" take
+    Status take_failure;             // of the last take that answered kFailed
     // Rows from here on belong to subscriptions (subscriptions.h): plain takes stop before.
     RowId plain_below = ~RowId(0);
     uint64_t free_epoch = 0;         // counts rows becoming takeable (see take())
@@ -383,6 +385,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
+  Take failed_take(State& st);  // kFailed, with the index's read error as take_failure()
   Take moved_take(State& st, const TakeRequest& r, bool register_waiter);  // the rows moved (takeover.cc)
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
 

@@ -81,3 +81,21 @@ def test_rows_of_cold_blocks_come_back_in_order_after_restarts(fresh_server, bin
         assert s.value("SELECT queue_wait('test.deep', 0)", conn=c) == 1
     assert s.value("SELECT queue_end()", conn=c) == 1
     assert 0 < _memory(s)[0] <= BOUND
+
+
+@binlog_off_only
+def test_a_cold_block_the_file_cannot_give_back_is_an_sql_error_naming_the_table(fresh_server, binlog):
+    import os
+    import pymysql
+    import pytest
+    s = fresh_server
+    _fill(s)
+    path = s.datadir / "test" / "deep.Q4M"
+    os.truncate(path, os.path.getsize(path) // 2)  # the rows of the second half are gone
+    for sql in (f"SELECT queue_wait('test.deep:v={N}', 0)", f"SELECT v FROM test.deep WHERE v = {N}"):
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            s.sql(sql)
+        assert "test.deep" in str(e.value) and "deep.Q4M" in str(e.value), (sql, e.value)
+        assert "cannot read back" in str(e.value), e.value
+    assert s.value("SELECT 1") == 1  # the server is up
+    assert _take_ids(s, 2) == [1, 2]  # and the rows before the cut come out
