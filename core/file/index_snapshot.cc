@@ -14,8 +14,11 @@ namespace {
 
 constexpr char kMagic[8] = {'Q', '4', 'M', 'I', 'N', 'D', 'E', 'X'};
 // 3 added the known checksums (rows with none on disk); 1 and 2 are not used (see index_snapshot.h);
-// 4 the index's cold blocks (still reads 3).
-constexpr uint32_t kVersion = 4;
+// 4 the index's cold blocks; 5 rows committed in two phases (a row's length has kTxnRowBit: its
+// record is a TXN_ROW) and where a cold block's records end (still reads 3 and 4).
+constexpr uint32_t kVersion = 5;
+constexpr uint32_t kTxnRowBit = 1u << 31;  // above any row's length (fmt::kMaxRowLength)
+static_assert(fmt::kMaxRowLength < kTxnRowBit, "a row's length leaves the top bit free");
 constexpr uint64_t kTailBytes = 64 * 1024;
 constexpr size_t kRowBytes = 8 + 8 + 4 + 8;
 
@@ -86,7 +89,7 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
       [&](const RowEntry& e) {
         fmt::put_u64(&b, e.id);
         fmt::put_u64(&b, e.offset);
-        fmt::put_u32(&b, e.length);
+        fmt::put_u32(&b, e.length | (e.txn_row ? kTxnRowBit : 0));
         fmt::put_u64(&b, e.time_ms);
         n_rows++;
       },
@@ -99,6 +102,8 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
         fmt::put_u32(&cold, c.dense ? 1 : 0);
         fmt::put_u32(&cold, c.live);
         fmt::put_u64(&cold, c.live_bytes);
+        fmt::put_u64(&cold, c.end);
+        fmt::put_u64(&cold, c.start_id);
         for (uint64_t w : c.live_bits) fmt::put_u64(&cold, w);
         n_cold++;
       });
@@ -132,7 +137,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   Reader r{b};
   r.pos = sizeof(kMagic);
   const uint32_t version = r.u32();
-  if (version != kVersion && version != 3) return false;
+  if (version != kVersion && version != 4 && version != 3) return false;
   r.u32();
   FileIdentity want, have;
   want.size = r.u64();
@@ -158,7 +163,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   r.pos += n_rows * kRowBytes;
   // Version 4: the cold blocks, merged with the rows in id order.
   uint64_t n_cold = version >= 4 ? r.u64() : 0;
-  if (!r.ok || n_cold > (b.size() - r.pos) / 52) return false;
+  if (!r.ok || n_cold > (b.size() - r.pos) / 52) return false;  // (a version 4 block's size)
   Reader rows{b, rows_at};
   RowId last = 0;
   uint64_t row_i = 0;
@@ -169,6 +174,10 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
     e.id = rows.u64();
     e.offset = rows.u64();
     e.length = rows.u32();
+    if (version >= 5) {
+      e.txn_row = (e.length & kTxnRowBit) != 0;
+      e.length &= ~kTxnRowBit;
+    }
     e.time_ms = rows.u64();
     return true;
   };
@@ -184,10 +193,14 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
       c.dense = r.u32() != 0;
       c.live = r.u32();
       c.live_bytes = r.u64();
+      if (version >= 5) {
+        c.end = r.u64();
+        c.start_id = r.u64();
+      }
       if (!r.ok || c.slots == 0 || (c.slots + 63) / 64 > (b.size() - r.pos) / 8) return false;
       c.live_bits.resize((c.slots + 63) / 64);
       for (uint64_t& w : c.live_bits) w = r.u64();
-      if (c.last >= t.next_rowid || c.last_payload >= have.size) return false;
+      if (c.last >= t.next_rowid || c.last_payload >= have.size || c.end > have.size) return false;
     }
     for (; have_row && (i == n_cold || e.id < c.first); have_row = next_row()) {
       if (e.id <= last || e.id >= t.next_rowid || e.offset + e.length > have.size) return false;

@@ -168,9 +168,6 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         e.time_ms = rec.time_ms;
         PreparedPart& part = t->prepared[rec.txn];
         part.rows.push_back(e);
-        const std::string_view payload = body.substr(rec.payload_pos, rec.length);
-        part.payloads.emplace_back(payload);  // for the checksum its id gives it at a TXN_END
-        part.damaged.push_back(fmt::row_checksum(0, payload) != rec.checksum);  // copied damaged
         t->next_txn = std::max(t->next_txn, rec.txn + 1);
         break;
       }
@@ -231,12 +228,11 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             const RowId id = ids.give(k < part.asked.size() ? part.asked[k] : 0);
             if (id <= *last_row) return corrupt(f, pos, "row id " + std::to_string(id) + " is not increasing");
             e.id = *last_row = id;
+            // Its record's checksum covers id 0: reads check the bytes with it (a damaged
+            // one stays damaged), and the block may fold (RowEntry::txn_row).
+            e.txn_row = true;
             t->index.append(e);
             t->rows_inserted++;
-            // Its record's checksum could not cover its id: known from its bytes, now checked
-            // by its chunk's checksum and its own (a damaged one stays damaged).
-            const uint32_t sum = fmt::row_checksum(e.id, part.payloads[k]);
-            t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
           if (ids.next > t->next_rowid) t->next_rowid = ids.next;
           for (const fmt::SourceMark& m : part.relay) t->sources[m.source] = m.applied_to(t->sources[m.source]);
@@ -321,10 +317,6 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   // A part whose prepare did not reach the file was never prepared: nobody was told it was.
   for (auto it = out->prepared.begin(); it != out->prepared.end();)
     it = it->second.prepared ? std::next(it) : out->prepared.erase(it);
-  for (auto& [txn, part] : out->prepared) {  // their bytes are read again when they end
-    part.payloads = {};
-    part.damaged = {};
-  }
   out->known_sums.retain([&](RowId id) { return out->index.find(id) != nullptr; });  // live rows only
   global_stats().recoveries.add();
   return Status::Ok();

@@ -17,8 +17,8 @@ class FileRowSource : public RowSource {
   static std::shared_ptr<const RowSource> borrowing(const DataFile& file) {
     return std::make_shared<FileRowSource>(std::shared_ptr<const DataFile>(&file, [](const DataFile*) {}));
   }
-  Status rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
-            std::vector<RowEntry>* out) const override;
+  Status rows(uint64_t first_payload, RowId start_id, uint64_t last_payload, RowId first, RowId last,
+            std::vector<RowEntry>* out, uint64_t* end) const override;
 
  private:
   std::shared_ptr<const DataFile> file_;

@@ -58,7 +58,7 @@
   COUNTER(rows_purged, "rows_purged", nullptr, "dead rows removed (queue_purge_dead)")                  \
   GAUGE(memory_bytes, "memory_bytes", "MEMORY_BYTES",                                                     \
         "RAM the table's row index holds (core/row/index.h: 40 B per row of a hot block, ~0.35 B per "    \
-        "plain row of a cold one)")
+        "plain row of a cold one; 12 B per row of a format before 5, core/file/row_check.h)")
 
 namespace q4m {
 

@@ -217,7 +217,8 @@ bool RowIndex::warm(size_t b) const {
   Status s(ErrorCode::kIo, "no data file to read them from");
   for (int attempt = 0; attempt < 3; attempt++) {
     got.clear();
-    if (source_) s = source_->rows(c.first_payload, c.last_payload, c.first, c.last, &got);
+    uint64_t end = c.end;
+    if (source_) s = source_->rows(c.first_payload, c.start_id, c.last_payload, c.first, c.last, &got, &end);
     if (s.ok() && got.size() == c.slots) break;
     if (s.ok()) s = Status(ErrorCode::kDamaged, "the file gives back " + std::to_string(got.size()) + " rows, not " + std::to_string(c.slots));
     got.clear();
@@ -260,12 +261,19 @@ bool RowIndex::fold(size_t b) {
   const RowEntry* first = nullptr;
   const RowEntry* last = nullptr;
   size_t n_live = 0;
+  uint64_t lowest = ~uint64_t(0), highest = 0;  // payload offsets (a TXN_ROW may be before rows with lower ids)
+  RowId start_id = 0;
   for (const RowEntry& e : rows) {
     if (e.state == RowState::kRemoved) continue;
     if (!plain(e)) return false;
     if (!first) first = &e;
     last = &e;
     n_live++;
+    if (e.offset < lowest) {
+      lowest = e.offset;
+      start_id = e.txn_row ? e.id : 0;
+    }
+    highest = std::max(highest, e.offset);
   }
   const size_t dead = rows.size() - n_live;
   if (n_live == 0) {  // only tombstones: the block goes
@@ -290,9 +298,14 @@ bool RowIndex::fold(size_t b) {
     B.rows.reset();
     return true;
   }
-  if (last->offset < first->offset || last->offset - first->offset > kBlockBytes) return false;
+  if (highest - lowest > kBlockBytes) return false;
   std::vector<RowEntry> got;
-  if (!source_->rows(first->offset, last->offset, first->id, last->id, &got).ok() || got.empty()) return false;
+  uint64_t end = 0;
+  if (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()) return false;
+  // What warm() will read, with the record end now known: past kFarEnd, less (a far TXN_END).
+  if (end > last->offset + kFarEnd) got.clear();
+  if (got.empty() && (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()))
+    return false;
   // The file's records must give back exactly the live entries, in order, with others (rows
   // removed before) only in between; ids must increase.
   auto c = std::make_unique<Cold>();
@@ -307,7 +320,9 @@ bool RowIndex::fold(size_t b) {
     if (k > 0 && got[k].id <= got[k - 1].id) return false;
     if (at < rows.size() && got[k].id == rows[at].id) {
       const RowEntry& e = rows[at];
-      if (got[k].offset != e.offset || got[k].length != e.length || got[k].time_ms != e.time_ms) return false;
+      if (got[k].offset != e.offset || got[k].length != e.length || got[k].time_ms != e.time_ms ||
+          got[k].txn_row != e.txn_row)
+        return false;
       c->live_bits[k / 64] |= uint64_t(1) << (k % 64);
       c->live_bytes += e.length;
       j++;
@@ -315,8 +330,10 @@ bool RowIndex::fold(size_t b) {
     }
   }
   if (j != n_live) return false;
-  c->first_payload = first->offset;
+  c->first_payload = lowest;
   c->last_payload = last->offset;
+  c->end = end;
+  c->start_id = start_id;
   c->first = first->id;
   c->last = last->id;
   c->slots = static_cast<uint32_t>(got.size());
@@ -404,6 +421,7 @@ void RowIndex::for_each_run(const std::function<void(const RowEntry&)>& row,
 bool RowIndex::append_cold(ColdRun run) {
   if (run.slots == 0 || run.live == 0 || run.live > run.slots || run.first > run.last ||
       run.last - run.first + 1 < run.slots || run.first_payload > run.last_payload ||
+      (run.end != 0 && run.end <= run.last_payload) ||
       run.live_bits.size() != (run.slots + 63) / 64 || (run.dense && run.last - run.first + 1 != run.slots) ||
       (!blocks_.empty() && last_id(blocks_.size() - 1) >= run.first))
     return false;

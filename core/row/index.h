@@ -28,7 +28,7 @@
 namespace q4m {
 
 struct RowEntry {
-  RowEntry() : grouped(false), delivering(false) {}
+  RowEntry() : grouped(false), delivering(false), txn_row(false) {}
   RowId id = 0;
   uint64_t offset = 0;   // of the payload in the current data file
   uint64_t time_ms = 0;  // insert time (wall clock)
@@ -38,6 +38,9 @@ struct RowEntry {
   // Held (kOwned, or kClaimed by its owner's end) in a delivery that `deliveries` counts
   // already: a crash ends it without counting it (Table::kept_across_restart).
   bool delivering : 1;
+  // Its record is a TXN_ROW (committed in two phases): the checksum after its payload covers
+  // id 0, its id is its TXN_END's to give (core/file/row_check.h RowLocation::id_less).
+  bool txn_row : 1;
   uint16_t deliveries = 0;  // times handed out (saturates); the file keeps it across restarts
   const Holder* holder = nullptr;  // kOwned / kClaimed
 };
@@ -52,12 +55,17 @@ inline bool plain(const RowEntry& e) {
 class RowSource {
  public:
   virtual ~RowSource() = default;
-  // Every ROW record (with its id in the record) from the one whose payload is at
-  // first_payload to the one whose payload is at last_payload, both included, whose id is in
-  // [first, last], in file order, as plain entries. An error (naming the file and the offset)
-  // if the bytes cannot be read or are not such records (then *out is unspecified).
-  virtual Status rows(uint64_t first_payload, uint64_t last_payload, RowId first, RowId last,
-                      std::vector<RowEntry>* out) const = 0;
+  // Every row whose id is in [first, last], in id order, as plain entries, from the records
+  // that start at the one whose payload is at first_payload: a ROW record gives its row with
+  // its id; a TXN_ROW gives its row at its transaction's TXN_END, with the ids the END gives
+  // (first_rowid on). The walk ends at the record that gives row `last` (whose payload is at
+  // last_payload); *end, if not 0, is where that record ends (known: read no more), and is
+  // set to it. start_id: the id of the row whose payload is at first_payload if that is a
+  // TXN_ROW (its transaction's rows before it are not read: their TXN_END's first id is not
+  // this one's), else 0. An error (naming the file and the offset) if the bytes cannot be
+  // read or are not such records (then *out is unspecified).
+  virtual Status rows(uint64_t first_payload, RowId start_id, uint64_t last_payload, RowId first, RowId last,
+                      std::vector<RowEntry>* out, uint64_t* end) const = 0;
 };
 
 // Tests build the core with a tiny block (-DQ4M_INDEX_BLOCK_ROWS=4) so that every table test
@@ -70,6 +78,9 @@ class RowIndex {
  public:
   static constexpr size_t kBlockRows = Q4M_INDEX_BLOCK_ROWS;
   static constexpr uint64_t kBlockBytes = 4u << 20;  // a cold block's span of the file, at most
+  // A cold block whose last row's record ends further than this past its payload (a large
+  // transaction's TXN_END) reads its rows, then that record alone (FileRowSource).
+  static constexpr uint64_t kFarEnd = 256u << 10;
   static constexpr size_t kHotFront = 2;  // blocks at the front never folded (consumers take there)
 
   RowIndex();
@@ -116,7 +127,9 @@ class RowIndex {
   uint64_t cold_rows() const;  // live rows in cold blocks (for tests and stats)
   // A cold block as the index snapshot keeps it (core/file/index_snapshot.cc).
   struct ColdRun {
-    uint64_t first_payload = 0, last_payload = 0;
+    uint64_t first_payload = 0, last_payload = 0;  // the lowest payload offset; the last row's
+    uint64_t end = 0;  // where the record giving the last row ends (0: not known, e.g. snapshot v4)
+    RowId start_id = 0;  // the id of the row at first_payload if a TXN_ROW's (RowSource::rows)
     RowId first = 0, last = 0;
     uint32_t slots = 0;
     bool dense = false;

@@ -65,9 +65,14 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
       Status s = reader.get(r.at.offset, r.at.disk_length(), &p);
       if (!s.ok()) return s;
       const char* bytes = reinterpret_cast<const char*>(p);
-      if (!check_row(r.at, file->path(), bytes).ok()) damaged->push_back(r.at.id);
+      const bool ok = check_row(r.at, file->path(), bytes).ok();
+      if (!ok) damaged->push_back(r.at.id);
       std::string_view payload(bytes, r.at.length);
-      copied->push_back(Copied{r.at.id, out.add_row(r.at.id, r.time_ms, payload, r.at.expected(bytes))});
+      // A TXN_ROW's checksum covers id 0: the ROW gets one covering its id (one that fails, if
+      // the bytes did).
+      uint32_t sum = r.at.expected(bytes);
+      if (r.at.id_less) sum = ok ? fmt::row_checksum(r.at.id, payload) : ~fmt::row_checksum(r.at.id, payload);
+      copied->push_back(Copied{r.at.id, out.add_row(r.at.id, r.time_ms, payload, sum)});
       s = out.flush_if_over(flush_bytes);
       if (!s.ok()) return s;
     }
@@ -274,6 +279,7 @@ Status Table::compact_now() {
       if (e.state == RowState::kRemoved) continue;
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
+      e.txn_row = false;  // a ROW record now
     }
     // (Phase 2 read every block back a moment ago; should one fail now, its rows' offsets are
     // the old file's: the table writes nothing more.)

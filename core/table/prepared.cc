@@ -78,11 +78,11 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
     for (size_t k = 0; k < p.rows.size(); k++) {
       RowEntry e = p.rows[k];
       e.id = b.ids[k];  // the writer's (IdSequence)
+      e.txn_row = true;  // read back and checked with its TXN_ROW's own checksum (id 0)
       st.index.append(e);
       ++*inserted;
       RowEntry& added = *st.index.find(e.id);
-      const std::string_view payload = (*b.rows)[k];  // checked against its TXN_ROW's checksum
-      st.known_sums.add(e.id, fmt::row_checksum(e.id, payload));  // its record's covers id 0
+      const std::string_view payload = (*b.rows)[k];
       if (place_new(st, added, payload, nullptr, ctx)) placed_elsewhere = true;
     }
     if (!b.ids.empty() && b.ids.back() + 1 > next_rowid_.load()) next_rowid_.store(b.ids.back() + 1);

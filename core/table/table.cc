@@ -309,7 +309,7 @@ TableStats Table::info() {
   if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   i.next_rowid = ids().upcoming();
   i.torn_tail_bytes = torn_tail_bytes_;
-  i.memory_bytes = st->index.memory_bytes();
+  i.memory_bytes = st->index.memory_bytes() + st->known_sums.memory_bytes();
   st->policies.each([&](const auto& p) { p.report(i); });
   return i;
 }

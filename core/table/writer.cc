@@ -388,7 +388,7 @@ void Table::note_index_change(const State& st, uint64_t inserted, uint64_t remov
   // The engine's total: what this table's index holds now, taken every 256 changes (it walks
   // the index's blocks) and whenever the index is small.
   if (st.index.end_pos() < 4 * RowIndex::kBlockRows || ++memory_ticks_ % 256 == 0) {
-    const uint64_t now = st.index.memory_bytes();
+    const uint64_t now = st.index.memory_bytes() + st.known_sums.memory_bytes();
     global_stats().memory_bytes.add(now - memory_bytes_.exchange(now));
   }
 }

@@ -3,7 +3,7 @@ rows into cold blocks that read their entries back from the data file, core/row/
 the engine says how much it holds: queue_stats(), INFORMATION_SCHEMA.QUEUE_TABLES, SHOW ENGINE
 QUEUE STATUS. Rows come back right from cold blocks: from the front, by a condition that matches
 only the last row, after a clean restart (index snapshot) and after kill -9 (recovery)."""
-from binlog_modes import both_binlog_modes, binlog_off_only
+from binlog_modes import both_binlog_modes
 
 N = 40000
 BLOCK = 4096
@@ -40,7 +40,7 @@ def _check_rows(server, first):
     assert _take_ids(server, 3) == [first, first + 1, first + 2]
 
 
-@binlog_off_only
+@both_binlog_modes  # binary log on: every INSERT commits in two phases (TXN_ROW records): they fold too
 def test_deep_backlog_costs_under_two_bytes_a_row_and_is_reported(fresh_server, binlog):
     s = fresh_server
     _fill(s)
@@ -72,8 +72,7 @@ def test_rows_of_cold_blocks_come_back_in_order_after_restarts(fresh_server, bin
     _check_rows(s, 1)
     s.restart()
     _check_rows(s, 4)
-    # With the binary log on, rows committed in two phases (TXN_ROW records, no id on disk) stay
-    # hot until a compaction rewrites them as ROW records (docs/limits.md); then they fold too.
+    # A compaction rewrites them all (two-phase ones as ROW records); they stay folded.
     s.sql("SELECT queue_compact('test.deep')")
     s.sql("INSERT INTO test.deep VALUES (0, 'x')")  # folding runs as rows come and go
     c = s.connect()
@@ -83,7 +82,7 @@ def test_rows_of_cold_blocks_come_back_in_order_after_restarts(fresh_server, bin
     assert 0 < _memory(s)[0] <= BOUND
 
 
-@binlog_off_only
+@both_binlog_modes
 def test_a_cold_block_the_file_cannot_give_back_is_an_sql_error_naming_the_table(fresh_server, binlog):
     import os
     import pymysql
