@@ -142,6 +142,8 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
           if (const uint32_t* sum = t->known_sums.find(e->id)) {
             r.stored = false;
             r.known = *sum;
+          } else {
+            r.id_less = e->txn_row;
           }
           r.end_ms = h.end_ms;
           r.kind = static_cast<EndKind>(h.kind);

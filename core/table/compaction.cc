@@ -86,12 +86,15 @@ static Status copy_history_rows(const DataFile& file, ReplacementFile& out, cons
                                 uint64_t flush_bytes, std::unordered_map<RowId, uint64_t>* moved) {
   std::string bytes;
   for (const EndedRow& r : rows) {
-    const RowLocation at{r.id, r.offset, r.length, r.stored, r.known};
+    const RowLocation at{r.id, r.offset, r.length, r.stored, r.known, r.id_less};
     Status s = file.read(at.offset, at.disk_length(), &bytes);
     if (!s.ok()) return s;
     const fmt::HistoryEntry end{r.id, r.end_ms, static_cast<uint8_t>(r.kind), r.deliveries};
-    (*moved)[r.id] =
-        out.add_history_row(r.id, r.time_ms, std::string_view(bytes.data(), r.length), at.expected(bytes.data()), end);
+    const std::string_view payload(bytes.data(), r.length);
+    uint32_t sum = at.expected(bytes.data());
+    if (at.id_less)  // a TXN_ROW's covers id 0: the HISTORY_ROW's covers its id (and fails if its bytes did)
+      sum = check_row(at, file.path(), bytes.data()).ok() ? fmt::row_checksum(r.id, payload) : ~fmt::row_checksum(r.id, payload);
+    (*moved)[r.id] = out.add_history_row(r.id, r.time_ms, payload, sum, end);
     s = out.flush_if_over(flush_bytes);
     if (!s.ok()) return s;
   }
@@ -294,6 +297,7 @@ Status Table::compact_now() {
       if (it == history_moved.end()) continue;  // (none: the writer turn is held)
       r.offset = it->second;
       r.stored = true;
+      r.id_less = false;
       kept.push_back(r);
     }
     if (kept.size() != ended.size()) {
