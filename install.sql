@@ -5,7 +5,7 @@
 -- queue_scan_ended_at, queue_scan_deliveries, queue_apply_removal,
 -- queue_apply_dedup, queue_apply_srcid, queue_apply_redrive, queue_apply_redo, queue_expire, queue_backup_stage,
 -- queue_receive, queue_receipt, queue_end_receipt, queue_abort_receipt, queue_renew_receipt,
--- queue_subscribe, queue_unsubscribe)
+-- queue_subscribe, queue_unsubscribe, queue_apply_subscribe, queue_apply_unsubscribe, queue_apply_sub_end)
 -- and INFORMATION_SCHEMA.QUEUE_TABLES / QUEUE_OWNED_ROWS / QUEUE_HELD_GROUPS / QUEUE_SUBSCRIPTIONS. Copy
 -- build/plugin/ha_queue.so into @@plugin_dir first.
 -- The plugins are recorded in mysql.plugin and load again at every server start.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <functional>
 
 #include "engine/binlog_redo.h"
 #include "engine/sql_errors.h"
@@ -29,9 +30,10 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-// Writes the statement `make(db, table)` names for `table` into thd's transaction cache.
+// Writes the statement `make(db, table)` names for `table` into thd's transaction cache
+// (standalone: its statement cache, below).
 template <typename Make>
-q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make make) {
+q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make make, bool standalone = false) {
   THD* thd = current_thd;
   if (!thd || !binlog_records(thd)) return q4m::Status::Ok();
   std::string db, name;
@@ -46,9 +48,15 @@ q4m::Status log_statement(const q4m::QueueTable& table, const char* what, Make m
   event.db = db.c_str();  // the replica filters and applies it under the table's database
   event.db_len = static_cast<uint32>(db.size());
   // In the transaction's cache whatever the statement (the constructor would write a COMMIT's
-  // event at once, before the transaction's rows).
-  event.cache_type = Log_event::EVENT_TRANSACTIONAL_CACHE;
+  // event at once, before the transaction's rows). A standalone change: in the statement
+  // cache, which the server writes at the statement's end as a group of its own, also when
+  // the transaction rolls back (as a MyISAM change's). The row format for the write: with
+  // MIXED's statement format the server would put it into a non-empty transaction cache.
+  event.cache_type = standalone ? Log_event::EVENT_STMT_CACHE : Log_event::EVENT_TRANSACTIONAL_CACHE;
+  const enum_binlog_format format = thd->get_current_stmt_binlog_format();
+  if (standalone) thd->set_current_stmt_binlog_format_row();
   const bool failed = mysql_bin_log.write(&event);
+  if (standalone) thd->set_current_stmt_binlog_format(format);
   thd->reset_binlog_for_next_statement();
   if (failed)
     return q4m::Status(q4m::ErrorCode::kIo, std::string("writing ") + what + " of " + db + "." + name + " to the binary log failed");
@@ -114,6 +122,13 @@ class BinlogReplicationLog final : public q4m::ReplicationLog {
 };
 
 }  // namespace
+
+q4m::Status log_standalone_statement(const q4m::QueueTable& table, const char* what,
+                                     const std::function<std::string(const std::string&, const std::string&)>& make) {
+  return log_statement(table, what, make, true);
+}
+
+std::string quoted_literal(const std::string& s) { return quoted(s); }
 
 bool binlog_records(THD* thd) { return mysql_bin_log.is_open() && (thd->variables.option_bits & OPTION_BIN_LOG); }
 

@@ -17,6 +17,7 @@
 //  - Relay sources, below.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ namespace q4m_engine {
 // True if thd's changes go to the binary log (open, sql_log_bin on): then its removals
 // must be logged, and so must take effect in a (statement) transaction.
 bool binlog_records(THD* thd);
+
+// Writes the statement make(db, table) into the current connection's binary log as a change
+// of its own, outside its transaction (the statement cache: written at the statement's end,
+// also if the transaction rolls back). For changes that commit at once (subscriptions).
+q4m::Status log_standalone_statement(const q4m::QueueTable& table, const char* what,
+                                     const std::function<std::string(const std::string&, const std::string&)>& make);
+// `s` as a string literal for such a statement.
+std::string quoted_literal(const std::string& s);
 
 // The ReplicationLog that writes to the binary log cache of the current connection.
 q4m::ReplicationLog& binlog_replication_log();

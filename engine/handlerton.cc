@@ -18,6 +18,7 @@
 #include "core/util/stats.h"
 #include "engine/connection_state.h"
 #include "engine/expiry_session.h"
+#include "engine/subscription_binlog.h"
 #include "engine/ha_queue.h"
 #include "engine/sysvars.h"
 #include "engine/table_options.h"
@@ -129,6 +130,7 @@ int engine_init(void* p) {
   apply_system_variables();
   read_tc_log();
   start_expiry_session();
+  install_subscription_binlog();
   return 0;
 }
 
@@ -140,6 +142,7 @@ int engine_deinit(void*) {
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   forget_expiry_session();
+  uninstall_subscription_binlog();
   q4m::set_blocking_hooks(q4m::BlockingHooks());
   queue_hton = nullptr;
   return 0;

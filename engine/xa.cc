@@ -86,7 +86,16 @@ int prepare(handlerton* hton, THD* thd, bool all) {
   thd_get_xid(thd, &xid);
   const q4m::QueueTable* failed = nullptr;
   crash_at(CrashPoint::kBeforePrepare);
+  // The prepare may write statements into the binary log cache (a redo, dropped duplicates, a
+  // relay source: binlog_statements.h). Inside COMMIT, whose trans_commit() has cleared
+  // SERVER_STATUS_IN_TRANS before the engines' prepare and does not clear it again, the
+  // server's write registers the binary log in the transaction (trans_register_ha(all)) and
+  // sets the flag anew: the session would stay "in a transaction" after its COMMIT
+  // (@@in_transaction = 1; SET gtid_seq_no and sql_log_bin refused, so a mariadb-binlog
+  // replay stopped at the next transaction). The flag is the server's before the prepare.
+  const uint in_trans = thd->server_status & (SERVER_STATUS_IN_TRANS | SERVER_STATUS_IN_TRANS_READONLY);
   s = cs->transaction()->prepare(key_of(*reinterpret_cast<const XID*>(&xid)), &failed);
+  thd->server_status = (thd->server_status & ~(SERVER_STATUS_IN_TRANS | SERVER_STATUS_IN_TRANS_READONLY)) | in_trans;
   if (s.ok()) {
     note_replays(thd, *cs->transaction());
     note_duplicates(thd, *cs->transaction());

@@ -78,6 +78,11 @@ type Worker struct {
 	DB        *sql.DB
 	Table     string // 't' or 'db.t'
 	Condition string // optional: queue_wait('t:<Condition>')
+	// Subscription: consume the table's subscription of that name (queue_subscribe) instead
+	// of the table: queue_wait('t@<Subscription>'); retries, leases and dead letters are the
+	// subscription's. Not with Transactional: a subscription's end commits at once, outside
+	// the job's transaction.
+	Subscription string
 	Handler   Handler
 
 	Goroutines        int           // default 1
@@ -167,6 +172,16 @@ func (w *Worker) Run(ctx context.Context) (bool, error) {
 	if _, _, err := splitTable(w.Table); err != nil {
 		return false, err
 	}
+	if w.Subscription != "" {
+		if err := checkSubscription(w.Subscription); err != nil {
+			return false, err
+		}
+		if w.Transactional {
+			return false, &ConfigError{fmt.Sprintf("q4m: subscription %q of %s: a subscription's end commits at once, "+
+				"outside the job's transaction, so Transactional (exactly once) cannot hold; use an idempotent handler",
+				w.Subscription, w.Table)}
+		}
+	}
 	hard, cancelHard := context.WithCancel(context.Background())
 	defer cancelHard()
 	w.hard = hard
@@ -204,6 +219,9 @@ func (w *Worker) Run(ctx context.Context) (bool, error) {
 
 func (w *Worker) spec() string {
 	spec := w.Table
+	if w.Subscription != "" {
+		spec += "@" + w.Subscription
+	}
 	if w.Condition != "" {
 		spec += ":" + w.Condition
 	}

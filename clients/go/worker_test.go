@@ -11,6 +11,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -363,5 +364,80 @@ func TestAStopDeadlineGivesTheRunningJobBack(t *testing.T) {
 	}
 	if queueRows(t, db, table) != 1 || len(ledgerCounts(t, db, ledger)) != 0 || w.Metrics()["given_back"] != 1 {
 		t.Fatalf("rows %d ledger %v metrics %v", queueRows(t, db, table), ledgerCounts(t, db, ledger), w.Metrics())
+	}
+}
+
+// Worker.Subscription: one worker per subscription of one table (fan-out); each handles every
+// row its subscription matches once, and a job failing in one (retried, then a dead letter of
+// that subscription) does not touch the other.
+func TestWorkersOfTwoSubscriptionsEachHandleEveryRowTheyMatchOnce(t *testing.T) {
+	db := server(t)
+	table, _ := jobs(t, db, 0, "MAX_DELIVERIES=2")
+	mustExec(t, db, "SELECT queue_subscribe(?, 'billing')", table)
+	mustExec(t, db, "SELECT queue_subscribe(?, 'email', 'id % 2 = 1')", table)
+	rows := make([]map[string]any, 40)
+	for i := range rows {
+		rows[i] = map[string]any{"id": i}
+	}
+	if _, err := EnqueueMany(context.Background(), db, table, rows); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string][]int{}
+	var dead []int
+	handler := func(name string) Handler {
+		return func(ctx context.Context, job *Job) error {
+			id := int(toInt(job.Row["id"]))
+			if name == "billing" && id == 7 {
+				return errors.New("card declined")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			got[name] = append(got[name], id)
+			return nil
+		}
+	}
+	var workers []*Worker
+	for _, name := range []string{"billing", "email"} {
+		w := &Worker{DB: db, Table: table, Subscription: name, Goroutines: 2, WaitTimeout: 200 * time.Millisecond,
+			Backoff: Backoff{Base: 50 * time.Millisecond, Cap: time.Second}, Handler: handler(name),
+			OnDead: func(job *Job, err error) { mu.Lock(); dead = append(dead, int(toInt(job.Row["id"]))); mu.Unlock() }}
+		workers = append(workers, w)
+		defer start(t, w)()
+	}
+	waitFor(t, "every row to each subscription", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got["billing"]) == 39 && len(got["email"]) == 20 && len(dead) == 1
+	})
+	mu.Lock()
+	sort.Ints(got["billing"])
+	sort.Ints(got["email"])
+	b, e := fmt.Sprint(got["billing"]), fmt.Sprint(got["email"])
+	mu.Unlock()
+	var wantB, wantE []int
+	for i := 0; i < 40; i++ {
+		if i != 7 {
+			wantB = append(wantB, i)
+		}
+		if i%2 == 1 {
+			wantE = append(wantE, i)
+		}
+	}
+	if b != fmt.Sprint(wantB) || e != fmt.Sprint(wantE) || fmt.Sprint(dead) != "[7]" {
+		t.Fatalf("billing %s, email %s, dead %v", b, e, dead)
+	}
+	if m := workers[0].Metrics(); m["dead"] != 1 {
+		t.Fatal(m)
+	}
+	bad := []*Worker{
+		{DB: db, Table: table, Subscription: "billing", Transactional: true, Handler: handler("x")},
+		{DB: db, Table: table, Subscription: "bill ing", Handler: handler("x")},
+		{DB: db, Table: table + "@billing", Handler: handler("x")},
+	}
+	for i, want := range []string{"Transactional (exactly once) cannot hold", "invalid subscription name", "a subscription in Worker.Subscription"} {
+		if _, err := bad[i].Run(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("worker %d: %v, want %q", i, err, want)
+		}
 	}
 }

@@ -20,6 +20,15 @@ std::string file_header() {
   return h;
 }
 
+std::string synced_mark_chunk() {
+  std::string c(kChunkHeaderSize, '\0');
+  store_u32(&c[0], kChunkMagic);
+  store_u32(&c[4], 0);  // no body, no kChunkUnsynced
+  store_u32(&c[8], crc32c(c.data(), 0));
+  store_u32(&c[12], crc32c(c.data(), 12));
+  return c;
+}
+
 std::string check_file_header(std::string_view b) {
   if (b.size() < kFileHeaderSize) return "file header is truncated";
   if (std::memcmp(b.data(), kFileMagic, sizeof(kFileMagic)) != 0) return "not a QUEUE data file (bad magic)";

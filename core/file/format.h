@@ -182,6 +182,11 @@ std::string file_header();
 // Empty string if `bytes` (kFileHeaderSize of them) is a valid header, else why not.
 std::string check_file_header(std::string_view bytes);
 
+// A chunk with no records, not flagged `unsynced`. A clean close appends it (and syncs) when
+// the file's last chunk is flagged: it says that every chunk before it was synced, so recovery
+// takes a damaged one for damage, not for a tail a power cut lost (docs/recovery.md).
+std::string synced_mark_chunk();
+
 // Appends records to `out`, grouped in chunks. Offsets returned are relative to the
 // start of `out` (the caller adds the file position where `out` will be written).
 class ChunkBuilder {

@@ -313,6 +313,7 @@ Status Table::compact_now() {
     set_aside(*st, damaged);
   }
   w->file = fresh;
+  w->tail_flagged = false;  // the copy's chunks are synced and not flagged
   file_bytes_.store(fresh->size());
   counters_.compactions.add();
   global_stats().compactions.add();

@@ -54,6 +54,7 @@ Status Table::truncate() {
   w->policies.each([](auto& p) { p.truncated(); });
   counters_.dedup_keys.set(0);
   w->file = fresh;
+  w->tail_flagged = false;
   w->generation++;  // a concurrent compaction's copy is void
   file_bytes_.store(fresh->size());
   return s;
@@ -129,6 +130,19 @@ Status Table::rename_to(const std::string& to) {
   return Status::Ok();
 }
 
+// After close()'s sync: a last chunk flagged `unsynced` (sync mode none, queue_binlog_redo's
+// prepares, a chunk after an unsynced commit record) would leave every chunk since the last
+// unflagged one looking like a tail a power cut may have lost, so a damaged one among them
+// would be cut with everything after it, not refused, when the next open walks the file
+// (no index snapshot: removed, or not written). The synced mark after it says they are
+// durable (docs/recovery.md). False if it could not be written and synced.
+bool Table::mark_synced(Writer& w) {
+  if (!w.tail_flagged) return true;
+  if (!w.file->append(fmt::synced_mark_chunk()).ok() || !w.file->sync(SyncMode::kFdatasync).ok()) return false;
+  w.tail_flagged = false;
+  return true;
+}
+
 // Closing leaves an index snapshot so the next open need not read the whole file. The data
 // file is synced first, whatever the sync mode: chunks written without a sync (sync mode
 // none, queue_sync_removals=OFF) could otherwise lose sectors to a power cut that the
@@ -150,6 +164,7 @@ void Table::close() {
   // A snapshot holds no prepared part, no id floor and no history: with one, the next open
   // reads the file (TXN_* records, ID_FLOOR, HISTORY; a floor matters only until ids reach it).
   w->snapshot_written = w->file->release_preallocation().ok() && w->file->sync(SyncMode::kFdatasync).ok() &&
+                        mark_synced(*w) &&
                         st->prepared.empty() && st->ended.empty() && !subscriptions_.any() && w->ids.floor <= w->ids.next && write_index_snapshot(*w->file, src).ok();
   // A later acquire() opens a new object for this file; two writers must never append
   // to one file, so this one stops writing (reads still work).

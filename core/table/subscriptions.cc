@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/file/replacement_file.h"
+#include "core/table/subscription_log.h"
 #include "core/table/table.h"
 
 namespace q4m {
@@ -267,7 +268,7 @@ void Subscriptions::restore(std::map<uint32_t, RecoveredSubscription>& subs, uin
     std::lock_guard<std::mutex> lock(mu_);
     gone = removable(candidates);
   }
-  if (!gone.empty()) (void)remove_parent_rows(gone, true);
+  if (!gone.empty()) (void)remove_parent_rows(gone, true, "");
 }
 
 bool Subscriptions::decided(const Sub& s, RowId id) const {
@@ -317,24 +318,41 @@ std::vector<RowId> Subscriptions::removable(const std::vector<RowId>& ids) {
   return out;
 }
 
-Status Subscriptions::commit_subscription(const WriteBatch& b) {
+Status Subscriptions::commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
+                                  bool sync) {
   CommitRequest req;
-  req.batch = b;
-  Status s = table_.commit(&req);
-  return s;
+  req.batch.sub = sub;
+  req.batch.sub_removals = ended.data();
+  req.batch.sub_removal_count = ended.size();
+  req.batch.removals = removed.data();
+  req.batch.removal_count = removed.size();
+  req.batch.remover = nullptr;  // queued rows: held by no one in the table
+  req.batch.sync = sync;
+  return table_.commit(&req);
 }
 
-Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool sync) {
+namespace {
+
+// Tells the SubscriptionLog (if any) what a commit did; ids sorted for it.
+Status log_ended(const QueueTable& table, std::string_view name, std::vector<RowId> ended, std::vector<RowId> removed) {
+  SubscriptionLog* log = SubscriptionLog::get();
+  if (!log || (ended.empty() && removed.empty())) return Status::Ok();
+  std::sort(ended.begin(), ended.end());
+  std::sort(removed.begin(), removed.end());
+  return log->ended(table, name, ended, removed);
+}
+
+}  // namespace
+
+Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool sync, const std::string& by) {
   if (ids.empty()) return Status::Ok();
-  WriteBatch b;
-  b.removals = ids.data();
-  b.removal_count = ids.size();
-  b.remover = nullptr;  // queued rows: held by no one in the table
-  b.sync = sync;
-  Status s = commit_subscription(b);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (RowId id : ids) removing_.erase(id);
-  return s;
+  Status s = commit_ends(0, {}, ids, sync);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RowId id : ids) removing_.erase(id);
+  }
+  if (!s.ok()) return s;
+  return log_ended(table_, by, {}, ids);
 }
 
 void Subscriptions::plain_floor_changed() {
@@ -347,6 +365,22 @@ void Subscriptions::plain_floor_changed() {
 }
 
 Status Subscriptions::create(std::string_view name, std::string_view condition, bool from_oldest) {
+  return create_at(name, condition, from_oldest ? RowId(1) : RowId(0));
+}
+
+Status Subscriptions::apply_subscribe(std::string_view name, std::string_view condition, RowId start) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Sub* s = by_name(name)) {
+      if (s->start == std::max<RowId>(start, 1) && s->condition == condition) return Status::Ok();  // applied already
+      return Status(ErrorCode::kExists, "table " + table_.path() + ": subscription '" + std::string(name) +
+                                            "' exists with another start or condition");
+    }
+  }
+  return create_at(name, condition, std::max<RowId>(start, 1));
+}
+
+Status Subscriptions::create_at(std::string_view name, std::string_view condition, RowId start) {
   if (Status s = check_name(name); !s.ok()) return s;
   uint32_t number;
   {
@@ -356,10 +390,10 @@ Status Subscriptions::create(std::string_view name, std::string_view condition, 
                                             "' exists already");
     number = next_number_++;
   }
-  // Plain takes stop at the table's next row now, before the SUBSCRIBE gives the start.
-  if (!from_oldest) table_.set_plain_below(std::min(table_.plain_below(), table_.ids().upcoming()));
-  else table_.set_plain_below(1);
-  WriteBatch::Subscribe sub{number, from_oldest ? RowId(1) : RowId(0), name, condition};
+  // Plain takes stop at the table's next row now (or the start given), before the SUBSCRIBE
+  // gives the start.
+  table_.set_plain_below(std::min(table_.plain_below(), start ? start : table_.ids().upcoming()));
+  WriteBatch::Subscribe sub{number, start, name, condition};
   WriteBatch b;
   b.subscribe = &sub;
   CommitRequest req;
@@ -379,10 +413,20 @@ Status Subscriptions::create(std::string_view name, std::string_view condition, 
     advance_floor(*subs_[number]);
   }
   plain_floor_changed();
+  if (!st.ok()) return st;
+  if (SubscriptionLog* log = SubscriptionLog::get())
+    return log->subscribed(table_, name, condition, std::max<RowId>(req.batch.subscribed_start, 1));
   return st;
 }
 
-Status Subscriptions::drop(std::string_view name) {
+Status Subscriptions::drop(std::string_view name) { return drop_subscription(name, true); }
+
+Status Subscriptions::apply_unsubscribe(std::string_view name) {
+  Status st = drop_subscription(name, false);
+  return st.code() == ErrorCode::kNotFound ? Status::Ok() : st;  // applied already
+}
+
+Status Subscriptions::drop_subscription(std::string_view name, bool remove_rows) {
   uint32_t number;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -397,6 +441,10 @@ Status Subscriptions::drop(std::string_view name) {
   req.batch = b;
   Status st = table_.commit(&req);
   if (!st.ok()) return st;
+  if (SubscriptionLog* log = SubscriptionLog::get()) {
+    // Logged before the removals below, which the log names after it.
+    if (Status l = log->unsubscribed(table_, name); !l.ok()) st = l;
+  }
   std::vector<RowId> candidates;
   std::list<TakeRequest> waiters;
   RowId from = 0;
@@ -412,8 +460,10 @@ Status Subscriptions::drop(std::string_view name) {
   }
   for (const TakeRequest& r : waiters) r.receiver->table_dropped("subscription '" + std::string(name) + "' was dropped");
   plain_floor_changed();
-  // The rows only it still needed: every row from its start on that the others decided.
-  if (!any()) return Status::Ok();  // the rows are plain ones again
+  if (!st.ok()) return st;
+  // The rows only it still needed: every row from its start on that the others decided. A
+  // replica removes none itself: its primary's log names them.
+  if (!any() || !remove_rows) return Status::Ok();  // the rows are plain ones again
   RowId id = from - 1;
   for (;;) {
     bool found = false;
@@ -426,7 +476,7 @@ Status Subscriptions::drop(std::string_view name) {
         gone = removable(candidates);
       }
       candidates.clear();
-      if (Status s = remove_parent_rows(gone, true); !s.ok()) return s;
+      if (Status s = remove_parent_rows(gone, true, ""); !s.ok()) return s;
     }
   }
   std::vector<RowId> gone;
@@ -434,7 +484,7 @@ Status Subscriptions::drop(std::string_view name) {
     std::lock_guard<std::mutex> lock(mu_);
     gone = removable(candidates);
   }
-  return remove_parent_rows(gone, true);
+  return remove_parent_rows(gone, true, "");
 }
 
 std::shared_ptr<QueueTable> Subscriptions::find(std::string_view name) {
@@ -591,6 +641,7 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
     Sub* s = by_number(number);
     if (!s) return QueueTable::Take::kDropped;
     if (table_.dropped_.load()) return QueueTable::Take::kDropped;
+    const std::string name = s->name;  // for the log of rows removed, outside mu_
     const auto now = std::chrono::steady_clock::now();
     expire(*s, now);
     if (r.more) {  // a batch stops growing once its lease ran out
@@ -652,19 +703,19 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
           if (row.state == SubRow::kFree && row.deliveries == 0 && !row.from_dead) s->rows.erase(id);
           std::vector<RowId> gone = removable(excluded);
           lock.unlock();
-          (void)remove_parent_rows(gone, false);
+          (void)remove_parent_rows(gone, false, name);
           return QueueTable::Take::kConsumerDone;
         }
         if (all_before_taken) s->free_from = id + 1;
         std::vector<RowId> gone = removable(excluded);
         lock.unlock();
-        (void)remove_parent_rows(gone, false);  // decided again after a crash: no sync
+        (void)remove_parent_rows(gone, false, name);  // decided again after a crash: no sync
         return QueueTable::Take::kTaken;
       }
       std::vector<RowId> gone = removable(excluded);
       if (!gone.empty()) {
         lock.unlock();
-        (void)remove_parent_rows(gone, false);
+        (void)remove_parent_rows(gone, false, name);
         continue;  // scan again (rare: a table of rows outside the condition)
       }
     }
@@ -701,16 +752,8 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
     if (ending.empty()) return Status::Ok();
     gone = removable(ending);
   }
-  WriteBatch b;
-  b.sub = number;
-  b.sub_removals = ending.data();
-  b.sub_removal_count = ending.size();
-  b.removals = gone.data();
-  b.removal_count = gone.size();
-  b.remover = nullptr;
-  b.sync = sync;
-  Status st = commit_subscription(b);
-  std::lock_guard<std::mutex> lock(mu_);
+  Status st = commit_ends(number, ending, gone, sync);
+  std::unique_lock<std::mutex> lock(mu_);
   for (RowId id : gone) removing_.erase(id);
   Sub* s = by_number(number);
   if (!s) return st;
@@ -722,7 +765,56 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
   if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
   s->ended += ending.size();
   advance_floor(*s);
-  return st;
+  const std::string name = s->name;
+  lock.unlock();
+  return log_ended(table_, name, std::move(ending), std::move(gone));
+}
+
+Status Subscriptions::apply_ends(std::string_view name, const std::vector<RowId>& ended,
+                                 const std::vector<RowId>& removed) {
+  std::vector<RowId> ending, gone;
+  uint32_t number = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // No such subscription: its end was logged after its drop (each is logged at the end of its
+    // own statement, so an end committed before a drop on another connection may follow it).
+    // The primary dropped it too: only the removals count.
+    Sub* s = name.empty() ? nullptr : by_name(name);
+    if (s) {
+      number = s->number;
+      for (RowId id : ended) {
+        if (decided(*s, id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+        s->rows[id].state = SubRow::kEnding;  // held by nobody here: a replica hands out nothing
+        s->rows[id].holder = nullptr;
+        ending.push_back(id);
+      }
+    }
+    for (RowId id : removed) {
+      if (removing_.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+      removing_.insert(id);
+      gone.push_back(id);
+    }
+  }
+  Status st = Status::Ok();
+  if (!ending.empty() || !gone.empty()) st = commit_ends(number, ending, gone, true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RowId id : gone) removing_.erase(id);
+    if (Sub* s = number ? by_number(number) : nullptr) {
+      for (RowId id : ending) {
+        auto it = s->rows.find(id);
+        if (it == s->rows.end() || it->second.state != SubRow::kEnding) continue;
+        if (st.ok()) it->second.state = SubRow::kDone;
+        else s->rows.erase(it);
+      }
+      if (st.ok()) {
+        s->ended += ending.size();
+        advance_floor(*s);
+      }
+    }
+  }
+  if (!st.ok()) return st;
+  return log_ended(table_, name, ended, removed);  // as the primary named them: for a chained replica
 }
 
 size_t Subscriptions::abort_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count,

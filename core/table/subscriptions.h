@@ -75,10 +75,24 @@ class Subscriptions {
   // queue_subscribe(): a new subscription over the rows from the oldest still in the table
   // (from_oldest) or from the next one inserted, durably (a SUBSCRIBE record). kInvalid if
   // the name is taken or malformed.
+  // Logged (SubscriptionLog) with the start it got.
   Status create(std::string_view name, std::string_view condition, bool from_oldest);
   // queue_unsubscribe(): durably gone (UNSUBSCRIBE); its holders' rows are no longer
   // theirs, and the rows only it still needed are removed. kNotFound if there is none.
   Status drop(std::string_view name);
+
+  // ---- a replica applying its primary's log (SubscriptionLog): each is logged again (a
+  // chained replica), and is a no-op if it was applied already (an applier that crashed
+  // between this change and its position applies the event again).
+  // The subscription as the primary made it, with its start row id. kExists if one of that
+  // name has another start or condition.
+  Status apply_subscribe(std::string_view name, std::string_view condition, RowId start);
+  // Dropped, without removing a row itself (the log names the rows the primary removed).
+  Status apply_unsubscribe(std::string_view name);
+  // `name` (empty: none) ended the rows `ended`, and the table removes `removed`: those of
+  // them still there. A `name` that is no subscription here (its end was logged after its
+  // drop) ends nothing.
+  Status apply_ends(std::string_view name, const std::vector<RowId>& ended, const std::vector<RowId>& removed);
   // The subscription as a table consumers take from; null if there is none.
   std::shared_ptr<QueueTable> find(std::string_view name);
   // Its condition, for the engine to compile (found false if there is none).
@@ -130,9 +144,14 @@ class Subscriptions {
   void plain_floor_changed();  // the table's plain takes: rows older than every subscription
   void fill_info(Sub& s, SubscriptionInfo* out);
   void wake(Sub& s, bool all);  // waiters of s (wake_mu_ taken here)
-  // Commits REMOVEs of `ids` (claimed by removable()), then forgets the claims.
-  Status remove_parent_rows(const std::vector<RowId>& ids, bool sync);
-  Status commit_subscription(const WriteBatch& b);  // outside mu_
+  // Commits REMOVEs of `ids` (claimed by removable()), then forgets the claims; logged as
+  // removed by subscription `by` (empty: none).
+  Status remove_parent_rows(const std::vector<RowId>& ids, bool sync, const std::string& by);
+  Status create_at(std::string_view name, std::string_view condition, RowId start);  // 0: the next row
+  Status drop_subscription(std::string_view name, bool remove_rows);
+  // Commits subscription `sub`'s ends of `ended` (SUB_REMOVE; sub 0 and none: no record) and
+  // the REMOVE of `removed`, rows claimed by removable(). Outside mu_.
+  Status commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed, bool sync);
 
   Table& table_;
   std::mutex mu_;

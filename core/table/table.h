@@ -164,6 +164,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
     bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
     uint64_t next_txn = 1;  // the next prepared part's id
+    bool tail_flagged = false;  // the last chunk appended is flagged `unsynced` (close() marks it)
     WriterPolicies policies;
   };
 
@@ -433,6 +434,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // ---- maintenance.cc / compaction.cc
   void forget_rows(State& st);  // every row vanishes (TRUNCATE, DROP)
   Status invalidate_snapshot(Writer& w);
+  bool mark_synced(Writer& w);  // close(): maintenance.cc
   void maybe_auto_compact();
   Status compact_now();
 

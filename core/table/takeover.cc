@@ -139,7 +139,8 @@ Status Table::adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& 
   wctx.rows = rows_.load();
   wctx.counters = &counters_;
   w.buffer.clear();
-  fmt::ChunkBuilder chunk(&w.buffer, mode == SyncMode::kNone || w.file->has_unsynced_appends());
+  const bool flagged = mode == SyncMode::kNone || w.file->has_unsynced_appends();
+  fmt::ChunkBuilder chunk(&w.buffer, flagged);
   if (!gone.empty()) chunk.add_remove(gone.data(), gone.size());
   if (!histories.empty()) chunk.add_returns(histories.data(), histories.size());
   w.policies.each([&](auto& p) { p.begin_batch(wctx); });
@@ -160,6 +161,7 @@ Status Table::adopt(Table& src, Writer& src_w, State& src_st, Writer& w, State& 
     st.tail.append(w.file->id(), base, w.buffer);
     file_bytes_.store(w.file->size());
     set_ids(w, ids);
+    w.tail_flagged = flagged;
   }
 
   // Then in memory.

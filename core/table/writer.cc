@@ -119,7 +119,8 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   // to be flagged whenever no sync followed it: with the binary log on every statement's
   // commit record is written so, which flagged every chunk and turned a damaged middle chunk
   // into a "torn tail" that cut every later chunk, issue 40.)
-  fmt::ChunkBuilder chunk(&w->buffer, mode == SyncMode::kNone || w->file->has_unsynced_appends());
+  const bool flagged = mode == SyncMode::kNone || w->file->has_unsynced_appends();
+  fmt::ChunkBuilder chunk(&w->buffer, flagged);
   bool adds_rows = false;  // else the chunk may use the room kept for removals (DataFile::Room)
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
   if (history_ms_.load(std::memory_order_relaxed)) note_history(batch, ctx.now_ms);
@@ -235,6 +236,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     return;
   }
   set_ids(*w, ids);
+  w->tail_flagged = flagged;
   w->policies.each([&](auto& p) { p.written(ctx); });
   file_bytes_.store(w->file->size());
   global_stats().group_commits.add();

@@ -344,3 +344,28 @@ def test_receipts_consumers_receive_every_message_once(server, tmp_path):
         assert any("queue_end_receipt" in sql for sql in doc["sql"]["queue"])
     p, _ = run_bench(server, tmp_path, "--receipts", "0")
     assert p.returncode == 2 and "--receipts: expected a lease in seconds > 0" in p.stderr
+
+
+def test_fanout_delivers_every_message_once_to_every_group(server, tmp_path):
+    """--scenarios fanout,fanout-tables --fanout 3: QUEUE's fanout is one table with 3
+    subscriptions, InnoDB's and fanout-tables 3 tables filled by one transaction; each run
+    delivers every message once to each group (3 x messages deliveries), leaves every table
+    empty and drops what it made."""
+    p, doc = run_bench(server, tmp_path, "--messages", "300", "--concurrency", "4", "--scenarios",
+                       "fanout,fanout-tables", "--fanout", "3", "--sync", "durable", "--payload", "50",
+                       "--wait-timeout", "0.2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    runs = doc["runs"]
+    assert {(r["scenario"], r["engine"]) for r in runs} == {
+        ("fanout", "queue"), ("fanout", "innodb"), ("fanout-tables", "queue")}
+    for r in runs:
+        assert r["ok"] and r["messages"] == 900, r
+    assert server.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'bench_smoke' "
+                        "AND TABLE_NAME LIKE 'q4m_bench_fanout%'") == 0
+    p, _ = run_bench(server, tmp_path, "--messages", "30", "--concurrency", "2", "--engines", "queue",
+                     "--scenarios", "fanout", "--fanout", "3")
+    assert p.returncode != 0 and "2 connections cannot serve 3 consumer groups" in p.stdout + p.stderr
+    p, _ = run_bench(server, tmp_path, "--fanout", "1")
+    assert p.returncode == 2 and "--fanout: 2..16 consumer groups" in p.stderr
+    p, _ = run_bench(server, tmp_path, "--scenarios", "fanout", "--receipts", "5")
+    assert p.returncode == 2 and "--receipts does not apply to fanout" in p.stderr

@@ -7,10 +7,11 @@ kill -9 loses nothing of the page cache, so these tests take from the table's fi
 kill, the chunks written after a point (what a power cut does to unsynced chunks); the power-cut
 test (test_power_cut.py, the binlog-on-redo chain) cuts power for real."""
 import struct
+import subprocess
 
 import pytest
 
-from sqlcheck import expect_error, query, value
+from sqlcheck import expect_error, query, sql_error, value
 
 ARGS = ["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1", "--sync-binlog=1", "--queue-debug-hooks=ON"]
 
@@ -154,5 +155,75 @@ def test_without_the_redo_the_cut_loses_acknowledged_changes(server_factory, mon
         after = sorted(s.sql("SELECT queue_scan_rowid(), id FROM test.q"))
         assert after != before
         assert after == [(1, 1)], after  # rows 2-4 lost, the consumed row 1 back
+    finally:
+        s.destroy()
+
+
+@pytest.mark.parametrize("redo", [True, False], ids=["redo-on", "redo-off-dedup"])
+def test_a_commit_that_logs_at_its_prepare_ends_the_sessions_transaction(server_factory, redo):
+    """The prepare writes statements into the binary log cache (the redo; with the variable off,
+    the duplicates a DEDUP_COLUMN table drops at the commit). Inside COMMIT the server's write
+    set the session's "in a transaction" flag again after COMMIT had cleared it: SET
+    gtid_seq_no was refused after the COMMIT, so `mariadb-binlog | mariadb` of such a log
+    stopped at the next transaction ("Cannot modify @@session.gtid_seq_no inside a
+    transaction"), and so did SET sql_log_bin; and the session kept the table's metadata lock
+    after COMMIT (the server releases it only outside a transaction), so DDL and mariadb-dump's
+    LOCK TABLES timed out (test_transactions' DDL after a consuming transaction, test_backup's
+    dump under load)."""
+    s = _server(server_factory, redo=redo)
+    target = server_factory.new(extra_args=ARGS + [f"--queue-binlog-redo={'ON' if redo else 'OFF'}"], at_startup=True)
+    try:
+        c, other = s.connect(), s.connect()
+        query(other, "SET SESSION lock_wait_timeout = 5")
+        query(c, "CREATE TABLE test.d (id INT, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
+        query(c, "INSERT INTO test.d VALUES (1, 1)")
+        for row in ("(2, 2)", "(3, 1)"):  # the second one a duplicate, dropped at the prepare
+            query(c, "BEGIN")
+            query(c, "INSERT INTO test.orders VALUES (%d)" % (10 + int(row[1])))
+            query(c, f"INSERT INTO test.d VALUES {row}")
+            query(c, "COMMIT")
+            assert value(c, "SELECT @@in_transaction") == 0
+            query(c, "SET SESSION sql_log_bin = 1")  # refused inside a transaction
+            query(other, "LOCK TABLES test.d WRITE")  # waits for the metadata lock c holds
+            query(other, "UNLOCK TABLES")
+        assert sorted(s.sql("SELECT id FROM test.d")) == [(1,), (2,)]
+        assert (_redo_statements(s) > 0) == redo
+        # The replay into a server with the same settings: each transaction's COMMIT ends it.
+        files = sorted(str(f) for f in s.datadir.glob("mysql-bin.0*"))
+        dump = subprocess.run(["mariadb-binlog", *files], capture_output=True, check=True).stdout
+        p = subprocess.run(["mariadb", f"--socket={target.socket}", "-uroot"], input=dump, capture_output=True)
+        assert p.returncode == 0, p.stderr.decode()
+        assert sorted(target.sql("SELECT queue_scan_rowid(), id FROM test.d")) == \
+            sorted(s.sql("SELECT queue_scan_rowid(), id FROM test.d"))
+        assert sorted(target.sql("SELECT id FROM test.orders")) == [(12,), (13,)]
+    finally:
+        s.destroy()
+        target.destroy()
+
+
+def test_a_damaged_middle_chunk_after_a_clean_close_refuses_the_open(server_factory):
+    """With the prepares unsynced every chunk after the first carries the `unsynced` flag (what
+    precedes it may be lost by a power cut), so a chunk damaged among them read as a lost tail:
+    the open cut it and everything after it, silently (rows consumed after it back, rows
+    inserted after it gone; test_damaged_files.py with the variable on). A clean close syncs
+    the file and appends a synced mark after a flagged last chunk: the damage is refused,
+    naming the chunk, and the file is left as it is."""
+    from test_damaged_files import _body, _chunks, _flip, _table_of_40_rows_1_to_10_consumed
+    s = server_factory.new(extra_args=ARGS + ["--queue-binlog-redo=ON"], at_startup=True)
+    try:
+        path = _table_of_40_rows_1_to_10_consumed(s)
+        chunks = _chunks(path)
+        assert sum(flagged for _, _, flagged in chunks) > 40  # the prepares were unsynced
+        assert chunks[-1] == (chunks[-1][0], 0, False)  # the mark
+        at = path.read_bytes().find(_body(26).encode())
+        chunk = max(off for off, _, _ in chunks if off < at)
+        _flip(path, at + 5)
+        damaged = path.read_bytes()
+        s.start()
+        errno, msg = sql_error(s.connect(), "SELECT COUNT(*) FROM test.q")
+        assert errno, "a damaged chunk followed by valid ones must refuse the open"
+        want = f"corrupt chunk at offset {chunk}: chunk body checksum mismatch"
+        assert want in msg or want in s.err_log_since_start(), (errno, msg)
+        assert path.read_bytes() == damaged
     finally:
         s.destroy()

@@ -15,7 +15,8 @@ FUNCTIONS = ["queue_wait", "queue_take_dead", "queue_end", "queue_abort", "queue
              "queue_redrive_dead", "queue_purge_dead", "queue_allowed", "queue_scan_rowid", "queue_scan_state", "queue_scan_history", "queue_scan_ended_at",
              "queue_scan_deliveries", "queue_apply_removal", "queue_apply_dedup", "queue_apply_srcid", "queue_apply_redrive", "queue_apply_redo", "queue_expire",
              "queue_backup_stage", "queue_receive", "queue_receipt", "queue_end_receipt", "queue_abort_receipt",
-             "queue_renew_receipt", "queue_subscribe", "queue_unsubscribe"]
+             "queue_renew_receipt", "queue_subscribe", "queue_unsubscribe", "queue_apply_subscribe",
+             "queue_apply_unsubscribe", "queue_apply_sub_end"]
 QUEUE_TABLES_COLUMNS = ["TABLE_SCHEMA", "TABLE_NAME", "ROWS", "OWNED_ROWS", "WAITERS", "FILE_BYTES",
                         "REMOVED_BYTES", "OLDEST_AGE_MS", "NEXT_ROWID", "DELAYED_ROWS", "DEAD_ROWS",
                         "MESSAGE_GROUPS", "MAX_ROWS", "DEDUP_KEYS",

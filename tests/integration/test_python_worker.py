@@ -609,3 +609,52 @@ def test_the_readme_example_runs(server):
     assert r.returncode == 0, r.stderr
     assert "receipts: 10 " in r.stdout
     assert server.value("SELECT COUNT(*) FROM jobs") == 0
+
+
+def test_workers_of_two_subscriptions_each_handle_every_row_they_match_once(server):
+    """Worker(subscription=...): one worker per subscription of one table (fan-out); each
+    handles every row its subscription matches exactly once, and a job failing in one
+    (retried with backoff, then a dead letter of that subscription) does not touch the other."""
+    server.sql("CREATE TABLE events (id INT NOT NULL, kind VARCHAR(10)) ENGINE=QUEUE MAX_DELIVERIES=2")
+    server.sql("SELECT queue_subscribe('events', 'billing')")
+    server.sql("SELECT queue_subscribe('events', 'email', 'kind = ''signup''')")
+    enqueue_many(server.admin(), "events", [{"id": i, "kind": "signup" if i % 2 else "order"} for i in range(40)])
+    got = {"billing": [], "email": []}
+    dead = []
+    lock = threading.Lock()
+
+    def handler(name):
+        def run(job):
+            if name == "billing" and job.row["id"] == 7:
+                raise RuntimeError("card declined")
+            with lock:
+                got[name].append(job.row["id"])
+        return run
+
+    workers = [Worker(connect=connector(server), table="events", subscription=name, handler=handler(name),
+                      threads=2, wait_timeout=0.2, backoff_base=0.05, backoff_jitter=0,
+                      on_dead=lambda job, exc: dead.append((job.row["id"], job.delivery_count)))
+               for name in ("billing", "email")]
+    for w in workers:
+        w.start()
+    try:
+        wait_for(lambda: len(got["billing"]) == 39 and len(got["email"]) == 20 and dead,
+                 what="every row to each subscription",
+                 state=lambda: (len(got["billing"]), len(got["email"]), dead))
+        wait_for(lambda: server.value("SELECT DEAD_ROWS FROM information_schema.QUEUE_SUBSCRIPTIONS "
+                                      "WHERE SUBSCRIPTION_NAME='billing'") == 1, what="billing's dead row")
+    finally:
+        for w in workers:
+            w.stop(deadline=10)
+    assert sorted(got["billing"]) == [i for i in range(40) if i != 7]
+    assert sorted(got["email"]) == [i for i in range(40) if i % 2]
+    assert dead == [(7, 2)]
+    assert workers[0].metrics()["dead"] == 1 and workers[1].metrics()["failed"] == 0
+    assert server.value("SELECT COUNT(*) FROM events") == 1  # row 7: dead for billing, ended by email
+    with pytest.raises(ValueError, match="transactional=True"):
+        Worker(connect=connector(server), table="events", subscription="billing", handler=lambda j: None,
+               transactional=True)
+    with pytest.raises(ValueError, match="invalid subscription name"):
+        Worker(connect=connector(server), table="events", subscription="bill ing", handler=lambda j: None)
+    with pytest.raises(ValueError, match=r"Worker\(subscription=\.\.\.\)"):
+        Worker(connect=connector(server), table="events@billing", handler=lambda j: None)

@@ -10,7 +10,7 @@ import time
 import pymysql
 import pytest
 
-from replication_pair import Pair, _free_port
+from replication_pair import Chain, Pair
 from sqlcheck import Background, expect_error, query, value, wait_until
 
 @pytest.fixture(scope="module")
@@ -572,16 +572,9 @@ def test_a_chained_replica_gets_what_its_replica_primary_applied(server_factory)
     """primary -> middle (log-bin, log_slave_updates) -> last: the middle logs again what it
     applies (removals, the duplicates and replays the primary dropped, relay sources), so the
     last replica holds the primary's queue too, ids included, and its relay record."""
-    middle_port = _free_port()
-    pair = Pair(server_factory, replica_args=(
-        "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={middle_port}",
-        "--log-bin=middle-bin", "--log-slave-updates", "--binlog-format=ROW"))
-    last = None
+    chain = Chain(server_factory)
+    pair, last = chain.pair, chain.last
     try:
-        last = server_factory.new(extra_args=["--server-id=3", "--relay-log=last-relay"], at_startup=True)
-        last.sql(f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={middle_port}, "
-                 "MASTER_USER='repl', MASTER_PASSWORD='repl', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1")
-        last.sql("START SLAVE")
         p = pair.primary
         c = p.connect()
         query(c, "CREATE TABLE chained (id INT NOT NULL, k INT) ENGINE=QUEUE DEDUP_COLUMN='k'")
@@ -594,9 +587,7 @@ def test_a_chained_replica_gets_what_its_replica_primary_applied(server_factory)
         assert query(c, "SELECT id FROM chained WHERE queue_wait('chained', 0)") == [(3,)]  # ends 1
         assert value(c, "SELECT queue_end()") == 1
         query(c, "DELETE FROM chained WHERE id = 5")
-        pair.sync()
-        pos = pair.replica.value("SELECT @@gtid_binlog_pos")
-        assert last.value("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, 60)) == 0, last.sql("SHOW SLAVE STATUS")
+        chain.sync()
         assert [r[1] for r in rows_with_ids(p, "chained")] == [4, 6, 7]
         assert rows_with_ids(pair.replica, "chained") == rows_with_ids(p, "chained")
         assert rows_with_ids(last, "chained") == rows_with_ids(p, "chained")
@@ -605,6 +596,4 @@ def test_a_chained_replica_gets_what_its_replica_primary_applied(server_factory)
         query(r, "INSERT INTO chained VALUES (7, NULL), (8, NULL)")
         assert [x[1] for x in rows_with_ids(last, "chained")] == [4, 6, 7, 8]
     finally:
-        if last is not None:
-            last.destroy()
-        pair.destroy()
+        chain.destroy()

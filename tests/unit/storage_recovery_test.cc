@@ -68,7 +68,10 @@ TEST(truncate_at_every_byte_offset) {
   t.reset();
   TableRegistry::instance().close_all();
   std::string bytes = read_file_bytes(path);
-  REQUIRE(bytes.size() == remove_end);
+  // Sync mode none flags every chunk: the close's sync is followed by its synced mark (cut
+  // like any torn tail when a length ends inside it).
+  REQUIRE(bytes.size() == remove_end + fmt::kChunkHeaderSize);
+  CHECK_EQ(bytes.substr(remove_end), fmt::synced_mark_chunk());
 
   for (size_t len = 0; len <= bytes.size(); len++) {
     std::string p = dir.file("cut" + std::to_string(len));
@@ -96,6 +99,7 @@ TEST(truncate_at_every_byte_offset) {
       want.emplace_back(rows[i].id, rows[i].payload);
     }
     if (len >= remove_end) good_end = remove_end;
+    if (len == bytes.size()) good_end = len;  // the whole synced mark
     CHECK(seen == want);
     if (seen != want) std::fprintf(stderr, "  at len %zu\n", len);
     TableStats info = r->info();
@@ -152,12 +156,31 @@ TEST(damage_among_unsynced_chunks_is_cut_not_corrupt) {
   std::string path = dir.file("t");
   std::vector<Written> rows;
   std::string bytes;
+  std::string closed;  // as the clean close left it: the synced mark after the flagged chunks
   {
     SyncModeScope sync(SyncMode::kNone);
-    bytes = closed_file_with_rows(path, 4, &rows);
+    closed = closed_file_with_rows(path, 4, &rows);
     REQUIRE(rows.size() == 4);
   }
+  // What a power cut can leave has no mark: the close writes it after its sync.
+  const uint64_t mark = rows.back().file_end;
+  REQUIRE(closed.size() == mark + fmt::kChunkHeaderSize);
+  CHECK_EQ(closed.substr(mark), fmt::synced_mark_chunk());
+  bytes = closed.substr(0, mark);
   const uint64_t second = rows[0].file_end;
+  // After a clean close the same damage is damage: every chunk was synced (the mark says so).
+  {
+    std::string bad = closed;
+    bad[second + 20] ^= 0x40;
+    write_file_bytes(path, bad);
+    Status s;
+    auto r = reopen(path, &s);
+    CHECK(s.code() == ErrorCode::kCorrupt);
+    CHECK(s.message().find("corrupt chunk at offset " + std::to_string(second)) != std::string::npos);
+    CHECK_EQ(read_file_bytes(path), bad);
+    r.reset();
+    TableRegistry::instance().close_all();
+  }
   for (uint64_t at : {second + 20, second + 5, second}) {  // body, header length, magic
     std::string bad = bytes;
     bad[at] ^= 0x40;
@@ -323,6 +346,8 @@ TEST(chunk_image_inside_a_torn_payload_is_not_mistaken_for_a_later_chunk) {
   t.reset();
   TableRegistry::instance().close_all();
   std::string bytes = read_file_bytes(path);
+  REQUIRE(bytes.size() > fmt::kChunkHeaderSize);
+  bytes.resize(bytes.size() - fmt::kChunkHeaderSize);  // a crash leaves no synced mark (close())
   // (1) cut after the embedded image, (2) complete chunk with a flipped byte at its end
   std::string cut = bytes.substr(0, a_end + 16 + 21 + image.size() + 10);
   std::string flipped = bytes;

@@ -163,8 +163,9 @@ class InnodbSession : public QueueSession {
 
 class InnodbBackend : public QueueBackend {
  public:
-  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us, uint64_t consume_batch, client::Protocol protocol)
-      : QueueBackend(MessageCodec("q4m_bench_innodb", payload)), poll_sleep_us_(poll_sleep_us), protocol_(protocol),
+  InnodbBackend(const PayloadSpec& payload, uint32_t poll_sleep_us, uint64_t consume_batch, client::Protocol protocol,
+                const std::string& table_name)
+      : QueueBackend(MessageCodec(table_name.empty() ? "q4m_bench_innodb" : table_name, payload)), poll_sleep_us_(poll_sleep_us), protocol_(protocol),
         consume_batch_(consume_batch),
         claim_sql_("SELECT id, v" + std::string(payload.enabled() ? ", s" : "") + " FROM " + table() +
                    " ORDER BY id LIMIT " + std::to_string(consume_batch) + " FOR UPDATE SKIP LOCKED") {}
@@ -224,8 +225,9 @@ class InnodbBackend : public QueueBackend {
 }  // namespace
 
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
-                                                  uint64_t consume_batch, client::Protocol protocol) {
-  return std::make_unique<InnodbBackend>(payload, poll_sleep_us, consume_batch, protocol);
+                                                  uint64_t consume_batch, client::Protocol protocol,
+                                                  const std::string& table) {
+  return std::make_unique<InnodbBackend>(payload, poll_sleep_us, consume_batch, protocol, table);
 }
 
 }  // namespace q4m::bench

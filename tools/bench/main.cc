@@ -8,6 +8,7 @@
 #include "queue_backend.h"
 #include "repeats.h"
 #include "report.h"
+#include "fanout.h"
 #include "scenarios.h"
 #include "server_sync.h"
 #include "txn_tables.h"
@@ -116,7 +117,13 @@ int main(int argc, char** argv) {
         if (opt.select1) add(run_select1(opt, sync, c));
         if (opt.empty_poll && has_queue) add(run_empty_poll(opt, admin, sync, c));
         for (Scenario sc : opt.scenarios)
-          for (auto& b : backends) add(run_queue_scenario(opt, *b, *server, admin, sc, sync, c));
+          for (auto& b : backends) {
+            if (!is_fanout(sc)) {
+              add(run_queue_scenario(opt, *b, *server, admin, sc, sync, c));
+            } else if (sc == Scenario::kFanout || b->engine() == Engine::kQueue) {  // (InnoDB's fanout is tables)
+              add(run_fanout_scenario(opt, b->engine(), *server, admin, sc, sync, c));
+            }
+          }
       }
       for (auto& runs : repeats) record(combine_repeats(std::move(runs)));
     }

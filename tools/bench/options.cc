@@ -18,11 +18,14 @@ const char* scenario_name(Scenario s) {
     case Scenario::kEnqueue: return "enqueue";
     case Scenario::kOutbox: return "outbox";
     case Scenario::kConsumeTxn: return "consume-txn";
+    case Scenario::kFanout: return "fanout";
+    case Scenario::kFanoutTables: return "fanout-tables";
   }
   return "?";
 }
 
 bool is_transactional(Scenario s) { return s == Scenario::kOutbox || s == Scenario::kConsumeTxn; }
+bool is_fanout(Scenario s) { return s == Scenario::kFanout || s == Scenario::kFanoutTables; }
 
 const char* sync_name(SyncMode s) {
   switch (s) {
@@ -67,10 +70,15 @@ Every run verifies exactly-once delivery; a failed verification exits with statu
                         order row + its message; consume-txn = take a preloaded message,
                         an InnoDB result row, end it. QUEUE needs two-phase commit: a
                         server that loaded ha_queue at startup (--plugin-load-add)
+                        Fan-out (fanout.h): fanout = M messages preloaded, each taken
+                        once by every one of K consumer groups (--fanout K): QUEUE one
+                        table with K subscriptions, InnoDB K tables filled by one
+                        transaction; fanout-tables = QUEUE's K tables filled so
   --binlog on|off       require the server's binary log on / off (a startup setting,
                         checked, not changed: scripts/bench.sh starts its server with
                         it); default: the server as it is. Reported either way
   --circulating N       multiwait: messages in circulation (default concurrency/4)
+  --fanout K            fanout, fanout-tables: consumer groups (default 3, 2..16)
   --batch N             enqueue: rows per INSERT statement (default 100)
   --consume-batch N     multireader, multiwait: messages a consumer takes per statement
                         (default 1). QUEUE: queue_wait_batch(t, N, timeout), acked by the
@@ -192,6 +200,8 @@ Options parse_options(int argc, char** argv) {
         else if (s == "enqueue") o.scenarios.push_back(Scenario::kEnqueue);
         else if (s == "outbox") o.scenarios.push_back(Scenario::kOutbox);
         else if (s == "consume-txn") o.scenarios.push_back(Scenario::kConsumeTxn);
+        else if (s == "fanout") o.scenarios.push_back(Scenario::kFanout);
+        else if (s == "fanout-tables") o.scenarios.push_back(Scenario::kFanoutTables);
         else if (s == "select1") o.select1 = true;
         else if (s == "poll-empty") o.empty_poll = true;
         else usage_error("--scenarios: unknown scenario '" + s + "'");
@@ -207,6 +217,10 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--consume-batch") {
       o.consume_batch = parse_u64(arg, value());
       if (o.consume_batch == 0 || o.consume_batch > 10000) usage_error("--consume-batch: 1..10000");
+    } else if (arg == "--fanout") {
+      const uint64_t k = parse_u64(arg, value());
+      if (k < 2 || k > 16) usage_error("--fanout: 2..16 consumer groups");
+      o.fanout = static_cast<unsigned>(k);
     } else if (arg == "--circulating") {
       o.circulating = parse_u64(arg, value());
     } else if (arg == "--receipts") {
@@ -250,9 +264,12 @@ Options parse_options(int argc, char** argv) {
   // client holds in its batch may be the ones another client waits for, forever. The
   // transactional scenarios move one message per transaction.
   for (Scenario sc : o.scenarios)
-    if (o.consume_batch > 1 && (sc == Scenario::kMultirw || is_transactional(sc)))
+    if (o.consume_batch > 1 && (sc == Scenario::kMultirw || is_transactional(sc) || is_fanout(sc)))
       usage_error(std::string("--consume-batch applies to multireader and multiwait; leave ") + scenario_name(sc) +
                   " out of --scenarios");
+  for (Scenario sc : o.scenarios)
+    if (o.receipts_lease_s > 0 && is_fanout(sc))
+      usage_error(std::string("--receipts does not apply to ") + scenario_name(sc) + ": leave it out of --scenarios");
   return o;
 }
 

@@ -10,9 +10,11 @@
 namespace q4m::bench {
 
 enum class Engine { kQueue, kInnodb };
-enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue, kOutbox, kConsumeTxn };
+enum class Scenario { kMultireader, kMultirw, kMultiwait, kEnqueue, kOutbox, kConsumeTxn, kFanout, kFanoutTables };
 // outbox and consume-txn: each message moves in a transaction with an InnoDB row.
 bool is_transactional(Scenario s);
+// fanout and fanout-tables: every message reaches several consumer groups (fanout.h).
+bool is_fanout(Scenario s);
 // kDurableInserts: durable INSERTs, removals written without their own sync
 // (queue_sync_removals=OFF); InnoDB has no such split and runs as in kDurable.
 enum class SyncMode { kNone, kDurable, kDurableInserts };
@@ -50,6 +52,8 @@ struct Options {
   bool empty_poll = true;  // the consume statement on an empty QUEUE table (needs the QUEUE engine)
   // multiwait: messages in circulation; 0 = concurrency/4 (at least 1), as Q4M's multiwait.
   uint64_t circulating = 0;
+  // fanout, fanout-tables: how many groups of consumers each message reaches (fanout.h).
+  unsigned fanout = 3;
   double wait_timeout_s = 1.0;  // queue_wait() timeout; also how fast idle readers notice the end
   // QUEUE consumes by receipt (queue_receive with this lease, queue_end_receipt) instead of
   // owner mode; 0 = owner mode (queue_wait, queue_end).

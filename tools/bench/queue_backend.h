@@ -136,11 +136,16 @@ EngineCounters read_counters(client::DbConn& admin, const std::string& sql, unsi
 // hands them out one per consume() call.
 // table_options: appended to the table's CREATE TABLE (q4m-bench --queue-options).
 // receipts_lease_s > 0: consumes by receipt (queue_receive, queue_end_receipt), not owner mode.
+// table: the table's name (empty: q4m_bench_queue / q4m_bench_innodb). subscription: sessions
+// consume the table's subscription of that name ('table@name'); the table is made without it
+// (fanout.h makes the subscriptions).
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const std::string& table_options, const PayloadSpec& payload,
                                                         double wait_timeout_s,
                                                         uint64_t consume_batch, client::Protocol protocol,
-                                                        double receipts_lease_s = 0);
+                                                        double receipts_lease_s = 0, const std::string& table = "",
+                                                        const std::string& subscription = "");
 std::unique_ptr<QueueBackend> make_innodb_backend(const PayloadSpec& payload, uint32_t poll_sleep_us,
-                                                  uint64_t consume_batch, client::Protocol protocol);
+                                                  uint64_t consume_batch, client::Protocol protocol,
+                                                  const std::string& table = "");
 
 }  // namespace q4m::bench

@@ -138,8 +138,9 @@ class QueueEngineSession : public QueueSession {
 class QueueEngineBackend : public QueueBackend {
  public:
   QueueEngineBackend(std::string table_options, const PayloadSpec& payload, double wait_timeout_s,
-                     uint64_t consume_batch, client::Protocol protocol, double receipts_lease_s)
-      : QueueBackend(MessageCodec("q4m_bench_queue", payload)),
+                     uint64_t consume_batch, client::Protocol protocol, double receipts_lease_s,
+                     const std::string& table_name, const std::string& subscription)
+      : QueueBackend(MessageCodec(table_name.empty() ? "q4m_bench_queue" : table_name, payload)),
         table_options_(std::move(table_options)),
         protocol_(protocol),
         consume_batch_(consume_batch),
@@ -147,14 +148,15 @@ class QueueEngineBackend : public QueueBackend {
     char timeout[32], lease[32];
     std::snprintf(timeout, sizeof timeout, "%g", wait_timeout_s);
     std::snprintf(lease, sizeof lease, "%g", receipts_lease_s);
+    const std::string source = subscription.empty() ? table() : table() + "@" + subscription;
     if (receipts_) {
-      consume_sql_ = "SELECT *, queue_receipt() FROM " + table() + " WHERE queue_receive('" + table() + "', " + lease +
+      consume_sql_ = "SELECT *, queue_receipt() FROM " + table() + " WHERE queue_receive('" + source + "', " + lease +
                      ", " + std::to_string(consume_batch) + ", " + timeout + ")";
       return;
     }
-    consume_sql_ = consume_batch > 1 ? "SELECT * FROM " + table() + " WHERE queue_wait_batch('" + table() + "', " +
+    consume_sql_ = consume_batch > 1 ? "SELECT * FROM " + table() + " WHERE queue_wait_batch('" + source + "', " +
                                            std::to_string(consume_batch) + ", " + timeout + ")"
-                                     : "SELECT * FROM " + table() + " WHERE queue_wait('" + table() + "', " + timeout + ")";
+                                     : "SELECT * FROM " + table() + " WHERE queue_wait('" + source + "', " + timeout + ")";
   }
 
   Engine engine() const override { return Engine::kQueue; }
@@ -216,9 +218,10 @@ class QueueEngineBackend : public QueueBackend {
 
 std::unique_ptr<QueueBackend> make_queue_engine_backend(const std::string& table_options, const PayloadSpec& payload,
                                                         double wait_timeout_s, uint64_t consume_batch,
-                                                        client::Protocol protocol, double receipts_lease_s) {
+                                                        client::Protocol protocol, double receipts_lease_s,
+                                                        const std::string& table, const std::string& subscription) {
   return std::make_unique<QueueEngineBackend>(table_options, payload, wait_timeout_s, consume_batch, protocol,
-                                              receipts_lease_s);
+                                              receipts_lease_s, table, subscription);
 }
 
 }  // namespace q4m::bench

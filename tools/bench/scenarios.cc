@@ -9,44 +9,11 @@
 #include "run_control.h"
 #include "txn_tables.h"
 #include "work_split.h"
+#include "worker_steps.h"
 
 namespace q4m::bench {
 
 namespace {
-
-// Worker connections must outlive a queue_wait() that times out, but not a hung server.
-client::ConnParams worker_params(const Options& opt) {
-  client::ConnParams p = opt.conn;
-  p.read_timeout_s = static_cast<unsigned>(opt.wait_timeout_s) + 120;
-  return p;
-}
-
-std::vector<client::DbConn> open_connections(const Options& opt, int n) {
-  std::vector<client::DbConn> conns(n);
-  for (auto& c : conns) c.connect(worker_params(opt));
-  return conns;
-}
-
-// Obtains one message, retrying empty polls / timed-out waits until one comes,
-// `give_up()` says the run is over, or the run is stopped. Times the whole
-// attempt: polling or waiting for a message is part of its cost.
-// transactional: each attempt is one consume_in_transaction().
-template <typename GiveUp>
-bool take_one(QueueSession& s, RunControl& ctl, WorkerStats& st, GiveUp give_up, Delivered* d,
-              bool transactional = false) {
-  if (ctl.should_stop()) return false;  // also enforces --run-timeout on a run that is merely slow
-  Clock::time_point t0 = Clock::now();
-  while (!(transactional ? s.consume_in_transaction(d) : s.consume(d))) {
-    if (give_up() || ctl.should_stop()) {
-      ++st.final_empty_polls;  // the poll that found the run over is no contention
-      return false;
-    }
-  }
-  Clock::time_point t1 = Clock::now();
-  st.consume.add(t0, t1);
-  st.last_progress = t1;
-  return true;
-}
 
 void timed_insert(QueueSession& s, WorkerStats& st, uint64_t id) {
   Clock::time_point t0 = Clock::now();
@@ -84,10 +51,6 @@ void read_back(QueueBackend& backend, client::DbConn& admin, DeliveryLedger* led
     backend.codec().decode(row, res.lengths(), 0, &d);
     ledger->record(d.id, d.payload_ok);
   }
-}
-
-void finish_session(QueueSession& s, WorkerStats& st) {
-  if (s.finish()) st.last_progress = Clock::now();
 }
 
 // The counters whose sum is a run's syncs: the engine's own; in a transaction InnoDB's too
@@ -196,6 +159,9 @@ RunResult run_queue_scenario(const Options& opt, QueueBackend& backend, const Se
           case Scenario::kConsumeTxn:  // recorded once committed
             while (!all_received() && take_one(s, ctl, st, all_received, &d, true)) ledger.record(d.id, d.payload_ok);
             break;
+          case Scenario::kFanout:
+          case Scenario::kFanoutTables:
+            throw client::DbError(0, "fan-out runs in run_fanout_scenario (fanout.h)");
         }
         finish_session(s, st);
         st.empty_polls = s.empty_polls() - st.final_empty_polls;

@@ -5,7 +5,8 @@ transaction (the workaround), on a throwaway server with the binary log on and d
 Each run inserts N rows (multi-row INSERTs of 100; the workaround: the same INSERT into each
 of the 3 tables, in one transaction), then C consumer connections spread over the 3
 subscriptions (or tables) take and end rows one by one until each got N. It reports the
-deliveries per second of the drain, and the data file bytes per row after the inserts.
+deliveries per second of the drain, and the data file bytes and the server's resident memory
+(VmRSS growth over the inserts) per row after the inserts.
 Runs alternate (subscriptions, tables, subscriptions, ...). Every delivery is checked:
 each row exactly once per subscription/table.
 
@@ -75,6 +76,13 @@ def file_bytes(server, mode):
     return sum(os.path.getsize(server.datadir / "test" / f) for f in files)
 
 
+def rss_bytes(server):
+    for line in open(f"/proc/{server.proc.pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=6000)
@@ -97,12 +105,14 @@ def main():
                 else:
                     for n in NAMES:
                         server.sql(f"CREATE TABLE test.t_{n} (id INT, body VARCHAR(40)) ENGINE=QUEUE")
+                rss0 = rss_bytes(server)
                 t0 = time.monotonic()
                 fill(server, mode, a.rows)
                 fill_s = time.monotonic() - t0
+                rss = rss_bytes(server) - rss0
                 size = file_bytes(server, mode)
                 rate = drain(server, mode, a.rows, a.consumers)
-                print(f"run {run} {mode:6}: insert {a.rows / fill_s:8.0f} rows/s, file {size / a.rows:6.1f} B/row, "
+                print(f"run {run} {mode:6}: insert {a.rows / fill_s:8.0f} rows/s, file {size / a.rows:6.1f} B/row, RSS {rss / a.rows:6.1f} B/row, "
                       f"drain {rate:8.0f} deliveries/s ({a.consumers} consumers)", flush=True)
     finally:
         server.destroy()

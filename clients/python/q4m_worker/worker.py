@@ -18,7 +18,7 @@ from .backoff import backoff_delay
 from .errors import JobAbandoned, is_connection_lost, is_lease_lost
 from .metrics import Metrics, prometheus_text
 from .producer import table_options
-from .sql import quote_table, split_table
+from .sql import check_subscription, quote_table, split_table
 
 log = logging.getLogger("q4m_worker")
 
@@ -220,7 +220,11 @@ class Worker:
 
     connect: a function returning a new PyMySQL connection (called per thread, and again
       after a lost connection).
-    table: 'jobs' or 'db.jobs'; condition: an optional subscription ('prio > 3').
+    table: 'jobs' or 'db.jobs'; condition: an optional condition on the rows taken ('prio > 3').
+    subscription: consume the table's subscription of that name (queue_subscribe) instead of
+      the table itself: queue_wait('jobs@name'); retries, leases and dead letters are then the
+      subscription's. Not with transactional=True: a subscription's end commits at once,
+      outside the transaction (docs/sql-api.md, "Subscriptions").
     transactional: run each job in a transaction with its queue_end() (exactly-once for the
       InnoDB rows the handler writes through job.conn). Also set by @exactly_once.
     wait_timeout: seconds each queue_wait() blocks (how quickly an idle thread sees stop()).
@@ -236,7 +240,7 @@ class Worker:
       made it a dead letter (queue_take_dead() / queue_redrive_dead()).
     """
 
-    def __init__(self, connect, table, handler, threads=1, condition=None, transactional=None,
+    def __init__(self, connect, table, handler, threads=1, condition=None, subscription=None, transactional=None,
                  wait_timeout=1.0, lease_timeout=30.0, heartbeat=True, heartbeat_interval=None,
                  job_timeout=None,
                  backoff_base=1.0, backoff_cap=300.0, backoff_jitter=0.2, stop_deadline=30.0,
@@ -246,9 +250,15 @@ class Worker:
             raise ValueError(f"q4m: threads must be >= 1, not {threads!r}")
         split_table(table)  # validates
         self.connect, self.table, self.handler, self.threads = connect, table, handler, threads
-        self.spec = f"{table}:{condition}" if condition else table
+        self.spec = table + (f"@{check_subscription(subscription)}" if subscription is not None else "") \
+            + (f":{condition}" if condition else "")
+        self.subscription = subscription
         if transactional is None:
             transactional = bool(getattr(handler, "_q4m_transactional", False))
+        if transactional and subscription is not None:
+            raise ValueError(f"q4m: subscription {subscription!r} of {table}: a subscription's end commits "
+                             "at once, outside the job's transaction, so transactional=True (exactly once) "
+                             "cannot hold; use an idempotent handler")
         self.transactional = transactional
         self.wait_timeout = float(wait_timeout)
         self.lease_timeout = float(lease_timeout or 0)
@@ -263,7 +273,7 @@ class Worker:
             raise ValueError(f"q4m: processes must be >= 1, not {processes!r}")
         self.processes = processes
         self.reconnect_delay, self.reconnect_max_delay = reconnect_delay, reconnect_max_delay
-        self.name = name or f"q4m-worker[{table}]"
+        self.name = name or f"q4m-worker[{table}{'@' + subscription if subscription else ''}]"
         self._metrics = Metrics()
         self._stopping = threading.Event()
         self._stop_requested = threading.Event()
