@@ -233,7 +233,7 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             // Its record's checksum covers id 0: reads check the bytes with it (a damaged
             // one stays damaged), and the block may fold (RowEntry::txn_row).
             e.txn_row = true;
-            t->index.append(e);
+            t->index.append(e, body_pos + rr.position());  // this TXN_END's end: folds read to it alone
             t->rows_inserted++;
           }
           if (ids.next > t->next_rowid) t->next_rowid = ids.next;

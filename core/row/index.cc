@@ -20,6 +20,19 @@ struct RowIndex::Block {
   std::unique_ptr<Cold> cold;  // cold; or, hot after warm(), the cold form it came from until it changes
   uint64_t retry_fold_at = 0;  // changes_ before which fold() is not tried again
   bool unreadable = false;     // warm() failed; not tried again before take_read_error()
+  // Hot: runs of its rows (ids first..last) given by a record that ends far past them (a large
+  // transaction's TXN_END), and where that record ends: fold() then reads the rows and that
+  // record, not every record in between (RowSource::rows with *end known).
+  struct FarEnd {
+    RowId first, last;
+    uint64_t end;
+  };
+  std::vector<FarEnd> far_ends;
+  uint64_t far_end_of(RowId id) const {
+    for (const FarEnd& f : far_ends)
+      if (id >= f.first && id <= f.last) return f.end;
+    return 0;
+  }
   bool is_cold() const { return !rows; }
   size_t size() const { return rows ? rows->size() : cold->slots; }
 };
@@ -59,7 +72,7 @@ size_t RowIndex::block_of(size_t pos, size_t* k) const {
   return b;
 }
 
-void RowIndex::append(const RowEntry& e) {
+void RowIndex::append(const RowEntry& e, uint64_t record_end) {
   Block* last = blocks_.empty() ? nullptr : &blocks_.back();
   if (!last || last->is_cold() || last->rows->size() >= kBlockRows ||
       (e.offset > last->rows->front().offset ? e.offset - last->rows->front().offset
@@ -72,6 +85,13 @@ void RowIndex::append(const RowEntry& e) {
   }
   last->rows->push_back(e);
   last->cold.reset();
+  if (record_end > e.offset + kFarEnd) {
+    std::vector<Block::FarEnd>& f = last->far_ends;
+    if (!f.empty() && f.back().end == record_end)
+      f.back().last = e.id;
+    else
+      f.push_back(Block::FarEnd{e.id, e.id, record_end});
+  }
   if (!ends_dirty_) ends_.back()++;
   slots_++;
   live_++;
@@ -300,12 +320,20 @@ bool RowIndex::fold(size_t b) {
   }
   if (highest - lowest > kBlockBytes) return false;
   std::vector<RowEntry> got;
-  uint64_t end = 0;
-  if (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()) return false;
-  // What warm() will read, with the record end now known: past kFarEnd, less (a far TXN_END).
-  if (end > last->offset + kFarEnd) got.clear();
-  if (got.empty() && (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()))
-    return false;
+  // The last row's record end, if append() was told it is far: the rows and that record are
+  // read, as warm() will (a walk to it would read a large transaction's every record).
+  uint64_t end = last->txn_row ? B.far_end_of(last->id) : 0;
+  if (end && (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty())) {
+    got.clear();
+    end = 0;  // (e.g. another transaction's rows in between end elsewhere): walk to it
+  }
+  if (got.empty()) {
+    if (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()) return false;
+    // What warm() will read, with the record end now known: past kFarEnd, less (a far TXN_END).
+    if (end > last->offset + kFarEnd) got.clear();
+    if (got.empty() && (!source_->rows(lowest, start_id, last->offset, first->id, last->id, &got, &end).ok() || got.empty()))
+      return false;
+  }
   // The file's records must give back exactly the live entries, in order, with others (rows
   // removed before) only in between; ids must increase.
   auto c = std::make_unique<Cold>();
@@ -344,6 +372,7 @@ bool RowIndex::fold(size_t b) {
   if (got.size() != rows.size()) ends_dirty_ = true;
   B.cold = std::move(c);
   B.rows.reset();
+  B.far_ends = std::vector<Block::FarEnd>();
   return true;
 }
 
@@ -458,6 +487,7 @@ uint64_t RowIndex::memory_bytes() const {
   for (const Block& B : blocks_) {
     if (B.rows) n += sizeof(std::deque<RowEntry>) + kMalloc + deque_bytes<RowEntry>(B.rows->size());
     if (B.cold) n += sizeof(Cold) + kMalloc + B.cold->live_bits.capacity() * sizeof(uint64_t) + kMalloc;
+    if (B.far_ends.capacity()) n += B.far_ends.capacity() * sizeof(Block::FarEnd) + kMalloc;
   }
   return n;
 }

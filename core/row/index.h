@@ -95,8 +95,10 @@ class RowIndex {
   // a cold block could not be read back first (read_failed()).
   bool forget_cold_copies();
 
-  // Row ids must be appended in increasing order.
-  void append(const RowEntry& e);
+  // Row ids must be appended in increasing order. record_end, if known: where the record that
+  // gives the row ends (a TXN_ROW's TXN_END, far past it in a large transaction): folding the
+  // row's block then reads its rows and that record only (RowSource::rows).
+  void append(const RowEntry& e, uint64_t record_end = 0);
   // The entry for `id` (null if absent or removed). Stays valid until the next
   // append/remove/compaction of the index.
   RowEntry* find(RowId id);

@@ -52,7 +52,8 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
   }
 }
 
-bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed) {
+bool Table::publish_end(State& st, const WriteBatch& b, uint64_t txn_end_end, RowContext& ctx, uint64_t* inserted,
+                        uint64_t* removed) {
   auto it = st.prepared.find(b.txn);
   if (it == st.prepared.end()) return false;
   State::Prepared p = std::move(it->second);
@@ -79,7 +80,7 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
       RowEntry e = p.rows[k];
       e.id = b.ids[k];  // the writer's (IdSequence)
       e.txn_row = true;  // read back and checked with its TXN_ROW's own checksum (id 0)
-      st.index.append(e);
+      st.index.append(e, txn_end_end);  // its TXN_END: a fold reads to it alone
       ++*inserted;
       RowEntry& added = *st.index.find(e.id);
       const std::string_view payload = (*b.rows)[k];

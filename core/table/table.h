@@ -300,7 +300,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // transaction), in a batch that syncs for others' prepares: published and answered once
   // written, before the sync, up to the first request that gives ids after the sync (rows
   // enter the index in id order).
-  void answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now_ms);
+  void answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
   // The batch's rows and removals go into the index (state lock taken here); `written` (the
   // chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
@@ -310,7 +310,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // A prepared part (its claims move to the part's own holder) / its end: true if a committed
   // row was placed elsewhere than kFree.
   void publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx);
-  bool publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed);
+  // txn_end_end: where its TXN_END record ends in the file.
+  bool publish_end(State& st, const WriteBatch& b, uint64_t txn_end_end, RowContext& ctx, uint64_t* inserted,
+                   uint64_t* removed);
   void restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx);  // at open
   // kInvalid, naming `what`, while prepared parts wait for their end: DDL would lose them.
   Status refuse_with_prepared(const State& st, const char* what) const;

@@ -141,6 +141,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       }
       if (b.commit && !b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
       chunk.add_txn_end(b.txn, b.commit, b.first_rowid);
+      b.txn_end_end = w->buffer.size();  // its rows' far record (RowIndex::append)
       if (b.return_count) chunk.add_returns(b.returns, b.return_count);
       continue;
     }
@@ -221,7 +222,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
                         adds_rows ? DataFile::Room::kLeaveReserve : DataFile::Room::kMayUseReserve);
   if (s.ok() && sync) {
     answer_unsynced(leader, batch);
-    answer_unsynced_ends(leader, batch, ctx.now_ms);  // after it: it leaves null what it answered
+    answer_unsynced_ends(leader, batch, base, ctx.now_ms);  // after it: it leaves null what it answered
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -293,7 +294,8 @@ uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx)
   return removed;
 }
 
-void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now) {
+void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t base,
+                                 uint64_t now) {
   std::vector<CommitRequest*> ends;
   for (CommitRequest* r : batch) {
     if (!r || !r->batch.status.ok()) continue;  // refused: nothing written
@@ -309,7 +311,7 @@ void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<Commit
   if (ends.empty()) return;
   {
     auto st = state_.lock();
-    publish_locked(*st, ends, 0, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
+    publish_locked(*st, ends, base, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
   }
   global_stats().commit_records_before_sync.add(ends.size());
   for (CommitRequest*& r : batch) {
@@ -344,7 +346,7 @@ void Table::publish_locked(State& st, const std::vector<CommitRequest*>& batch, 
       continue;
     }
     if (b.phase == WriteBatch::Phase::kEnd) {
-      if (publish_end(st, b, ctx, &inserted, &removed)) placed_elsewhere = true;
+      if (publish_end(st, b, base + b.txn_end_end, ctx, &inserted, &removed)) placed_elsewhere = true;
       continue;
     }
     if (b.removal_count) removed += publish_removal(st, b, ctx);
