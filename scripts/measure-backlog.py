@@ -55,6 +55,8 @@ def run(root, args):
         s.sql(f"INSERT INTO test.q SELECT seq, REPEAT('x', 60) FROM seq_{start}_to_{end}")
     out["insert_s"] = round(time.monotonic() - t, 1)
     time.sleep(1)
+    out["rss_before_mb"] = round(before / 2**20, 1)
+    out["rss_after_insert_mb"] = round(rss(s) / 2**20, 1)
     out["rss_growth_bytes_per_row"] = round((rss(s) - before) / args.rows, 2)
     out["file_bytes"] = s.value("SELECT FILE_BYTES FROM information_schema.QUEUE_TABLES WHERE TABLE_NAME='q'")
     n, out["count_s"] = timed(lambda: s.value("SELECT COUNT(*) FROM test.q"))
