@@ -58,6 +58,13 @@ q4m::Consumer* consumer_for_wait(THD* thd, q4m_engine::ConnectionState& cs) {
   return &consumer;
 }
 
+// Which of the tables a kDamaged status is about (its message names the data file).
+size_t damaged_table(const q4m::Status& st, const std::vector<q4m::Subscription>& subs) {
+  for (size_t i = 0; i < subs.size(); i++)
+    if (subs[i].table && st.message().find("file " + subs[i].table->path() + ":") != std::string::npos) return i;
+  return subs.size();
+}
+
 // A failed wait's SQL error.
 void raise_wait_error(const char* function, q4m_engine::ConnectionState& cs, const q4m::Status& st,
                       const std::vector<q4m::Subscription>& subs, const std::vector<std::string>& labels) {
@@ -65,6 +72,8 @@ void raise_wait_error(const char* function, q4m_engine::ConnectionState& cs, con
     raise_dropped(function, st, subs, labels);
   else if (st.code() == q4m::ErrorCode::kLeaseExpired || st.code() == q4m::ErrorCode::kRowsMoved)  // the previously owned rows
     q4m_engine::raise_lease_expired(function, cs.owned_label(), st);
+  else if (st.code() == q4m::ErrorCode::kDamaged && damaged_table(st, subs) < labels.size())  // rows its file cannot give back
+    q4m_engine::raise_table_error(labels[damaged_table(st, subs)], st);
   else
     q4m_engine::raise_status_error(st);
 }

@@ -1,5 +1,7 @@
 #include "core/file/index_snapshot.h"
 
+#include "core/file/row_source.h"
+
 #include <sys/stat.h>
 
 #include <cstring>
@@ -11,8 +13,12 @@ namespace q4m {
 namespace {
 
 constexpr char kMagic[8] = {'Q', '4', 'M', 'I', 'N', 'D', 'E', 'X'};
-// 3 added the known checksums (rows with none on disk); 1 and 2 are not used (see index_snapshot.h).
-constexpr uint32_t kVersion = 3;
+// 3 added the known checksums (rows with none on disk); 1 and 2 are not used (see index_snapshot.h);
+// 4 the index's cold blocks; 5 rows committed in two phases (a row's length has kTxnRowBit: its
+// record is a TXN_ROW) and where a cold block's records end (still reads 3 and 4).
+constexpr uint32_t kVersion = 5;
+constexpr uint32_t kTxnRowBit = 1u << 31;  // above any row's length (fmt::kMaxRowLength)
+static_assert(fmt::kMaxRowLength < kTxnRowBit, "a row's length leaves the top bit free");
 constexpr uint64_t kTailBytes = 64 * 1024;
 constexpr size_t kRowBytes = 8 + 8 + 4 + 8;
 
@@ -72,17 +78,38 @@ Status write_index_snapshot(const DataFile& file, const SnapshotSource& src) {
     fmt::put_u32(&b, s.first);
     fmt::put_u64(&b, s.second);
   }
-  fmt::put_u64(&b, src.index->live());
-  b.reserve(b.size() + src.index->live() * kRowBytes + 4);
   const RowIndex& index = *src.index;
-  for (size_t p = 0; p < index.end_pos(); p++) {
-    const RowEntry& e = index.at(p);
-    if (e.state == RowState::kRemoved) continue;
-    fmt::put_u64(&b, e.id);
-    fmt::put_u64(&b, e.offset);
-    fmt::put_u32(&b, e.length);
-    fmt::put_u64(&b, e.time_ms);
-  }
+  // Hot rows one by one, cold blocks as they are (no block is read back for this).
+  const size_t n_rows_at = b.size();
+  fmt::put_u64(&b, 0);
+  uint64_t n_rows = 0;
+  std::string cold;
+  uint64_t n_cold = 0;
+  index.for_each_run(
+      [&](const RowEntry& e) {
+        fmt::put_u64(&b, e.id);
+        fmt::put_u64(&b, e.offset);
+        fmt::put_u32(&b, e.length | (e.txn_row ? kTxnRowBit : 0));
+        fmt::put_u64(&b, e.time_ms);
+        n_rows++;
+      },
+      [&](const RowIndex::ColdRun& c) {
+        fmt::put_u64(&cold, c.first_payload);
+        fmt::put_u64(&cold, c.last_payload);
+        fmt::put_u64(&cold, c.first);
+        fmt::put_u64(&cold, c.last);
+        fmt::put_u32(&cold, c.slots);
+        fmt::put_u32(&cold, c.dense ? 1 : 0);
+        fmt::put_u32(&cold, c.live);
+        fmt::put_u64(&cold, c.live_bytes);
+        fmt::put_u64(&cold, c.end);
+        fmt::put_u64(&cold, c.start_id);
+        for (uint64_t w : c.live_bits) fmt::put_u64(&cold, w);
+        n_cold++;
+      });
+  for (int i = 0; i < 8; i++) b[n_rows_at + i] = static_cast<char>(n_rows >> (8 * i));
+  fmt::put_u64(&b, n_cold);
+  b += cold;
   fmt::put_u64(&b, src.returned->size());
   for (const fmt::ReturnedRow& r : *src.returned) fmt::put_returned_row(&b, r);
   std::vector<size_t> live_known;  // entries of src.known_sums whose rows were not removed since the open
@@ -110,7 +137,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   Reader r{b};
   r.pos = sizeof(kMagic);
   const uint32_t version = r.u32();
-  if (version != kVersion) return false;
+  if (version != kVersion && version != 4 && version != 3) return false;
   r.u32();
   FileIdentity want, have;
   want.size = r.u64();
@@ -121,6 +148,7 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
       have.tail_crc != want.tail_crc)
     return false;
   RecoveredTable t;
+  t.index.set_source(FileRowSource::borrowing(file));  // the Table gives it its own (install_file)
   t.next_rowid = r.u64();
   t.rows_inserted = r.u64();
   t.rows_removed = r.u64();
@@ -131,17 +159,61 @@ bool load_index_snapshot(const DataFile& file, RecoveredTable* out) {
   }
   uint64_t n_rows = r.u64();
   if (!r.ok || n_rows > (b.size() - r.pos) / kRowBytes) return false;
+  const size_t rows_at = r.pos;
+  r.pos += n_rows * kRowBytes;
+  // Version 4: the cold blocks, merged with the rows in id order.
+  uint64_t n_cold = version >= 4 ? r.u64() : 0;
+  if (!r.ok || n_cold > (b.size() - r.pos) / 52) return false;  // (a version 4 block's size)
+  Reader rows{b, rows_at};
   RowId last = 0;
-  for (uint64_t i = 0; i < n_rows; i++) {
-    RowEntry e;
-    e.id = r.u64();
-    e.offset = r.u64();
-    e.length = r.u32();
-    e.time_ms = r.u64();
-    if (e.id <= last || e.id >= t.next_rowid || e.offset + e.length > have.size) return false;
-    last = e.id;
-    t.index.append(e);
+  uint64_t row_i = 0;
+  RowEntry e;
+  auto next_row = [&] {
+    if (row_i++ == n_rows) return false;
+    e = RowEntry();
+    e.id = rows.u64();
+    e.offset = rows.u64();
+    e.length = rows.u32();
+    if (version >= 5) {
+      e.txn_row = (e.length & kTxnRowBit) != 0;
+      e.length &= ~kTxnRowBit;
+    }
+    e.time_ms = rows.u64();
+    return true;
+  };
+  bool have_row = next_row();
+  for (uint64_t i = 0; i <= n_cold; i++) {
+    RowIndex::ColdRun c;
+    if (i < n_cold) {
+      c.first_payload = r.u64();
+      c.last_payload = r.u64();
+      c.first = r.u64();
+      c.last = r.u64();
+      c.slots = r.u32();
+      c.dense = r.u32() != 0;
+      c.live = r.u32();
+      c.live_bytes = r.u64();
+      if (version >= 5) {
+        c.end = r.u64();
+        c.start_id = r.u64();
+      }
+      if (!r.ok || c.slots == 0 || (c.slots + 63) / 64 > (b.size() - r.pos) / 8) return false;
+      c.live_bits.resize((c.slots + 63) / 64);
+      for (uint64_t& w : c.live_bits) w = r.u64();
+      if (c.last >= t.next_rowid || c.last_payload >= have.size || c.end > have.size) return false;
+    }
+    for (; have_row && (i == n_cold || e.id < c.first); have_row = next_row()) {
+      if (e.id <= last || e.id >= t.next_rowid || e.offset + e.length > have.size) return false;
+      last = e.id;
+      t.index.append(e);
+    }
+    if (i < n_cold) {
+      const RowId cold_last = c.last;
+      if (!t.index.append_cold(std::move(c))) return false;  // also checks its ids follow `last`
+      last = cold_last;
+    }
   }
+  r.ok = r.ok && rows.ok;
   uint64_t n_returned = r.u64();
   if (!r.ok || n_returned > (b.size() - r.pos) / fmt::kReturnEntrySize) return false;
   for (uint64_t i = 0; i < n_returned; i++, r.pos += fmt::kReturnEntrySize) {

@@ -8,7 +8,10 @@
 //   u64 data_size u64 inode u32 crc32c(last <=64 KiB of the data file) u32 0
 //   u64 next_rowid u64 rows_inserted u64 rows_removed
 //   u32 n_sources { u32 source_id u64 last_rowid }*
-//   u64 n_rows { u64 rowid u64 payload_offset u32 length u64 insert_time_ms }*
+//   u64 n_rows { u64 rowid u64 payload_offset u32 length u64 insert_time_ms }*   (the index's hot rows)
+//   u64 n_cold { u64 first_payload u64 last_payload u64 first_id u64 last_id u32 slots u32 dense
+//                u32 live u64 live_bytes u64 live_bits[(slots + 63) / 64] }*     (version 4: cold blocks,
+//                core/row/index.h; merged with the rows in id order when loaded)
 //   u64 n_returned { u64 rowid u32 deliveries u64 due_ms }*        (version 2)
 //   u64 n_known { u64 rowid u32 checksum }*                        (version 3)
 //   u32 crc32c(everything before)

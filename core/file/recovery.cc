@@ -1,5 +1,7 @@
 #include "core/file/recovery.h"
 
+#include "core/file/row_source.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -140,6 +142,8 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
           if (const uint32_t* sum = t->known_sums.find(e->id)) {
             r.stored = false;
             r.known = *sum;
+          } else {
+            r.id_less = e->txn_row;
           }
           r.end_ms = h.end_ms;
           r.kind = static_cast<EndKind>(h.kind);
@@ -166,9 +170,6 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         e.time_ms = rec.time_ms;
         PreparedPart& part = t->prepared[rec.txn];
         part.rows.push_back(e);
-        const std::string_view payload = body.substr(rec.payload_pos, rec.length);
-        part.payloads.emplace_back(payload);  // for the checksum its id gives it at a TXN_END
-        part.damaged.push_back(fmt::row_checksum(0, payload) != rec.checksum);  // copied damaged
         t->next_txn = std::max(t->next_txn, rec.txn + 1);
         break;
       }
@@ -229,12 +230,11 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
             const RowId id = ids.give(k < part.asked.size() ? part.asked[k] : 0);
             if (id <= *last_row) return corrupt(f, pos, "row id " + std::to_string(id) + " is not increasing");
             e.id = *last_row = id;
-            t->index.append(e);
+            // Its record's checksum covers id 0: reads check the bytes with it (a damaged
+            // one stays damaged), and the block may fold (RowEntry::txn_row).
+            e.txn_row = true;
+            t->index.append(e, body_pos + rr.position());  // this TXN_END's end: folds read to it alone
             t->rows_inserted++;
-            // Its record's checksum could not cover its id: known from its bytes, now checked
-            // by its chunk's checksum and its own (a damaged one stays damaged).
-            const uint32_t sum = fmt::row_checksum(e.id, part.payloads[k]);
-            t->known_sums.add(e.id, part.damaged[k] ? ~sum : sum);
           }
           if (ids.next > t->next_rowid) t->next_rowid = ids.next;
           for (const fmt::SourceMark& m : part.relay) t->sources[m.source] = m.applied_to(t->sources[m.source]);
@@ -275,6 +275,7 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   std::string why = fmt::check_file_header(header);
   if (!why.empty()) return Status(ErrorCode::kCorrupt, "file " + file.path() + ": " + why);
 
+  out->index.set_source(FileRowSource::borrowing(file));  // blocks of plain rows fold as they are read
   BlockReader reader(file, size);
   RowId last_row = 0;
   uint64_t pos = fmt::kFileHeaderSize;
@@ -318,10 +319,6 @@ Status recover_table(DataFile& file, RecoveredTable* out) {
   // A part whose prepare did not reach the file was never prepared: nobody was told it was.
   for (auto it = out->prepared.begin(); it != out->prepared.end();)
     it = it->second.prepared ? std::next(it) : out->prepared.erase(it);
-  for (auto& [txn, part] : out->prepared) {  // their bytes are read again when they end
-    part.payloads = {};
-    part.damaged = {};
-  }
   out->known_sums.retain([&](RowId id) { return out->index.find(id) != nullptr; });  // live rows only
   global_stats().recoveries.add();
   return Status::Ok();

@@ -32,8 +32,6 @@ struct PreparedPart {
   std::vector<fmt::SourceMark> relay;  // the relay sources' last ids it sets (TXN_SRCID)
   std::vector<RowId> asked;  // the id each row asks for (TXN_ASK; empty: none asks)
   bool prepared = false;  // its TXN_PREPARE was read
-  std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
-  std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
 };
 
 // A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),

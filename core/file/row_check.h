@@ -22,6 +22,9 @@ struct RowLocation {
   uint32_t length = 0;  // of the payload
   bool stored = true;   // the checksum follows the payload on disk
   uint32_t known = 0;   // !stored: the checksum recovery computed
+  // The stored checksum covers id 0, not the row's: a TXN_ROW's (written before the row had
+  // an id). It checks the bytes; the index, which its TXN_END filled, gives the id.
+  bool id_less = false;
   // What to read: the payload, and the checksum after it if stored.
   size_t disk_length() const { return length + (stored ? fmt::kRowChecksumSize : 0); }
   // The checksum the row must match, given its disk_length() bytes.
@@ -45,6 +48,7 @@ class KnownChecksums {
   void retain(const std::function<bool(RowId)>& keep);  // drops the others
   bool empty() const { return ids_.empty(); }
   size_t size() const { return ids_.size(); }
+  uint64_t memory_bytes() const { return ids_.capacity() * sizeof(RowId) + sums_.capacity() * sizeof(uint32_t); }
   RowId id_at(size_t i) const { return ids_[i]; }
   uint32_t checksum_at(size_t i) const { return sums_[i]; }
   void clear() {

@@ -108,6 +108,7 @@ struct WriteBatch {
   size_t deduplicated = 0;  // duplicates within the dedup window (dropped: policy/dedup.h)
   std::vector<RowId> ids;   // of the admitted rows, in order (an end: of its part's rows)
   std::vector<uint64_t> offsets;  // of their payloads inside the written chunk bytes
+  uint64_t txn_end_end = 0;  // an end: where its TXN_END ends inside the written chunk bytes
   // The histories of copied rows that the chunk keeps, under their ids.
   std::vector<fmt::ReturnedRow> histories_kept;
   // A prepare's TXN_ASK: the id each admitted row asks for (empty: none asks).

@@ -42,6 +42,7 @@ struct EndedRow {
   uint16_t deliveries = 0;
   EndKind kind = EndKind::kNone;
   bool stored = true;    // its checksum follows the payload on disk
+  bool id_less = false;  // that checksum covers id 0: a TXN_ROW's (RowLocation::id_less)
 };
 static_assert(sizeof(EndedRow) <= 48, "a history row's memory is documented in docs/limits.md");
 

@@ -52,6 +52,7 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
         if (e.id > upto) break;
         if (e.state != RowState::kRemoved) batch.push_back(Row{st->locate(e), e.time_ms});
       }
+      if (st->index.read_failed()) return st->index.take_read_error();  // no file missing rows
     }
     if (batch.empty()) return Status::Ok();
     // Rows are in id order, which is file order: read them a block at a time, never past
@@ -64,9 +65,14 @@ static Status copy_rows(Guarded<State>& state, ReplacementFile& out, RowId after
       Status s = reader.get(r.at.offset, r.at.disk_length(), &p);
       if (!s.ok()) return s;
       const char* bytes = reinterpret_cast<const char*>(p);
-      if (!check_row(r.at, file->path(), bytes).ok()) damaged->push_back(r.at.id);
+      const bool ok = check_row(r.at, file->path(), bytes).ok();
+      if (!ok) damaged->push_back(r.at.id);
       std::string_view payload(bytes, r.at.length);
-      copied->push_back(Copied{r.at.id, out.add_row(r.at.id, r.time_ms, payload, r.at.expected(bytes))});
+      // A TXN_ROW's checksum covers id 0: the ROW gets one covering its id (one that fails, if
+      // the bytes did).
+      uint32_t sum = r.at.expected(bytes);
+      if (r.at.id_less) sum = ok ? fmt::row_checksum(r.at.id, payload) : ~fmt::row_checksum(r.at.id, payload);
+      copied->push_back(Copied{r.at.id, out.add_row(r.at.id, r.time_ms, payload, sum)});
       s = out.flush_if_over(flush_bytes);
       if (!s.ok()) return s;
     }
@@ -80,12 +86,15 @@ static Status copy_history_rows(const DataFile& file, ReplacementFile& out, cons
                                 uint64_t flush_bytes, std::unordered_map<RowId, uint64_t>* moved) {
   std::string bytes;
   for (const EndedRow& r : rows) {
-    const RowLocation at{r.id, r.offset, r.length, r.stored, r.known};
+    const RowLocation at{r.id, r.offset, r.length, r.stored, r.known, r.id_less};
     Status s = file.read(at.offset, at.disk_length(), &bytes);
     if (!s.ok()) return s;
     const fmt::HistoryEntry end{r.id, r.end_ms, static_cast<uint8_t>(r.kind), r.deliveries};
-    (*moved)[r.id] =
-        out.add_history_row(r.id, r.time_ms, std::string_view(bytes.data(), r.length), at.expected(bytes.data()), end);
+    const std::string_view payload(bytes.data(), r.length);
+    uint32_t sum = at.expected(bytes.data());
+    if (at.id_less)  // a TXN_ROW's covers id 0: the HISTORY_ROW's covers its id (and fails if its bytes did)
+      sum = check_row(at, file.path(), bytes.data()).ok() ? fmt::row_checksum(r.id, payload) : ~fmt::row_checksum(r.id, payload);
+    (*moved)[r.id] = out.add_history_row(r.id, r.time_ms, payload, sum, end);
     s = out.flush_if_over(flush_bytes);
     if (!s.ok()) return s;
   }
@@ -273,7 +282,11 @@ Status Table::compact_now() {
       if (e.state == RowState::kRemoved) continue;
       while (copied[i].id < e.id) i++;  // every live row was copied (checked above)
       e.offset = copied[i].offset;
+      e.txn_row = false;  // a ROW record now
     }
+    // (Phase 2 read every block back a moment ago; should one fail now, its rows' offsets are
+    // the old file's: the table writes nothing more.)
+    if (!st->index.forget_cold_copies()) w->broken = st->index.take_read_error();  // their offsets were the old file's
     for (auto& [id, p] : st->prepared)
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
     // History rows now in the new file, their checksums after their payloads.
@@ -284,6 +297,7 @@ Status Table::compact_now() {
       if (it == history_moved.end()) continue;  // (none: the writer turn is held)
       r.offset = it->second;
       r.stored = true;
+      r.id_less = false;
       kept.push_back(r);
     }
     if (kept.size() != ended.size()) {

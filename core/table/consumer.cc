@@ -350,6 +350,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   const auto deadline = deadline_after(timeout);
   std::vector<QueueTable*> registered;
   std::string dropped_message;
+  Status failed;  // a table could not read the rows the take needed
   bool taken_in_order = false;  // by this scan, after every earlier subscription had no row
   // Each subscription in list order: takes a row, or registers as a waiter.
   auto take_or_register = [&] {
@@ -362,6 +363,10 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
       }
       if (r == QueueTable::Take::kDropped) {
         dropped_message = t->dropped_status().message();
+        break;
+      }
+      if (r == QueueTable::Take::kFailed) {
+        failed = t->take_failure();
         break;
       }
       taken_in_order = r == QueueTable::Take::kTaken;
@@ -377,7 +382,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
   {
     auto mb = c.mailbox.lock();
     auto must_sleep = [&] {
-      return block && dropped_message.empty() && !mb->handed && !mb->dropped && !mb->interrupt_pending;
+      return block && dropped_message.empty() && failed.ok() && !mb->handed && !mb->dropped && !mb->interrupt_pending;
     };
     if (must_sleep()) {  // announced outside our lock: the server takes its own locks
       mb.unique_lock().unlock();
@@ -424,6 +429,7 @@ Status Consumer::wait(const std::vector<Subscription>& subs, std::chrono::millis
     *index = result.handed_sub + 1;
     return Status::Ok();
   }
+  if (!failed.ok()) return failed;
   if (!dropped_message.empty() || result.dropped) {
     return Status(ErrorCode::kDropped, !dropped_message.empty() ? dropped_message : result.dropped_message);
   }
@@ -483,6 +489,7 @@ Status Consumer::take_dead(const std::shared_ptr<QueueTable>& table, bool* taken
     result = *mb;
   }
   if (r == QueueTable::Take::kDropped) return t->dropped_status();
+  if (r == QueueTable::Take::kFailed) return t->take_failure();
   if (result.handed) {
     enter_owner_mode(c, table, result);
     *taken = true;

@@ -62,6 +62,7 @@ void Table::keep_ended(State& st, const std::vector<fmt::HistoryEntry>& ended, c
     r.length = at.length;
     r.stored = at.stored;
     r.known = at.known;
+    r.id_less = at.id_less;
     r.time_ms = e->time_ms;
     r.end_ms = h.end_ms;
     r.kind = static_cast<EndKind>(h.kind);
@@ -101,7 +102,7 @@ Status Table::history_rows(std::vector<EndedRow>* rows, std::shared_ptr<DataFile
 }
 
 Status Table::read_history_row(const std::shared_ptr<DataFile>& file, const EndedRow& r, std::string* payload) {
-  RowLocation at{r.id, r.offset, r.length, r.stored, r.known};
+  RowLocation at{r.id, r.offset, r.length, r.stored, r.known, r.id_less};
   return read_snapshot_row(SnapshotRow{at, file}, payload);
 }
 

@@ -153,11 +153,15 @@ void Table::close() {
   if (dropped_.load() || !w->broken.ok() || !w->file) return;
   auto st = state_.lock();
   std::vector<fmt::ReturnedRow> returned;
-  for (size_t p = 0; p < st->index.end_pos(); p++) {
-    fmt::ReturnedRow r;
-    const RowEntry& e = st->index.at(p);
-    if (e.state != RowState::kRemoved && kept_across_restart(*st, e, &r)) returned.push_back(r);
-  }
+  // Hot entries only: a cold block's rows are plain (nothing to keep), and reading every
+  // block back here would write them all into the snapshot as hot rows (28 B a row on disk,
+  // and a next open that folds them all again).
+  st->index.for_each_run(
+      [&](const RowEntry& e) {
+        fmt::ReturnedRow r;
+        if (kept_across_restart(*st, e, &r)) returned.push_back(r);
+      },
+      [](const RowIndex::ColdRun&) {});
   SnapshotSource src{w->ids.next, counters_.rows_inserted.get(), counters_.rows_removed.get(),
                      &w->policies.get<Relay>().sources(), &st->index, &returned, &st->known_sums};
   // The snapshot records the file size: drop the preallocation first (or the next open recovers).

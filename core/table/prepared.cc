@@ -52,7 +52,8 @@ void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint
   }
 }
 
-bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed) {
+bool Table::publish_end(State& st, const WriteBatch& b, uint64_t txn_end_end, RowContext& ctx, uint64_t* inserted,
+                        uint64_t* removed) {
   auto it = st.prepared.find(b.txn);
   if (it == st.prepared.end()) return false;
   State::Prepared p = std::move(it->second);
@@ -78,11 +79,11 @@ bool Table::publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_
     for (size_t k = 0; k < p.rows.size(); k++) {
       RowEntry e = p.rows[k];
       e.id = b.ids[k];  // the writer's (IdSequence)
-      st.index.append(e);
+      e.txn_row = true;  // read back and checked with its TXN_ROW's own checksum (id 0)
+      st.index.append(e, txn_end_end);  // its TXN_END: a fold reads to it alone
       ++*inserted;
       RowEntry& added = *st.index.find(e.id);
-      const std::string_view payload = (*b.rows)[k];  // checked against its TXN_ROW's checksum
-      st.known_sums.add(e.id, fmt::row_checksum(e.id, payload));  // its record's covers id 0
+      const std::string_view payload = (*b.rows)[k];
       if (place_new(st, added, payload, nullptr, ctx)) placed_elsewhere = true;
     }
     if (!b.ids.empty() && b.ids.back() + 1 > next_rowid_.load()) next_rowid_.store(b.ids.back() + 1);

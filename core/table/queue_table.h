@@ -240,7 +240,8 @@ class QueueTable {
   virtual const std::string& path() const = 0;
 
   // ---- Consumer (consumer.cc) -------------------------------------------
-  enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped };
+  // kFailed: the table could not read what the take needed (take_failure() says what).
+  enum class Take { kTaken, kRegistered, kNone, kConsumerDone, kDropped, kFailed };
   // Gives the first takeable row matching r.filter to r.receiver (if it still accepts one),
   // else registers it as a waiter when `register_waiter`, to be handed the next such row.
   // A table whose rows moved (take_over) hands out nothing.
@@ -387,6 +388,9 @@ class QueueTable {
   };
   virtual std::vector<PreparedPartInfo> prepared_parts() = 0;
   virtual Status dropped_status() const = 0;          // what a take or write on a dropped table answers
+  // Why the last take that answered kFailed failed (a cold block of its row index the data
+  // file could not give back: kDamaged, naming the file).
+  virtual Status take_failure() { return Status(ErrorCode::kIo, "file " + path() + ": a take failed"); }
 
   // ---- Subscriptions (core/table/subscriptions.h)
   // The table's subscriptions (null: none can be made, e.g. a subscription itself).

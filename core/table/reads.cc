@@ -49,6 +49,7 @@ Status Table::next_visible(const Consumer* viewer, RowId after, RowId* id, std::
     } else {
       size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
       while (pos < end && !visible_in_scan(st->index.at(pos), v)) pos++;
+      if (st->index.read_failed()) return st->index.take_read_error();
       if (pos == end) return Status::Ok();
       e = &st->index.at(pos);
     }
@@ -113,6 +114,7 @@ Status Table::read(RowId id, std::string* payload, bool* found, const Holder* re
   {
     auto st = state_.lock();
     RowEntry* e = st->index.find(id);
+    if (st->index.read_failed()) return st->index.take_read_error();
     if (!e) return Status::Ok();
     *found = true;
     if (std::optional<Status> s = read_locked(*st, *e, reader, payload, &r)) return *s;
@@ -127,6 +129,7 @@ Status Table::next_row(RowId after, RowId* id, std::string* payload, bool* found
     auto st = state_.lock();
     size_t pos = st->index.lower_bound(after + 1), end = st->index.end_pos();
     while (pos < end && st->index.at(pos).state == RowState::kRemoved) pos++;
+    if (st->index.read_failed()) return st->index.take_read_error();
     if (pos == end) return Status::Ok();
     RowEntry& e = st->index.at(pos);
     *id = e.id;

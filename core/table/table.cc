@@ -148,7 +148,7 @@ void Table::restore(RecoveredTable& rec) {
   if (!rec.subscriptions.empty()) subscriptions_.restore(rec.subscriptions, rec.next_subscription);
 }
 
-Table::~Table() = default;
+Table::~Table() { global_stats().memory_bytes.add(0 - memory_bytes_.load()); }
 
 void Table::set_path(const std::string& p) {
   auto paths = paths_.lock();
@@ -309,6 +309,7 @@ TableStats Table::info() {
   if (const RowEntry* e = next_plain(*st)) i.oldest_ready_age_ms = now > e->time_ms ? now - e->time_ms : 1;
   i.next_rowid = ids().upcoming();
   i.torn_tail_bytes = torn_tail_bytes_;
+  i.memory_bytes = st->index.memory_bytes() + st->known_sums.memory_bytes();
   st->policies.each([&](const auto& p) { p.report(i); });
   return i;
 }

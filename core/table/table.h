@@ -35,6 +35,7 @@
 #include "core/file/data_file.h"
 #include "core/file/recovery.h"
 #include "core/file/row_check.h"
+#include "core/file/row_source.h"
 #include "core/policy/policies.h"
 #include "core/table/commit_pipeline.h"
 #include "core/table/ended_rows.h"
@@ -127,6 +128,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;
+  Status take_failure() override;
   Subscriptions* subscriptions() override { return &subscriptions_; }
 
   // Timed (the reaper's thread): every policy's due() pass.
@@ -174,6 +176,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     ReadAheadWindow window;          // older bytes of `file`, read ahead for a deep backlog
     std::list<Waiter> waiters;       // FIFO
     RowId first_free_hint = 0;       // cursor of the "any row" take
+    Status take_failure;             // of the last take that answered kFailed
     // Rows from here on belong to subscriptions (subscriptions.h): plain takes stop before.
     RowId plain_below = ~RowId(0);
     uint64_t free_epoch = 0;         // counts rows becoming takeable (see take())
@@ -215,10 +218,13 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     // at its end, so rows below it may be read ahead at once.
     void install_file(std::shared_ptr<DataFile> f) {
       tail.reset(f->id(), f->size());
+      index.set_source(std::make_shared<FileRowSource>(f));  // cold index blocks read back from it
       file = std::move(f);
     }
-    // Rows in `file` with no checksum covering their id on disk (format 1 to 4, committed by
-    // a prepared transaction): what their bytes must match.
+    // Rows in `file` with no checksum on disk (format 1 to 4; and rows a prepared transaction
+    // committed, as an index snapshot of version 3 or 4 has them): what their bytes must match.
+    // A row committed in two phases since is checked with its TXN_ROW's own checksum
+    // (RowEntry::txn_row), which costs no memory and lets its block fold.
     KnownChecksums known_sums;
     // Where row `e`'s bytes are in `file` and what they must match.
     RowLocation locate(const RowEntry& e) const {
@@ -226,6 +232,8 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       if (const uint32_t* sum = known_sums.empty() ? nullptr : known_sums.find(e.id)) {
         r.stored = false;
         r.known = *sum;
+      } else {
+        r.id_less = e.txn_row;
       }
       return r;
     }
@@ -292,7 +300,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // transaction), in a batch that syncs for others' prepares: published and answered once
   // written, before the sync, up to the first request that gives ids after the sync (rows
   // enter the index in id order).
-  void answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now_ms);
+  void answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t base, uint64_t now_ms);
   // The batch's rows and removals go into the index (state lock taken here); `written` (the
   // chunk bytes, now at `base` of `file`) also goes to the tail cache.
   void publish(const std::vector<CommitRequest*>& batch, const DataFile& file, uint64_t base,
@@ -302,7 +310,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // A prepared part (its claims move to the part's own holder) / its end: true if a committed
   // row was placed elsewhere than kFree.
   void publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx);
-  bool publish_end(State& st, const WriteBatch& b, RowContext& ctx, uint64_t* inserted, uint64_t* removed);
+  // txn_end_end: where its TXN_END record ends in the file.
+  bool publish_end(State& st, const WriteBatch& b, uint64_t txn_end_end, RowContext& ctx, uint64_t* inserted,
+                   uint64_t* removed);
   void restore_prepared(State& st, RecoveredTable& rec, RowContext& ctx);  // at open
   // kInvalid, naming `what`, while prepared parts wait for their end: DDL would lose them.
   Status refuse_with_prepared(const State& st, const char* what) const;
@@ -382,6 +392,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowEntry* next_plain(State& st);
   Take take_locked(State& st, const TakeRequest& r, RowEntry& e, RowContext& ctx);
   Take register_locked(State& st, const TakeRequest& r);
+  Take failed_take(State& st);  // kFailed, with the index's read error as take_failure()
   Take moved_take(State& st, const TakeRequest& r, bool register_waiter);  // the rows moved (takeover.cc)
   RowId* cursor_for(State& st, const std::shared_ptr<const RowFilter>& filter);
 
@@ -440,6 +451,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
 
   // lock-free mirrors for instant info()/visible_count()
   std::atomic<uint64_t> rows_{0}, held_{0}, waiters_{0}, file_bytes_{0}, live_bytes_{0};
+  // The row index's memory as last added to global_stats().memory_bytes (note_index_change).
+  std::atomic<uint64_t> memory_bytes_{0};
+  std::atomic<uint64_t> memory_ticks_{0};
   std::atomic<uint64_t> pending_rows_{0};  // rows of prepared parts (MAX_ROWS counts them)
   std::atomic<RowId> next_rowid_{1};
   std::atomic<RowId> id_floor_{0};

@@ -47,6 +47,7 @@ RowEntry* Table::next_plain(State& st) {
   size_t pos = st.index.lower_bound(*cursor), end = st.index.end_pos();
   // Gated rows are not this scan's: the oldest one that may go is a policy's first released row.
   while (pos < end && (st.index.at(pos).state != RowState::kFree || gated(st, st.index.at(pos)))) pos++;
+  if (st.index.read_failed()) return nullptr;  // the cursor stays before the rows it could not read
   if (pos < end && st.index.at(pos).id >= st.plain_below) pos = end;  // the subscriptions' rows
   // (Not next_rowid_: rows with smaller ids may be durable but not yet published.)
   if (pos < end)
@@ -67,6 +68,16 @@ RowEntry* Table::next_plain(State& st) {
   return e;
 }
 
+QueueTable::Take Table::failed_take(State& st) {
+  st.take_failure = st.index.take_read_error();
+  return Take::kFailed;
+}
+
+Status Table::take_failure() {
+  Status s = state_.lock()->take_failure;
+  return s.ok() ? Status(ErrorCode::kIo, "file " + path() + ": a take failed") : s;
+}
+
 QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
   if (!r.filter) {  // no payload reads: one lock hold
     auto st = state_.lock();
@@ -76,6 +87,8 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
     Take result = Take::kNone;
     if (RowEntry* e = next_plain(*st))
       result = take_locked(*st, r, *e, ctx);
+    else if (st->index.read_failed())
+      result = failed_take(*st);
     else if (register_waiter)
       result = register_locked(*st, r);
     finish(*st, ctx);
@@ -114,6 +127,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
       batch.clear();
       cached.clear();
       damaged.clear();
+      st->index.release_read_back(from);  // the blocks this scan passed
       size_t pos = st->index.lower_bound(from), end = st->index.end_pos();
       for (; pos < end && batch.size() < kScanBatch; pos++) {
         const RowEntry& e = st->index.at(pos);
@@ -134,6 +148,7 @@ QueueTable::Take Table::take(const TakeRequest& r, bool register_waiter) {
         }
         batch.push_back(Candidate{row, at});
       }
+      if (st->index.read_failed()) return failed_take(*st);  // the cursor stays where it was
       set_aside(*st, damaged);  // (they were takeable: free, so not takeable any more)
       damaged.clear();
       if (batch.empty()) {  // checked up to the end, with no row freed meanwhile

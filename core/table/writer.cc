@@ -141,6 +141,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       }
       if (b.commit && !b.ended.empty()) chunk.add_history(b.ended.data(), b.ended.size());
       chunk.add_txn_end(b.txn, b.commit, b.first_rowid);
+      b.txn_end_end = w->buffer.size();  // its rows' far record (RowIndex::append)
       if (b.return_count) chunk.add_returns(b.returns, b.return_count);
       continue;
     }
@@ -221,7 +222,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
                         adds_rows ? DataFile::Room::kLeaveReserve : DataFile::Room::kMayUseReserve);
   if (s.ok() && sync) {
     answer_unsynced(leader, batch);
-    answer_unsynced_ends(leader, batch, ctx.now_ms);  // after it: it leaves null what it answered
+    answer_unsynced_ends(leader, batch, base, ctx.now_ms);  // after it: it leaves null what it answered
     BlockingScope syncing(BlockingWait::kSync);
     s = w->file->sync(mode);
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
@@ -293,7 +294,8 @@ uint64_t Table::publish_removal(State& st, const WriteBatch& b, RowContext& ctx)
   return removed;
 }
 
-void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t now) {
+void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<CommitRequest*>& batch, uint64_t base,
+                                 uint64_t now) {
   std::vector<CommitRequest*> ends;
   for (CommitRequest* r : batch) {
     if (!r || !r->batch.status.ok()) continue;  // refused: nothing written
@@ -309,7 +311,7 @@ void Table::answer_unsynced_ends(const CommitRequest* leader, std::vector<Commit
   if (ends.empty()) return;
   {
     auto st = state_.lock();
-    publish_locked(*st, ends, 0, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
+    publish_locked(*st, ends, base, now);  // an end writes no row of its own (its rows are its TXN_ROWs)
   }
   global_stats().commit_records_before_sync.add(ends.size());
   for (CommitRequest*& r : batch) {
@@ -344,7 +346,7 @@ void Table::publish_locked(State& st, const std::vector<CommitRequest*>& batch, 
       continue;
     }
     if (b.phase == WriteBatch::Phase::kEnd) {
-      if (publish_end(st, b, ctx, &inserted, &removed)) placed_elsewhere = true;
+      if (publish_end(st, b, base + b.txn_end_end, ctx, &inserted, &removed)) placed_elsewhere = true;
       continue;
     }
     if (b.removal_count) removed += publish_removal(st, b, ctx);
@@ -387,6 +389,12 @@ void Table::note_index_change(const State& st, uint64_t inserted, uint64_t remov
   counters_.rows_removed.add(removed);
   global_stats().rows_written.add(inserted);
   global_stats().rows_removed.add(removed);
+  // The engine's total: what this table's index holds now, taken every 256 changes (it walks
+  // the index's blocks) and whenever the index is small.
+  if (st.index.end_pos() < 4 * RowIndex::kBlockRows || ++memory_ticks_ % 256 == 0) {
+    const uint64_t now = st.index.memory_bytes() + st.known_sums.memory_bytes();
+    global_stats().memory_bytes.add(now - memory_bytes_.exchange(now));
+  }
 }
 
 Status Table::check_row_lengths(const std::vector<std::string_view>& rows) const {

@@ -44,6 +44,7 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"compactions", compactions.get()},
       {"recoveries", recoveries.get()},
       {"damaged_reads", damaged_reads.get()},
+      {"memory_bytes", memory_bytes.get()},
   };
 }
 

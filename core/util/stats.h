@@ -38,6 +38,8 @@ struct GlobalStats {
   Counter cond_evals, cond_compiles, cond_cache_hits;
   Counter compactions, recoveries;
   Counter damaged_reads;  // reads of a row whose bytes on disk failed their checksum
+  // A gauge: RAM the open tables' row indexes hold (each table adds what changed; core/table/writer.cc).
+  Counter memory_bytes;
   // (name, value) pairs in a stable order, for SHOW ENGINE QUEUE STATUS.
   std::vector<std::pair<std::string, uint64_t>> snapshot() const;
 };

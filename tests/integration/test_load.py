@@ -20,7 +20,8 @@ FUNCTIONS = ["queue_wait", "queue_take_dead", "queue_end", "queue_abort", "queue
 QUEUE_TABLES_COLUMNS = ["TABLE_SCHEMA", "TABLE_NAME", "ROWS", "OWNED_ROWS", "WAITERS", "FILE_BYTES",
                         "REMOVED_BYTES", "OLDEST_AGE_MS", "NEXT_ROWID", "DELAYED_ROWS", "DEAD_ROWS",
                         "MESSAGE_GROUPS", "MAX_ROWS", "DEDUP_KEYS",
-                        "GROUPS_AT_LIMIT", "ROWS_HELD_BACK", "IN_FLIGHT", "HISTORY_ROWS", "HISTORY_BYTES"]
+                        "GROUPS_AT_LIMIT", "ROWS_HELD_BACK", "IN_FLIGHT", "HISTORY_ROWS", "HISTORY_BYTES",
+                        "MEMORY_BYTES"]
 
 
 def test_engine_is_listed(server):

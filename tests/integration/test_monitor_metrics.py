@@ -121,6 +121,19 @@ def test_limits_figures_per_table(server, monitors):
     assert s[("q4m_queue_groups_at_limit", frozenset(t.items()))] == 1.0
 
 
+def test_memory_the_engine_holds_per_table_and_in_total(server, monitors):
+    server.sql("CREATE TABLE test.mem (v INT) ENGINE=QUEUE")
+    server.sql("INSERT INTO test.mem SELECT seq FROM seq_1_to_1000")
+    m = monitors()
+    t = {"schema": "test", "table": "mem"}
+    assert _wait_for(m, "q4m_queue_rows", {**t, "state": "ready"}, 1000.0) == 1000.0
+    s = _samples(m.get("/metrics")[0])
+    table = s[("q4m_queue_memory_bytes", frozenset(t.items()))]
+    assert table > 0
+    assert s[("q4m_engine_memory_bytes", frozenset())] >= table  # a gauge, not a _total counter
+    assert ("q4m_engine_memory_bytes_total", frozenset()) not in s
+
+
 def test_subscription_lag_per_subscription(server, monitors):
     server.sql("CREATE TABLE test.events (v INT) ENGINE=QUEUE")
     server.sql("SELECT queue_subscribe('test.events', 'fast')")

@@ -483,8 +483,8 @@ TEST(redrive_leaves_a_damaged_dead_row_and_purge_removes_it) {
 }
 
 // Rows of a two-phase commit are written as TXN_ROW records with their own checksum (covering
-// id 0: the id comes at the end); a committed row keeps that checksum as a known one, so a
-// later read of it, after a reopen too, is checked like any row's.
+// id 0: the id comes at the end); a later read of a committed row, after a reopen too, checks
+// its bytes with that checksum (RowLocation::id_less), like any row's.
 TEST(a_committed_two_phase_row_is_checked_on_every_read) {
   for (int variant = 0; variant < 4; variant++) {
     const bool reopen_while_prepared = variant & 1;

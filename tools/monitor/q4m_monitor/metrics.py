@@ -66,6 +66,9 @@ class QueueCollector:
                                          labels=labels),
             "max_rows": GaugeMetricFamily("q4m_queue_max_rows", "MAX_ROWS (0: no limit).", labels=labels),
             "file_bytes": GaugeMetricFamily("q4m_queue_file_bytes", "Size of the data file.", labels=labels),
+            "memory_bytes": GaugeMetricFamily("q4m_queue_memory_bytes", "RAM the table's row index holds "
+                                              "(docs/limits.md: per plain row and per row with state).",
+                                              labels=labels),
             # The limits (docs/limits.md): what is out, what waits for a limit, which keys are at one.
             "in_flight": GaugeMetricFamily("q4m_queue_in_flight_rows",
                                            "Rows out (owned), as MAX_IN_FLIGHT counts them.", labels=labels),
@@ -93,6 +96,7 @@ class QueueCollector:
             gauges["waiters"].add_metric(values, sum(st["waiters"] for st in group))
             gauges["max_rows"].add_metric(values, sum(st["max_rows"] for st in group))
             gauges["file_bytes"].add_metric(values, sum(st["file_bytes"] for st in group))
+            gauges["memory_bytes"].add_metric(values, sum(st.get("memory_bytes", 0) for st in group))
             for key in ("in_flight", "rows_held_back", "groups_at_limit", "history_rows"):
                 gauges[key].add_metric(values, sum(st.get(key, 0) for st in group))
             for key, family in counters:
@@ -139,8 +143,11 @@ class QueueCollector:
                                      "rate(q4m_sync_seconds_total) / rate(q4m_syncs_total) is the disk's sync latency.")
         sync_s.add_metric([], engine.get("sync_us", 0) / 1e6)
         yield sync_s
+        memory = GaugeMetricFamily("q4m_engine_memory_bytes", "RAM the row indexes of all open queue tables hold.")
+        memory.add_metric([], engine.get("memory_bytes", 0))
+        yield memory
         for name, value in sorted(engine.items()):
-            if name in ("sys_sync", "sync_us"):
+            if name in ("sys_sync", "sync_us", "memory_bytes"):
                 continue
             c = CounterMetricFamily(f"q4m_engine_{name}", f"SHOW ENGINE QUEUE STATUS: {name}.")
             c.add_metric([], value)
