@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/file/replacement_file.h"
+#include "core/table/subscription_gates.h"
 #include "core/table/subscription_log.h"
 #include "core/table/table.h"
 
@@ -30,6 +31,7 @@ struct Subscriptions::Sub {
   RowId floor = 1;      // every row below is decided
   RowId free_from = 1;  // no free row below (>= floor)
   std::map<RowId, SubRow> rows;  // rows above floor it touched
+  SubscriptionGates gates;       // group order and limits of its takes
   std::map<const Holder*, SteadyTime> leases;
   std::set<const Holder*> lease_expired;  // their rows went back; told at their next end
   std::weak_ptr<SubscriptionTable> table;
@@ -284,10 +286,12 @@ void Subscriptions::advance_floor(Sub& s) {
     bool found = false;
     if (!table_.next_row(s.floor - 1, &id, nullptr, &found, nullptr).ok() || !found) {
       // Nothing live at or above the floor: what it touched is gone.
-      s.rows.erase(s.rows.begin(), s.rows.lower_bound(s.floor));
+      for (auto it = s.rows.begin(); it != s.rows.end() && it->first < s.floor; it = s.rows.erase(it))
+        s.gates.released(it->first);
       return;
     }
-    s.rows.erase(s.rows.begin(), s.rows.lower_bound(id));  // removed from the table (DELETE, TTL)
+    for (auto it = s.rows.begin(); it != s.rows.end() && it->first < id; it = s.rows.erase(it))
+      s.gates.released(it->first);  // removed from the table (DELETE, TTL)
     auto it = s.rows.find(id);
     if (id < s.start || (it != s.rows.end() && it->second.state == SubRow::kDone)) {
       if (it != s.rows.end()) s.rows.erase(it);
@@ -571,6 +575,7 @@ void Subscriptions::truncated() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [n, s] : subs_) {
     s->rows.clear();
+    s->gates.clear();
     s->leases.clear();
     s->floor = s->free_from = s->start;
   }
@@ -582,16 +587,25 @@ void Subscriptions::back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::mi
   if (row.from_dead || (max != 0 && row.deliveries >= max)) {
     row.state = SubRow::kDead;
     row.from_dead = false;
+    s.gates.released(id);  // a dead row holds up nothing
     return;
   }
   if (delay.count() > 0) {
+    s.gates.delayed(id);  // keeps its group's place
     row.state = SubRow::kDelayed;
     row.due = std::chrono::steady_clock::now() + delay;
     table_.watch(row.due);
     return;
   }
   row.state = SubRow::kFree;
+  s.gates.released(id);  // in line again as a free row
   s.free_from = std::min(s.free_from, id);
+}
+
+void Subscriptions::release_gates(Sub& s, const std::vector<RowId>& ids) {
+  bool freed = false;
+  for (RowId id : ids) freed = s.gates.released(id) || freed;
+  if (freed) wake(s, false);
 }
 
 void Subscriptions::return_holder_rows(Sub& s, const Holder* h) {
@@ -615,6 +629,7 @@ void Subscriptions::expire(Sub& s, SteadyTime now) {
   for (auto& [id, row] : s.rows) {
     if (row.state != SubRow::kDelayed || row.due > now) continue;
     row.state = SubRow::kFree;
+    s.gates.released(id);
     s.free_from = std::min(s.free_from, id);
     freed = true;
   }
@@ -627,6 +642,9 @@ SteadyTime Subscriptions::due(SteadyTime now) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [n, s] : subs_) {
     expire(*s, now);
+    if (s->gates.token_came(now)) wake(*s, true);  // a rate let a row go
+    s->gates.sweep(now);
+    next = std::min(next, s->gates.next_token());
     for (auto& [h, at] : s->leases) next = std::min(next, at);
     for (auto& [id, row] : s->rows)
       if (row.state == SubRow::kDelayed) next = std::min(next, row.due);
@@ -670,33 +688,46 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
       return QueueTable::Take::kNone;
     }
     advance_floor(*s);
-    if (s->filter_known) {
+    s->gates.configure(*table_.options(), now);
+    if (s->filter_known && s->gates.open(now)) {
       RowId id = std::max(s->free_from, s->floor) - 1;
       bool all_before_taken = true;  // every row scanned so far is not free (free_from may move)
       std::vector<RowId> excluded;
       std::string payload;
-      for (;;) {
-        bool found = false;
-        if (!table_.next_row(id, &id, nullptr, &found, nullptr).ok() || !found) break;
+      SubscriptionGates::Scan scan;
+      Table::SubscriptionRow next;
+      auto live = [&](RowId held) { return table_.row_view(held, nullptr) != QueueTable::RowView::kGone; };
+      while (table_.next_for_subscription(id, &next)) {
+        id = next.id;
+        const std::string* key = next.grouped ? &next.key : nullptr;
         auto it = s->rows.find(id);
         if (it != s->rows.end() && it->second.state != SubRow::kFree) {
           if (all_before_taken) s->free_from = id + 1;
           continue;
         }
         if (removing_.count(id)) continue;
-        if (s->filter || r.filter) {
+        bool have_payload = false;
+        auto read = [&]() {
           bool there = false;
-          if (!table_.read_row(id, &payload, &there, nullptr).ok() || !there) continue;
-          if (s->filter && !s->filter->matches(payload)) {  // not this subscription's row
+          have_payload = table_.read_row(id, &payload, &there, nullptr).ok() && there;
+          return have_payload;
+        };
+        if (s->filter) {
+          if (!read()) continue;
+          if (!s->filter->matches(payload)) {  // not this subscription's row
             s->rows[id].state = SubRow::kDone;
             excluded.push_back(id);
             if (all_before_taken) s->free_from = id + 1;
             continue;
           }
-          if (r.filter && !r.filter->matches(payload)) {
-            all_before_taken = false;
-            continue;
-          }
+        }
+        // In the subscription's line from here on: a row it does not take now holds its
+        // group's later rows back.
+        if (!next.visible || !s->gates.allows(scan, id, key, now, live) ||
+            (r.filter && ((!have_payload && !read()) || !r.filter->matches(payload)))) {
+          s->gates.passed(scan, key);
+          all_before_taken = false;
+          continue;
         }
         SubRow& row = s->rows[id];
         if (!give(id, row)) {
@@ -706,6 +737,7 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
           (void)remove_parent_rows(gone, false, name);
           return QueueTable::Take::kConsumerDone;
         }
+        s->gates.handed_out(id, key, now);
         if (all_before_taken) s->free_from = id + 1;
         std::vector<RowId> gone = removable(excluded);
         lock.unlock();
@@ -719,6 +751,7 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
         continue;  // scan again (rare: a table of rows outside the condition)
       }
     }
+    if (s->gates.next_token() != SteadyTime::max()) table_.watch(s->gates.next_token());
     if (!register_waiter) return QueueTable::Take::kNone;
     if (!r.receiver->waiting()) return QueueTable::Take::kConsumerDone;
     std::lock_guard<std::mutex> w(wake_mu_);
@@ -764,6 +797,7 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
   }
   if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
   s->ended += ending.size();
+  release_gates(*s, ending);
   advance_floor(*s);
   const std::string name = s->name;
   lock.unlock();

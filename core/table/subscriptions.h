@@ -138,6 +138,8 @@ class Subscriptions {
   void expire(Sub& s, std::chrono::steady_clock::time_point now);  // leases, delays
   void back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::milliseconds delay);
   void return_holder_rows(Sub& s, const Holder* h);  // its lease ran out
+  // Rows of s no longer out (ended): their group's next row or a slot may go (subscription_gates.h).
+  void release_gates(Sub& s, const std::vector<RowId>& ids);
   // Of `ids`, the rows every subscription decided that no REMOVE is being committed for:
   // claimed (removing_) for the caller's REMOVE.
   std::vector<RowId> removable(const std::vector<RowId>& ids);
