@@ -244,3 +244,27 @@ TEST(a_dead_row_holds_up_nothing_in_its_subscription) {
   CHECK(taken);
   CHECK_EQ(f.a->info().dead_rows + f.a->info().owned_rows, 2u);
 }
+
+TEST(a_deleted_row_out_no_longer_holds_its_group_in_a_subscription) {
+  Fixture f;
+  REQUIRE(f.ok());
+  std::map<std::string, RowId> ids;
+  REQUIRE(insert_key_label_rows(*f.t, {"A:a1", "A:a2"}, &ids).ok());
+  Consumer c1, c2, deleter;
+  CHECK_EQ(take_key_label(c1, f.a), std::string("a1"));
+  CHECK_EQ(take_key_label(c2, f.a), std::string(""));
+  REQUIRE(f.t->claim_for_delete(&deleter, ids["a1"]));  // a DELETE removes it for every subscription
+  REQUIRE(f.t->remove_claimed(&deleter).ok());
+  CHECK_EQ(take_key_label(c2, f.a), std::string("a2"));
+}
+
+TEST(a_consumer_waiting_for_a_token_gets_the_row_when_it_comes) {
+  Fixture f;
+  REQUIRE(f.ok());
+  set_option(*f.t, &TableOptions::group_rate, 20.0);  // a token every 50 ms per group
+  REQUIRE(insert_key_label_rows(*f.t, {"A:a1", "A:a2"}).ok());
+  Consumer c1, c2;
+  CHECK_EQ(take_key_label(c1, f.a), std::string("a1"));
+  REQUIRE(c1.end().ok());
+  CHECK_EQ(take_key_label(c2, f.a, milliseconds(10000)), std::string("a2"));  // the timer's pass wakes it
+}
