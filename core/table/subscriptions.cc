@@ -87,7 +87,9 @@ class SubscriptionTable final : public QueueTable {
   Status copy_data(const std::string&) override { return refuse("a backup"); }
   void configure(std::shared_ptr<const TableOptions>) override {}
   std::shared_ptr<const TableOptions> options() const override { return parent_->options(); }
-  Status release_owned(RowId, uint64_t, size_t*) override { return refuse("queue_release_owned()"); }
+  Status release_owned(RowId id, uint64_t by_connection, size_t* released) override {
+    return subs().release_owned(number_, id, by_connection, released);
+  }
   Status redrive_dead(size_t, size_t*) override { return refuse("queue_redrive_dead()"); }
   Status purge_dead(size_t, size_t*) override { return refuse("queue_purge_dead()"); }
   RowView row_view(RowId id, const Consumer* viewer) override { return parent_->row_view(id, viewer); }
@@ -893,6 +895,25 @@ Status Subscriptions::renew_lease(uint32_t number, const Holder* h, std::chrono:
   return Status::Ok();
 }
 
+Status Subscriptions::release_owned(uint32_t number, RowId id, uint64_t by_connection, size_t* released) {
+  *released = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  auto it = s->rows.find(id);
+  // A row being ended (kEnding) is not taken from its owner: the end wins.
+  if (it == s->rows.end() || it->second.state != SubRow::kOwned) return Status::Ok();
+  const Holder* h = it->second.holder;
+  for (auto& [rid, row] : s->rows)
+    if (row.state == SubRow::kOwned && row.holder == h) ++*released;
+  return_holder_rows(*s, h);
+  s->leases.erase(h);
+  if (h) h->revoke(by_connection);  // its owner's next end learns it (Consumer)
+  if (auto t = s->table.lock()) t->counters().rows_released.add(*released);
+  wake(*s, true);
+  return Status::Ok();
+}
+
 std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
   std::vector<OwnedRowInfo> out;
   std::lock_guard<std::mutex> lock(mu_);
@@ -906,6 +927,11 @@ std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
     i.connection_id = row.holder ? row.holder->connection_id() : 0;
     i.deliveries = row.deliveries;
     i.owned_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - row.taken_at).count());
+    RowId at = 0;
+    bool found = false;
+    RowHistory history;
+    if (table_.next_row(id - 1, &at, nullptr, &found, &history).ok() && found && at == id && history.insert_time_ms)
+      i.row_age_ms = wall_ms() > history.insert_time_ms ? wall_ms() - history.insert_time_ms : 0;
     auto l = s->leases.find(row.holder);
     if (l != s->leases.end())
       i.lease_left_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(l->second - now).count());

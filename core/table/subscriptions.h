@@ -128,6 +128,9 @@ class Subscriptions {
   Status settle_lease(uint32_t sub, const Holder* h);
   Status renew_lease(uint32_t sub, const Holder* h, std::chrono::milliseconds lease);
   std::vector<OwnedRowInfo> owned_rows(uint32_t sub);
+  // queue_release_owned('tbl@sub', id): row `id`, held by a consumer of `sub`, and every other
+  // row of its holder there go back as if its lease had run out.
+  Status release_owned(uint32_t sub, RowId id, uint64_t by_connection, size_t* released);
   SubscriptionInfo info(uint32_t sub, bool* found);
 
   // ---- under mu_

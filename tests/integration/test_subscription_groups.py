@@ -4,6 +4,9 @@ own, and VISIBLE_AT_COLUMN holds a row back from every subscription until its ti
 import threading
 import time
 
+import pymysql
+import pytest
+
 from binlog_modes import both_binlog_modes
 from sqlcheck import query, value
 
@@ -168,3 +171,30 @@ def test_after_kill9_ended_rows_stay_ended_and_owned_ones_lead_their_group(fresh
     assert value(c1, "SELECT queue_end()") == 1
     assert _take(c2, "test.orders@billing") == 3
     assert _take(c1, "test.orders@email") == 1
+
+
+def test_owned_rows_list_and_release_a_subscriptions_rows(server):
+    server.sql("DROP TABLE IF EXISTS test.orders")
+    _orders(server)
+    server.sql("INSERT INTO test.orders VALUES (1, 'A'), (2, 'A')")
+    hung, other, email, op = (server.connect() for _ in range(4))
+    assert _take(hung, "test.orders@billing") == 1
+    assert _take(email, "test.orders@email") == 1
+    hung_id = value(hung, "SELECT CONNECTION_ID()")
+    owned = server.sql("SELECT ROW_ID, CONNECTION_ID, DELIVERY_COUNT, SUBSCRIPTION_NAME "
+                       "FROM information_schema.QUEUE_OWNED_ROWS WHERE TABLE_NAME = 'orders' "
+                       "ORDER BY SUBSCRIPTION_NAME")
+    assert owned == [(1, hung_id, 1, "billing"), (1, value(email, "SELECT CONNECTION_ID()"), 1, "email")]
+    assert value(op, "SELECT queue_release_owned('test.orders@billing', 1)") == 1
+    assert value(op, "SELECT queue_release_owned('test.orders@billing', 1)") == 0  # not owned now
+    assert _take(other, "test.orders@billing") == 1  # back ahead of its group
+    assert value(other, "SELECT queue_delivery_count()") == 2
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        value(hung, "SELECT queue_end()")
+    assert e.value.args[0] == 1205
+    assert value(other, "SELECT queue_end()") == 1
+    assert _take(other, "test.orders@billing") == 2
+    assert value(other, "SELECT queue_end()") == 1
+    assert value(email, "SELECT queue_end()") == 1  # email's delivery was untouched
+    assert server.sql("SELECT * FROM information_schema.QUEUE_OWNED_ROWS WHERE TABLE_NAME = 'orders'") == []
+    server.sql("DROP TABLE test.orders")

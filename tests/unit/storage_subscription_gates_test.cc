@@ -268,3 +268,23 @@ TEST(a_consumer_waiting_for_a_token_gets_the_row_when_it_comes) {
   REQUIRE(c1.end().ok());
   CHECK_EQ(take_key_label(c2, f.a, milliseconds(10000)), std::string("a2"));  // the timer's pass wakes it
 }
+
+TEST(release_owned_gives_a_subscriptions_row_back_ahead_of_its_group) {
+  Fixture f;
+  REQUIRE(f.ok());
+  REQUIRE(insert_key_label_rows(*f.t, {"A:a1", "A:a2"}).ok());
+  Consumer hung, other, d1;
+  CHECK_EQ(take_key_label(hung, f.a), std::string("a1"));
+  CHECK_EQ(take_key_label(d1, f.b), std::string("a1"));
+  CHECK_EQ(f.a->owned_rows().size(), size_t(1));
+  size_t released = 0;
+  REQUIRE(f.a->release_owned(hung.owned_rowid(), 99, &released).ok());
+  CHECK_EQ(released, size_t(1));
+  CHECK_EQ(f.a->owned_rows().size(), size_t(0));
+  CHECK_EQ(take_key_label(other, f.a), std::string("a1"));  // again, ahead of a2
+  CHECK_EQ(other.owned_delivery_count(), 2u);
+  CHECK(hung.end().code() == ErrorCode::kLeaseExpired);  // told, nothing ended
+  CHECK_EQ(f.b->owned_rows().size(), size_t(1));         // b's delivery untouched
+  REQUIRE(other.end().ok());
+  CHECK_EQ(take_key_label(other, f.a), std::string("a2"));
+}
