@@ -90,8 +90,8 @@ class SubscriptionTable final : public QueueTable {
   Status release_owned(RowId id, uint64_t by_connection, size_t* released) override {
     return subs().release_owned(number_, id, by_connection, released);
   }
-  Status redrive_dead(size_t, size_t*) override { return refuse("queue_redrive_dead()"); }
-  Status purge_dead(size_t, size_t*) override { return refuse("queue_purge_dead()"); }
+  Status redrive_dead(size_t max, size_t* moved) override { return subs().redrive_dead(number_, max, moved); }
+  Status purge_dead(size_t max, size_t* purged) override { return subs().purge_dead(number_, max, purged); }
   RowView row_view(RowId id, const Consumer* viewer) override { return parent_->row_view(id, viewer); }
   TableStats info() override {
     bool found = false;
@@ -912,6 +912,61 @@ Status Subscriptions::release_owned(uint32_t number, RowId id, uint64_t by_conne
   if (auto t = s->table.lock()) t->counters().rows_released.add(*released);
   wake(*s, true);
   return Status::Ok();
+}
+
+Status Subscriptions::redrive_dead(uint32_t number, size_t max, size_t* moved) {
+  *moved = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  for (auto& [id, row] : s->rows) {
+    if (*moved >= max) break;
+    if (row.state != SubRow::kDead) continue;
+    row.state = SubRow::kFree;
+    row.deliveries = 0;
+    s->free_from = std::min(s->free_from, id);
+    ++*moved;
+  }
+  if (auto t = s->table.lock()) t->counters().rows_redriven.add(*moved);
+  if (*moved) wake(*s, true);
+  return Status::Ok();
+}
+
+Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
+  *purged = 0;
+  std::vector<RowId> ending, gone;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();
+    name = s->name;
+    for (auto& [id, row] : s->rows) {
+      if (ending.size() >= max) break;
+      if (row.state != SubRow::kDead) continue;
+      row.state = SubRow::kEnding;
+      ending.push_back(id);
+    }
+    if (ending.empty()) return Status::Ok();
+    gone = removable(ending);
+  }
+  Status st = commit_ends(number, ending, gone, true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RowId id : gone) removing_.erase(id);
+    Sub* s = by_number(number);
+    if (!s) return st;
+    for (RowId id : ending) {
+      auto it = s->rows.find(id);
+      if (it != s->rows.end() && it->second.state == SubRow::kEnding)
+        it->second.state = st.ok() ? SubRow::kDone : SubRow::kDead;
+    }
+    if (!st.ok()) return st;
+    *purged = ending.size();
+    if (auto t = s->table.lock()) t->counters().rows_purged.add(*purged);
+    advance_floor(*s);
+  }
+  return log_ended(table_, name, std::move(ending), std::move(gone));
 }
 
 std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {

@@ -131,6 +131,11 @@ class Subscriptions {
   // queue_release_owned('tbl@sub', id): row `id`, held by a consumer of `sub`, and every other
   // row of its holder there go back as if its lease had run out.
   Status release_owned(uint32_t sub, RowId id, uint64_t by_connection, size_t* released);
+  // queue_redrive_dead('tbl@sub'): up to `max` of its dead rows, oldest first, are free for it
+  // again (delivery count 0), in place. queue_purge_dead('tbl@sub'): ended for it, as its
+  // queue_end() would (SUB_REMOVE, the row removed if it was the last to need it).
+  Status redrive_dead(uint32_t sub, size_t max, size_t* moved);
+  Status purge_dead(uint32_t sub, size_t max, size_t* purged);
   SubscriptionInfo info(uint32_t sub, bool* found);
 
   // ---- under mu_

@@ -198,3 +198,32 @@ def test_owned_rows_list_and_release_a_subscriptions_rows(server):
     assert value(email, "SELECT queue_end()") == 1  # email's delivery was untouched
     assert server.sql("SELECT * FROM information_schema.QUEUE_OWNED_ROWS WHERE TABLE_NAME = 'orders'") == []
     server.sql("DROP TABLE test.orders")
+
+
+@both_binlog_modes
+def test_redrive_and_purge_a_subscriptions_dead_rows(server, binlog):
+    server.sql("DROP TABLE IF EXISTS test.orders")
+    _orders(server, "MAX_DELIVERIES=1")
+    server.sql("INSERT INTO test.orders VALUES (1, 'A'), (2, 'B')")
+    c, e = server.connect(), server.connect()
+    for rid in (1, 2):  # both dead for billing
+        assert _take(c, "test.orders@billing") == rid
+        assert value(c, "SELECT queue_abort()") == 1
+
+    def dead():
+        return server.value("SELECT DEAD_ROWS FROM information_schema.QUEUE_SUBSCRIPTIONS "
+                            "WHERE TABLE_NAME = 'orders' AND SUBSCRIPTION_NAME = 'billing'")
+    assert dead() == 2
+    assert value(c, "SELECT queue_redrive_dead('test.orders@billing', 1)") == 1  # row 1 is billing's again
+    assert dead() == 1
+    assert _take(c, "test.orders@billing") == 1
+    assert value(c, "SELECT queue_delivery_count()") == 1
+    assert value(c, "SELECT queue_end()") == 1
+    assert value(c, "SELECT queue_purge_dead('test.orders@billing')") == 1  # row 2 ended for billing
+    assert dead() == 0
+    assert server.value("SELECT COUNT(*) FROM test.orders") == 2  # email still needs both
+    for rid in (1, 2):
+        assert _take(e, "test.orders@email") == rid
+        assert value(e, "SELECT queue_end()") == 1
+    _wait_until(lambda: server.value("SELECT COUNT(*) FROM test.orders") == 0)
+    server.sql("DROP TABLE test.orders")

@@ -288,3 +288,31 @@ TEST(release_owned_gives_a_subscriptions_row_back_ahead_of_its_group) {
   REQUIRE(other.end().ok());
   CHECK_EQ(take_key_label(other, f.a), std::string("a2"));
 }
+
+TEST(a_subscriptions_dead_rows_are_redriven_in_place_or_purged_for_it_alone) {
+  Fixture f(false);
+  REQUIRE(f.ok());
+  set_option(*f.t, &TableOptions::max_deliveries, uint32_t(1));
+  REQUIRE(insert_key_label_rows(*f.t, {":r1", ":r2"}).ok());
+  Consumer c;
+  for (const char* label : {"r1", "r2"}) {
+    CHECK_EQ(take_key_label(c, f.a), std::string(label));
+    REQUIRE(c.abort().ok());  // dead for a
+  }
+  CHECK_EQ(f.a->info().dead_rows, 2u);
+  size_t n = 0;
+  REQUIRE(f.a->redrive_dead(1, &n).ok());
+  CHECK_EQ(n, size_t(1));
+  CHECK_EQ(take_key_label(c, f.a), std::string("r1"));
+  CHECK_EQ(c.owned_delivery_count(), 1u);
+  REQUIRE(c.end().ok());
+  REQUIRE(f.a->purge_dead(100, &n).ok());
+  CHECK_EQ(n, size_t(1));
+  CHECK_EQ(f.a->info().dead_rows, 0u);
+  CHECK_EQ(scan(*f.t).size(), size_t(2));  // b still needs both
+  CHECK_EQ(take_key_label(c, f.b), std::string("r1"));
+  REQUIRE(c.end().ok());
+  CHECK_EQ(take_key_label(c, f.b), std::string("r2"));
+  REQUIRE(c.end().ok());
+  CHECK_EQ(scan(*f.t).size(), size_t(0));  // every subscription decided both
+}
