@@ -108,7 +108,7 @@ int fill_queue_tables(THD* thd, TABLE_LIST* tables, Item*) {
 }
 
 enum OwnedColumn { kOwnedSchema, kOwnedName, kRowId, kConnectionId, kDeliveryCount, kOwnedMs, kRowAgeMs,
-                   kLeaseLeftMs };
+                   kLeaseLeftMs, kOwnedSubscription };
 
 ST_FIELD_INFO queue_owned_rows_fields[] = {
     Show::Column("TABLE_SCHEMA", Show::Name(), NOT_NULL),
@@ -119,25 +119,41 @@ ST_FIELD_INFO queue_owned_rows_fields[] = {
     Show::Column("OWNED_MS", Show::ULonglong(), NOT_NULL),
     Show::Column("ROW_AGE_MS", Show::ULonglong(), NOT_NULL),
     Show::Column("LEASE_LEFT_MS", Show::ULonglong(), NULLABLE),
+    Show::Column("SUBSCRIPTION_NAME", Show::Varchar(64), NULLABLE),  // NULL: a plain row's owner
     Show::CEnd()};
 
 int fill_queue_owned_rows(THD* thd, TABLE_LIST* tables, Item*) {
   TABLE* t = tables->table;
   return for_each_queue_table(thd, [&](const std::string& db, const std::string& name, q4m::QueueTable& queue) {
-    for (const q4m::OwnedRowInfo& r : queue.owned_rows()) {
-      store_name(t, kOwnedSchema, db, name);
-      t->field[kRowId]->store(r.id, true);
-      t->field[kConnectionId]->store(r.connection_id, true);
-      t->field[kDeliveryCount]->store(r.deliveries, true);
-      t->field[kOwnedMs]->store(r.owned_ms, true);
-      t->field[kRowAgeMs]->store(r.row_age_ms, true);
-      if (r.lease_left_ms < 0) {
-        t->field[kLeaseLeftMs]->set_null();
-      } else {
-        t->field[kLeaseLeftMs]->set_notnull();
-        t->field[kLeaseLeftMs]->store(r.lease_left_ms, true);
+    // The table's own owned rows, then each subscription's (a row may be owned once per subscription).
+    std::vector<std::pair<std::string, std::vector<q4m::OwnedRowInfo>>> lists;
+    lists.emplace_back(std::string(), queue.owned_rows());
+    if (q4m::Subscriptions* subs = queue.subscriptions(); subs && subs->any())
+      for (const q4m::SubscriptionInfo& i : subs->list())
+        if (i.owned_rows)
+          if (std::shared_ptr<q4m::QueueTable> sub = subs->find(i.name)) lists.emplace_back(i.name, sub->owned_rows());
+    for (const auto& [subscription, rows] : lists) {
+      for (const q4m::OwnedRowInfo& r : rows) {
+        store_name(t, kOwnedSchema, db, name);
+        if (subscription.empty()) {
+          t->field[kOwnedSubscription]->set_null();
+        } else {
+          t->field[kOwnedSubscription]->set_notnull();
+          t->field[kOwnedSubscription]->store(subscription.c_str(), subscription.size(), system_charset_info);
+        }
+        t->field[kRowId]->store(r.id, true);
+        t->field[kConnectionId]->store(r.connection_id, true);
+        t->field[kDeliveryCount]->store(r.deliveries, true);
+        t->field[kOwnedMs]->store(r.owned_ms, true);
+        t->field[kRowAgeMs]->store(r.row_age_ms, true);
+        if (r.lease_left_ms < 0) {
+          t->field[kLeaseLeftMs]->set_null();
+        } else {
+          t->field[kLeaseLeftMs]->set_notnull();
+          t->field[kLeaseLeftMs]->store(r.lease_left_ms, true);
+        }
+        if (schema_table_store_record(thd, t)) return 1;
       }
-      if (schema_table_store_record(thd, t)) return 1;
     }
     return 0;
   });

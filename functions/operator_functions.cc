@@ -113,7 +113,9 @@ class Item_func_dead_rows final : public Item_queue_action {
     uint64_t max = 0;
     if (!max_rows_argument(args, arg_count, 2, fn, &max)) return 0;
     size_t rows = 0;
-    if (q4m_engine::binlog_records(thd)) {
+    // A subscription's dead rows: its own state (a purge is its end, committed and logged as
+    // its queue_end() is), not the table's rows.
+    if (q4m_engine::binlog_records(thd) && !t.names_subscription) {
       // At the commit of the statement's (or the open) transaction, in the binary log: a redrive's
       // copies get their ids there, in the log's order, as a replica gives them.
       bool failed = false;

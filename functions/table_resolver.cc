@@ -325,6 +325,7 @@ bool resolve_statement_table(THD* thd, const TableArgument& a, const Names& n, T
   if (denied_table_access(thd, a, &tl)) return false;
   Definition def;
   if ((n.has_condition || n.has_subscription) && !check_definition(thd, a, n, t->s, &tl, &def)) return false;
+  out->names_subscription = def.subscription != nullptr;
   out->subscription.table = def.subscription ? def.subscription : q4m_engine::queue_of(t->file);
   out->subscription.filter = std::move(def.filter);
   out->label = full_label(n);
@@ -355,6 +356,7 @@ bool resolve_names(THD* thd, const TableArgument& a, const Names& n, ResolvedTab
   // The table may not have been opened by a statement since the server started.
   table->configure(def.table->options);
   out->label = full_label(n);
+  out->names_subscription = def.subscription != nullptr;
   out->subscription.table = def.subscription ? std::move(def.subscription) : std::move(table);
   out->subscription.filter = std::move(def.filter);
   return true;

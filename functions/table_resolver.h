@@ -50,6 +50,7 @@ struct ResolvedTable {
   std::string label;  // "db.table" as the user named it
   std::string db, table;  // as the server's privilege checks and metadata locks name them
   q4m::Subscription subscription;
+  bool names_subscription = false;  // 'table@name': subscription.table is the subscription
   HeldMetadataLock metadata_lock;  // only with TableArgument::hold_metadata_lock
 };
 

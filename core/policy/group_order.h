@@ -80,6 +80,11 @@ class GroupOrder {
   Time next_due() const { return wakes_.empty() ? Time::max() : wakes_.front().at; }
 
   bool is_member(RowId id) const { return member_.count(id) != 0; }
+  // The key of member `id`'s group (null if it is no member).
+  const std::string* key_of(RowId id) const {
+    auto it = member_.find(id);
+    return it == member_.end() ? nullptr : &groups_[it->second.slot].key;
+  }
   bool is_ready(RowId id) const { return ready_.count(id) != 0; }
   // The oldest ready row (0 if none).
   RowId first_ready() const { return ready_.empty() ? 0 : *ready_.begin(); }

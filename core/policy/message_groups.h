@@ -66,6 +66,9 @@ class MessageGroups : public PolicyBase {
     s.rows_held_back = order_.held_back();
   }
 
+  // The group of row `e` (null: no group), for subscriptions' own order (subscription_gates.h).
+  const std::string* key_of(const RowEntry& e) const { return e.grouped ? order_.key_of(e.id) : nullptr; }
+
   // INFORMATION_SCHEMA.QUEUE_HELD_GROUPS: up to `max` groups holding rows back.
   std::vector<GroupOrder::HeldGroup> held_groups(size_t max) const {
     return order_.held_groups(max, SteadyClock::now());

@@ -40,6 +40,7 @@ void Table::move(State& st, RowEntry& e, const Move& m, RowContext& ctx) {
     // skips gated rows: it finds them among the policies' released rows.)
     if (!gated(st, e) && st.first_free_hint > e.id) st.first_free_hint = e.id;
     st.cursors.row_returned(e.id);
+    if (e.id >= st.plain_below) subscriptions_.row_added();  // e.g. its VISIBLE_AT time came
   }
   st.policies.each([&](auto& p) { p.moved(e, from, previous, m, ctx); });
 }

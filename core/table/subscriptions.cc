@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/file/replacement_file.h"
+#include "core/table/subscription_gates.h"
 #include "core/table/subscription_log.h"
 #include "core/table/table.h"
 
@@ -30,6 +31,7 @@ struct Subscriptions::Sub {
   RowId floor = 1;      // every row below is decided
   RowId free_from = 1;  // no free row below (>= floor)
   std::map<RowId, SubRow> rows;  // rows above floor it touched
+  SubscriptionGates gates;       // group order and limits of its takes
   std::map<const Holder*, SteadyTime> leases;
   std::set<const Holder*> lease_expired;  // their rows went back; told at their next end
   std::weak_ptr<SubscriptionTable> table;
@@ -85,9 +87,11 @@ class SubscriptionTable final : public QueueTable {
   Status copy_data(const std::string&) override { return refuse("a backup"); }
   void configure(std::shared_ptr<const TableOptions>) override {}
   std::shared_ptr<const TableOptions> options() const override { return parent_->options(); }
-  Status release_owned(RowId, uint64_t, size_t*) override { return refuse("queue_release_owned()"); }
-  Status redrive_dead(size_t, size_t*) override { return refuse("queue_redrive_dead()"); }
-  Status purge_dead(size_t, size_t*) override { return refuse("queue_purge_dead()"); }
+  Status release_owned(RowId id, uint64_t by_connection, size_t* released) override {
+    return subs().release_owned(number_, id, by_connection, released);
+  }
+  Status redrive_dead(size_t max, size_t* moved) override { return subs().redrive_dead(number_, max, moved); }
+  Status purge_dead(size_t max, size_t* purged) override { return subs().purge_dead(number_, max, purged); }
   RowView row_view(RowId id, const Consumer* viewer) override { return parent_->row_view(id, viewer); }
   TableStats info() override {
     bool found = false;
@@ -284,10 +288,12 @@ void Subscriptions::advance_floor(Sub& s) {
     bool found = false;
     if (!table_.next_row(s.floor - 1, &id, nullptr, &found, nullptr).ok() || !found) {
       // Nothing live at or above the floor: what it touched is gone.
-      s.rows.erase(s.rows.begin(), s.rows.lower_bound(s.floor));
+      for (auto it = s.rows.begin(); it != s.rows.end() && it->first < s.floor; it = s.rows.erase(it))
+        s.gates.released(it->first);
       return;
     }
-    s.rows.erase(s.rows.begin(), s.rows.lower_bound(id));  // removed from the table (DELETE, TTL)
+    for (auto it = s.rows.begin(); it != s.rows.end() && it->first < id; it = s.rows.erase(it))
+      s.gates.released(it->first);  // removed from the table (DELETE, TTL)
     auto it = s.rows.find(id);
     if (id < s.start || (it != s.rows.end() && it->second.state == SubRow::kDone)) {
       if (it != s.rows.end()) s.rows.erase(it);
@@ -571,6 +577,7 @@ void Subscriptions::truncated() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [n, s] : subs_) {
     s->rows.clear();
+    s->gates.clear();
     s->leases.clear();
     s->floor = s->free_from = s->start;
   }
@@ -582,16 +589,25 @@ void Subscriptions::back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::mi
   if (row.from_dead || (max != 0 && row.deliveries >= max)) {
     row.state = SubRow::kDead;
     row.from_dead = false;
+    s.gates.released(id);  // a dead row holds up nothing
     return;
   }
   if (delay.count() > 0) {
+    s.gates.delayed(id);  // keeps its group's place
     row.state = SubRow::kDelayed;
     row.due = std::chrono::steady_clock::now() + delay;
     table_.watch(row.due);
     return;
   }
   row.state = SubRow::kFree;
+  s.gates.released(id);  // in line again as a free row
   s.free_from = std::min(s.free_from, id);
+}
+
+void Subscriptions::release_gates(Sub& s, const std::vector<RowId>& ids) {
+  bool freed = false;
+  for (RowId id : ids) freed = s.gates.released(id) || freed;
+  if (freed) wake(s, false);
 }
 
 void Subscriptions::return_holder_rows(Sub& s, const Holder* h) {
@@ -615,6 +631,7 @@ void Subscriptions::expire(Sub& s, SteadyTime now) {
   for (auto& [id, row] : s.rows) {
     if (row.state != SubRow::kDelayed || row.due > now) continue;
     row.state = SubRow::kFree;
+    s.gates.released(id);
     s.free_from = std::min(s.free_from, id);
     freed = true;
   }
@@ -627,6 +644,9 @@ SteadyTime Subscriptions::due(SteadyTime now) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [n, s] : subs_) {
     expire(*s, now);
+    if (s->gates.token_came(now)) wake(*s, true);  // a rate let a row go
+    s->gates.sweep(now);
+    next = std::min(next, s->gates.next_token());
     for (auto& [h, at] : s->leases) next = std::min(next, at);
     for (auto& [id, row] : s->rows)
       if (row.state == SubRow::kDelayed) next = std::min(next, row.due);
@@ -670,33 +690,46 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
       return QueueTable::Take::kNone;
     }
     advance_floor(*s);
-    if (s->filter_known) {
+    s->gates.configure(*table_.options(), now);
+    if (s->filter_known && s->gates.open(now)) {
       RowId id = std::max(s->free_from, s->floor) - 1;
       bool all_before_taken = true;  // every row scanned so far is not free (free_from may move)
       std::vector<RowId> excluded;
       std::string payload;
-      for (;;) {
-        bool found = false;
-        if (!table_.next_row(id, &id, nullptr, &found, nullptr).ok() || !found) break;
+      SubscriptionGates::Scan scan;
+      Table::SubscriptionRow next;
+      auto live = [&](RowId held) { return table_.row_view(held, nullptr) != QueueTable::RowView::kGone; };
+      while (table_.next_for_subscription(id, &next)) {
+        id = next.id;
+        const std::string* key = next.grouped ? &next.key : nullptr;
         auto it = s->rows.find(id);
         if (it != s->rows.end() && it->second.state != SubRow::kFree) {
           if (all_before_taken) s->free_from = id + 1;
           continue;
         }
         if (removing_.count(id)) continue;
-        if (s->filter || r.filter) {
+        bool have_payload = false;
+        auto read = [&]() {
           bool there = false;
-          if (!table_.read_row(id, &payload, &there, nullptr).ok() || !there) continue;
-          if (s->filter && !s->filter->matches(payload)) {  // not this subscription's row
+          have_payload = table_.read_row(id, &payload, &there, nullptr).ok() && there;
+          return have_payload;
+        };
+        if (s->filter) {
+          if (!read()) continue;
+          if (!s->filter->matches(payload)) {  // not this subscription's row
             s->rows[id].state = SubRow::kDone;
             excluded.push_back(id);
             if (all_before_taken) s->free_from = id + 1;
             continue;
           }
-          if (r.filter && !r.filter->matches(payload)) {
-            all_before_taken = false;
-            continue;
-          }
+        }
+        // In the subscription's line from here on: a row it does not take now holds its
+        // group's later rows back.
+        if (!next.visible || !s->gates.allows(scan, id, key, now, live) ||
+            (r.filter && ((!have_payload && !read()) || !r.filter->matches(payload)))) {
+          s->gates.passed(scan, key);
+          all_before_taken = false;
+          continue;
         }
         SubRow& row = s->rows[id];
         if (!give(id, row)) {
@@ -706,6 +739,7 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
           (void)remove_parent_rows(gone, false, name);
           return QueueTable::Take::kConsumerDone;
         }
+        s->gates.handed_out(id, key, now);
         if (all_before_taken) s->free_from = id + 1;
         std::vector<RowId> gone = removable(excluded);
         lock.unlock();
@@ -719,6 +753,7 @@ QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool
         continue;  // scan again (rare: a table of rows outside the condition)
       }
     }
+    if (s->gates.next_token() != SteadyTime::max()) table_.watch(s->gates.next_token());
     if (!register_waiter) return QueueTable::Take::kNone;
     if (!r.receiver->waiting()) return QueueTable::Take::kConsumerDone;
     std::lock_guard<std::mutex> w(wake_mu_);
@@ -764,6 +799,7 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
   }
   if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
   s->ended += ending.size();
+  release_gates(*s, ending);
   advance_floor(*s);
   const std::string name = s->name;
   lock.unlock();
@@ -859,6 +895,80 @@ Status Subscriptions::renew_lease(uint32_t number, const Holder* h, std::chrono:
   return Status::Ok();
 }
 
+Status Subscriptions::release_owned(uint32_t number, RowId id, uint64_t by_connection, size_t* released) {
+  *released = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  auto it = s->rows.find(id);
+  // A row being ended (kEnding) is not taken from its owner: the end wins.
+  if (it == s->rows.end() || it->second.state != SubRow::kOwned) return Status::Ok();
+  const Holder* h = it->second.holder;
+  for (auto& [rid, row] : s->rows)
+    if (row.state == SubRow::kOwned && row.holder == h) ++*released;
+  return_holder_rows(*s, h);
+  s->leases.erase(h);
+  if (h) h->revoke(by_connection);  // its owner's next end learns it (Consumer)
+  if (auto t = s->table.lock()) t->counters().rows_released.add(*released);
+  wake(*s, true);
+  return Status::Ok();
+}
+
+Status Subscriptions::redrive_dead(uint32_t number, size_t max, size_t* moved) {
+  *moved = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  Sub* s = by_number(number);
+  if (!s) return Status::Ok();
+  for (auto& [id, row] : s->rows) {
+    if (*moved >= max) break;
+    if (row.state != SubRow::kDead) continue;
+    row.state = SubRow::kFree;
+    row.deliveries = 0;
+    s->free_from = std::min(s->free_from, id);
+    ++*moved;
+  }
+  if (auto t = s->table.lock()) t->counters().rows_redriven.add(*moved);
+  if (*moved) wake(*s, true);
+  return Status::Ok();
+}
+
+Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
+  *purged = 0;
+  std::vector<RowId> ending, gone;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();
+    name = s->name;
+    for (auto& [id, row] : s->rows) {
+      if (ending.size() >= max) break;
+      if (row.state != SubRow::kDead) continue;
+      row.state = SubRow::kEnding;
+      ending.push_back(id);
+    }
+    if (ending.empty()) return Status::Ok();
+    gone = removable(ending);
+  }
+  Status st = commit_ends(number, ending, gone, true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RowId id : gone) removing_.erase(id);
+    Sub* s = by_number(number);
+    if (!s) return st;
+    for (RowId id : ending) {
+      auto it = s->rows.find(id);
+      if (it != s->rows.end() && it->second.state == SubRow::kEnding)
+        it->second.state = st.ok() ? SubRow::kDone : SubRow::kDead;
+    }
+    if (!st.ok()) return st;
+    *purged = ending.size();
+    if (auto t = s->table.lock()) t->counters().rows_purged.add(*purged);
+    advance_floor(*s);
+  }
+  return log_ended(table_, name, std::move(ending), std::move(gone));
+}
+
 std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
   std::vector<OwnedRowInfo> out;
   std::lock_guard<std::mutex> lock(mu_);
@@ -872,6 +982,11 @@ std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
     i.connection_id = row.holder ? row.holder->connection_id() : 0;
     i.deliveries = row.deliveries;
     i.owned_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now - row.taken_at).count());
+    RowId at = 0;
+    bool found = false;
+    RowHistory history;
+    if (table_.next_row(id - 1, &at, nullptr, &found, &history).ok() && found && at == id && history.insert_time_ms)
+      i.row_age_ms = wall_ms() > history.insert_time_ms ? wall_ms() - history.insert_time_ms : 0;
     auto l = s->leases.find(row.holder);
     if (l != s->leases.end())
       i.lease_left_ms = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(l->second - now).count());

@@ -128,6 +128,14 @@ class Subscriptions {
   Status settle_lease(uint32_t sub, const Holder* h);
   Status renew_lease(uint32_t sub, const Holder* h, std::chrono::milliseconds lease);
   std::vector<OwnedRowInfo> owned_rows(uint32_t sub);
+  // queue_release_owned('tbl@sub', id): row `id`, held by a consumer of `sub`, and every other
+  // row of its holder there go back as if its lease had run out.
+  Status release_owned(uint32_t sub, RowId id, uint64_t by_connection, size_t* released);
+  // queue_redrive_dead('tbl@sub'): up to `max` of its dead rows, oldest first, are free for it
+  // again (delivery count 0), in place. queue_purge_dead('tbl@sub'): ended for it, as its
+  // queue_end() would (SUB_REMOVE, the row removed if it was the last to need it).
+  Status redrive_dead(uint32_t sub, size_t max, size_t* moved);
+  Status purge_dead(uint32_t sub, size_t max, size_t* purged);
   SubscriptionInfo info(uint32_t sub, bool* found);
 
   // ---- under mu_
@@ -138,6 +146,8 @@ class Subscriptions {
   void expire(Sub& s, std::chrono::steady_clock::time_point now);  // leases, delays
   void back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::milliseconds delay);
   void return_holder_rows(Sub& s, const Holder* h);  // its lease ran out
+  // Rows of s no longer out (ended): their group's next row or a slot may go (subscription_gates.h).
+  void release_gates(Sub& s, const std::vector<RowId>& ids);
   // Of `ids`, the rows every subscription decided that no REMOVE is being committed for:
   // claimed (removing_) for the caller's REMOVE.
   std::vector<RowId> removable(const std::vector<RowId>& ids);

@@ -150,6 +150,14 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   RowId plain_below() { return state_.lock()->plain_below; }
   void set_plain_below(RowId below);  // rows from `below` on are the subscriptions'
   uint64_t live_rows_from(RowId id);  // live rows with id >= `id`
+  // subscription_gates.cc: the first live row after `after` as a subscription's take sees it.
+  struct SubscriptionRow {
+    RowId id = 0;
+    bool visible = true;   // not held back by VISIBLE_AT_COLUMN
+    bool grouped = false;  // MESSAGE_GROUP_COLUMN: `key` is its group
+    std::string key;
+  };
+  bool next_for_subscription(RowId after, SubscriptionRow* out);
 
   struct Waiter {
     TakeRequest request;

@@ -7,7 +7,7 @@ import pymysql
 from sqlcheck import query, value, wait_until
 
 COLUMNS = ["TABLE_SCHEMA", "TABLE_NAME", "ROW_ID", "CONNECTION_ID", "DELIVERY_COUNT", "OWNED_MS",
-           "ROW_AGE_MS", "LEASE_LEFT_MS"]
+           "ROW_AGE_MS", "LEASE_LEFT_MS", "SUBSCRIPTION_NAME"]
 
 
 def _queue(server, n, table="q"):
