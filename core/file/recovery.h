@@ -34,6 +34,9 @@ struct PreparedPart {
   bool prepared = false;  // its TXN_PREPARE was read
   std::vector<std::string> payloads;  // the rows' bytes, until a TXN_END gives them ids
   std::vector<bool> damaged;          // a row whose TXN_ROW checksum failed
+  // Subscription `sub`'s ends it makes if it commits (TXN_SUB_REMOVE; empty: none).
+  uint32_t sub = 0;
+  std::vector<RowId> sub_removals;
 };
 
 // A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),

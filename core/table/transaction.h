@@ -51,6 +51,11 @@ class Transaction {
 
   // Who holds the rows it removes (RowEntry::holder).
   const Holder& holder() const { return holder_; }
+  // Whether it is a whole transaction (BEGIN ... COMMIT, XA, or one committed at once), not
+  // an autocommit statement's own (the binary log's two-phase commit of one statement): only
+  // a whole one takes a subscription's ends (QueueTable::ends_in_transactions).
+  void set_whole(bool whole) { whole_ = whole; }
+  bool whole() const { return whole_; }
 
   // ---- changes
   // `asked`: the id the row asks for (ROW_ID_COLUMN; 0: none), given at the commit if free
@@ -187,8 +192,9 @@ class Transaction {
   Part& part_of(const std::shared_ptr<QueueTable>& table);
   void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
   // log_claims(), then the removal log told (its failure undoes them); *count = rows.
+  // `tell_log` false: the table logs them itself (a subscription's ends: SubscriptionLog).
   Status log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed,
-                     size_t* count);
+                     size_t* count, bool tell_log = true);
   Status finish_queued(Part& p);
   void count_ended(const Part& p);  // its consumed, redriven and expired rows, once it committed
   const Part* find(const QueueTable* table) const;
@@ -220,6 +226,7 @@ class Transaction {
   std::vector<Duplicates> duplicates_;
 
   bool prepared_ = false;
+  bool whole_ = true;
   bool decided_ = false;
   uint64_t insert_time_ms_ = 0;
   ReplicationLog* replication_log_ = nullptr;
