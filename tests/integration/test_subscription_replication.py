@@ -169,6 +169,59 @@ def test_a_failover_keeps_every_subscriptions_acknowledged_ends(pair, binlog_for
     wait_until(lambda: pair.replica.value("SELECT COUNT(*) FROM test.events") == 0, what="every row decided")
 
 
+def _binlog_groups(server):
+    """The primary's binary log as event groups (each from its BEGIN on), of (type, info)."""
+    groups = []
+    for log in server.sql("SHOW BINARY LOGS"):
+        for e in server.sql(f"SHOW BINLOG EVENTS IN '{log[0]}'"):
+            kind, info = e[2], e[5]
+            if kind in ("Gtid", "Query") and (info.startswith("BEGIN") or "BEGIN GTID" in info):
+                groups.append([])
+            if groups:
+                groups[-1].append((kind, info))
+    return groups
+
+
+def test_a_transactional_end_replicates_with_its_innodb_row_and_a_rollback_not_at_all(pair):
+    """A subscription's end inside a transaction is logged in the transaction (its
+    queue_apply_sub_end with the InnoDB rows, before the Xid), so the replica applies both or
+    neither; a rolled-back end is not logged at all."""
+    p = pair.primary.connect()
+    query(p, "CREATE TABLE events (id INT) ENGINE=QUEUE")
+    query(p, "CREATE TABLE results (id INT PRIMARY KEY) ENGINE=InnoDB")
+    assert value(p, "SELECT queue_subscribe('events', 'a')") == 1
+    assert value(p, "SELECT queue_subscribe('events', 'b')") == 1
+    query(p, "INSERT INTO events VALUES (1), (2)")
+
+    def consume(source, commit):
+        query(p, "BEGIN")
+        assert value(p, f"SELECT queue_wait('{source}', 0)") == 1
+        row = value(p, "SELECT id FROM events")
+        query(p, f"INSERT INTO results VALUES ({row})")
+        assert value(p, "SELECT queue_end()") == 1
+        query(p, "COMMIT" if commit else "ROLLBACK")
+        return row
+
+    assert consume("events@a", commit=False) == 1
+    assert consume("events@a", commit=True) == 1  # given back by the rollback
+    pair.sync()
+    assert pair.replica.sql("SELECT id FROM test.results") == [(1,)]
+    assert pending(pair.replica) == pending(pair.primary) == {"a": 1, "b": 2}
+    # b's end in a transaction is the row's last: its removal replicates with it.
+    query(p, "DELETE FROM results")
+    assert consume("events@b", commit=True) == 1
+    pair.sync()
+    assert rows_with_ids(pair.replica) == rows_with_ids(pair.primary) == [(2, 2)]
+    assert pending(pair.replica) == pending(pair.primary) == {"a": 1, "b": 1}
+    ends = [g for g in _binlog_groups(pair.primary) if any("queue_apply_sub_end" in i for _, i in g)]
+    assert len(ends) == 2, ends
+    for g in ends:  # in the transaction of the InnoDB row (statement or rows events), before its Xid
+        at = [i for i, (_, info) in enumerate(g) if "queue_apply_sub_end" in info][0]
+        assert any("results" in info or k == "Write_rows_v1" for k, info in g[:at]) and g[-1][0] == "Xid", g
+    assert "'a','1',''" in str(ends[0]) and "'b','1','1'" in str(ends[1])
+    assert pair.status()["Slave_SQL_Running"] == "Yes"
+
+
 def test_apply_functions_refuse_bad_input_naming_the_table(pair):
     p = pair.primary.connect()
     query(p, "CREATE TABLE events (id INT) ENGINE=QUEUE")
