@@ -185,3 +185,54 @@ def test_an_autocommit_end_still_commits_at_once(server):
     assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1
     assert value(c, "SELECT queue_end()") == 1
     assert _pending(server) == {"a": 0, "b": 1}
+
+
+def test_a_ledger_of_concurrent_transactional_and_autocommit_consumers(server):
+    """Three connections consume a in transactions (every third rolled back), one consumes b in
+    autocommit, concurrently: each row ends up in a's results exactly once (a primary key
+    would refuse a second), b gets each once, and every row leaves the table."""
+    import random
+    import threading
+    server.sql("CREATE TABLE test.events (id INT) ENGINE=QUEUE")
+    server.sql("CREATE TABLE test.results (id INT PRIMARY KEY) ENGINE=InnoDB")
+    server.sql("SELECT queue_subscribe('test.events', 'a')")
+    server.sql("SELECT queue_subscribe('test.events', 'b')")
+    n = 90
+    server.sql("INSERT INTO test.events VALUES " + ",".join(f"({i})" for i in range(1, n + 1)))
+    b_got, errors = [], []
+
+    def consume_a(seed):
+        rnd = random.Random(seed)
+        c = server.connect()
+        try:
+            while True:
+                query(c, "BEGIN")
+                if value(c, "SELECT queue_wait('test.events@a', 0)") != 1:
+                    query(c, "ROLLBACK")
+                    return
+                row = value(c, "SELECT id FROM test.events")
+                query(c, f"INSERT INTO test.results VALUES ({row})")
+                assert value(c, "SELECT queue_end()") == 1
+                query(c, "ROLLBACK" if rnd.random() < 0.33 else "COMMIT")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def consume_b():
+        c = server.connect()
+        try:
+            while value(c, "SELECT queue_wait('test.events@b', 0)") == 1:
+                b_got.append(value(c, "SELECT id FROM test.events"))
+            value(c, "SELECT queue_end()")
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=consume_a, args=(i,)) for i in range(3)] + [threading.Thread(target=consume_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert [r[0] for r in server.sql("SELECT id FROM test.results ORDER BY id")] == list(range(1, n + 1))
+    assert sorted(b_got) == list(range(1, n + 1))
+    assert _pending(server) == {"a": 0, "b": 0}
+    assert server.value("SELECT COUNT(*) FROM test.events") == 0
