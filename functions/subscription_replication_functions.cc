@@ -1,7 +1,8 @@
 // queue_apply_subscribe, queue_apply_unsubscribe and queue_apply_sub_end: what a replica
 // runs for a subscription change its primary's binary log recorded (engine/subscription_binlog.h
-// writes the statements). Like the change on the primary, each commits at once, outside the
-// applier's transaction, and is logged again for this server's replicas. Each is a no-op if
+// writes the statements). Each commits at once, outside the applier's transaction (also an
+// end its primary made inside a transaction, whose event group it stands in), and is logged
+// again for this server's replicas. Each is a no-op if
 // applied already (an applier that crashed before its position was saved applies the event
 // again): the rows named are ended and removed if they are still there. A replica never
 // decides a subscription's row itself; these name what the primary decided.
