@@ -150,32 +150,39 @@ def test_kill9_after_commit_keeps_both_and_before_commit_neither(own_server, bin
 
 
 @both_binlog_modes
-def test_a_prepared_xa_part_holds_the_row_across_kill9_and_compaction_until_xa_commit(own_server, binlog):
+def test_prepared_xa_parts_hold_their_rows_across_kill9_and_compaction_until_xa_commit_or_rollback(own_server, binlog):
     server = own_server
     _setup(server)
-    server.sql("INSERT INTO test.events VALUES (1), (2)")
-    c = server.connect()
-    query(c, "XA START 'sub1'")
-    assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1
-    query(c, "INSERT INTO test.results VALUES (1)")
-    assert value(c, "SELECT queue_end()") == 1
-    query(c, "XA END 'sub1'")
-    query(c, "XA PREPARE 'sub1'")
-    c.close()
+    server.sql("INSERT INTO test.events VALUES (1), (2), (3)")
+    for xid in ("sub1", "sub2"):  # each ends one row of a, in a prepared XA transaction
+        c = server.connect()
+        query(c, f"XA START '{xid}'")
+        assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1
+        row = value(c, "SELECT id FROM test.events")
+        query(c, f"INSERT INTO test.results VALUES ({row})")
+        assert value(c, "SELECT queue_end()") == 1
+        query(c, f"XA END '{xid}'")
+        query(c, f"XA PREPARE '{xid}'")
+        c.close()
     server.restart(kill=True)
     server.sql("SELECT queue_compact('test.events')")
     server.restart()
-    assert [bytes(r[3]) for r in server.sql("XA RECOVER")] == [b"sub1"]
+    assert sorted(bytes(r[3]) for r in server.sql("XA RECOVER")) == [b"sub1", b"sub2"]
     c = server.connect()
-    # Still held by the prepared part: a's next row is row 2.
+    # Rows 1 and 2 are held by the prepared parts: a's next row is row 3.
     assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1
-    assert value(c, "SELECT id FROM test.events") == 2
+    assert value(c, "SELECT id FROM test.events") == 3
     query(c, "SELECT queue_abort()")
     query(c, "XA COMMIT 'sub1'")
+    query(c, "XA ROLLBACK 'sub2'")
     assert server.sql("SELECT id FROM test.results") == [(1,)]
-    assert _pending(server) == {"a": 1, "b": 2}
+    assert _pending(server) == {"a": 2, "b": 3}
     server.restart(kill=True)
-    assert _pending(server) == {"a": 1, "b": 2}
+    assert _pending(server) == {"a": 2, "b": 3}
+    c = server.connect()
+    assert value(c, "SELECT queue_wait('test.events@a', 0)") == 1  # row 2: given back by the rollback
+    assert value(c, "SELECT id FROM test.events") == 2
+    query(c, "SELECT queue_abort()")
 
 
 def test_an_autocommit_end_still_commits_at_once(server):
