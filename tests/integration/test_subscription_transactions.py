@@ -243,3 +243,20 @@ def test_a_ledger_of_concurrent_transactional_and_autocommit_consumers(server):
     assert sorted(b_got) == list(range(1, n + 1))
     assert _pending(server) == {"a": 0, "b": 0}
     assert server.value("SELECT COUNT(*) FROM test.events") == 0
+
+
+def test_a_batch_ended_in_a_transaction_comes_back_whole_on_rollback_and_goes_on_commit(server):
+    _setup(server)
+    server.sql("INSERT INTO test.events VALUES (1), (2), (3)")
+    c = server.connect()
+    for finish in ("ROLLBACK", "COMMIT"):
+        query(c, "BEGIN")
+        assert [r[0] for r in query(c, "SELECT id FROM test.events WHERE queue_wait_batch('test.events@a', 10, 0)")] == [1, 2, 3]
+        query(c, "INSERT INTO test.results SELECT id FROM test.events")
+        assert value(c, "SELECT queue_end()") == 1
+        assert _pending(server)["a"] == 3
+        query(c, finish)
+    assert server.value("SELECT COUNT(*) FROM test.results") == 3
+    assert _pending(server) == {"a": 0, "b": 3}
+    assert value(c, "SELECT queue_wait('test.events@a', 0)") == 0
+    query(c, "SELECT queue_abort()")
