@@ -6,6 +6,7 @@
 #include "core/file/replacement_file.h"
 #include "core/table/subscription_log.h"
 #include "core/table/table.h"
+#include "core/table/transaction.h"
 
 namespace q4m {
 
@@ -984,6 +985,7 @@ Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::stri
     }
   p.ended = std::move(t.ended);
   p.removed = std::move(t.removed);
+  p.applied = t.applied;
   part_count_.store(part_ends_.size());
   return st;
 }
@@ -1014,12 +1016,12 @@ Status Subscriptions::commit_txn_ends(uint32_t number, const Holder* txn) {
     back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
     return st;
   }
-  settle_ends(number, t.ended, t.removed, txn, true);
+  settle_ends(number, t.ended, t.removed, txn, true, !t.applied);
   return st;
 }
 
 void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
-                                const Holder* holder, bool committed) {
+                                const Holder* holder, bool committed, bool recheck) {
   std::vector<RowId> gone;
   std::string name;
   {
@@ -1044,12 +1046,56 @@ void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended
     // decided now.
     std::vector<RowId> live;
     for (RowId id : ended)
-      if (table_.row_view(id, nullptr) != QueueTable::RowView::kGone) live.push_back(id);
+      if (recheck && table_.row_view(id, nullptr) != QueueTable::RowView::kGone) live.push_back(id);
     gone = removable(live);
     advance_floor(*s);
     name = s->name;
   }
   if (!gone.empty()) (void)remove_parent_rows(gone, false, name);
+}
+
+Status Subscriptions::apply_ends_in(Transaction& txn, std::string_view name, const std::vector<RowId>& ended,
+                                    const std::vector<RowId>& removed) {
+  std::shared_ptr<QueueTable> table = name.empty() ? nullptr : find(name);
+  if (!table) return apply_ends(name, ended, removed);
+  const uint32_t number = static_cast<SubscriptionTable&>(*table).number();
+  const Holder* h = &txn.holder();
+  std::vector<RowId> ending, gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();  // dropped meanwhile: as apply_ends() with no subscription
+    for (RowId id : ended) {
+      if (decided(*s, id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+      SubRow& row = s->rows[id];
+      if (row.state == SubRow::kOwned) continue;  // held already (applied in an open transaction)
+      row.state = SubRow::kOwned;  // held by the transaction; a replica hands out nothing
+      row.holder = h;
+      ending.push_back(id);
+    }
+    if (!ending.empty()) {
+      for (RowId id : removed) {
+        if (removing_.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+        removing_.insert(id);
+        gone.push_back(id);
+      }
+      TxnEnds& t = txn_ends_[{h, number}];
+      t.ended.insert(t.ended.end(), ending.begin(), ending.end());
+      t.removed.insert(t.removed.end(), gone.begin(), gone.end());
+      t.applied = true;
+    }
+  }
+  if (ending.empty()) return apply_ends(name, {}, removed);  // applied already: the removals, at once
+  table_.claim_queued(gone, h);
+  txn.note_claims(table, ending);
+  if (SubscriptionLog* log = SubscriptionLog::get()) {  // as the primary named them: for a chained replica
+    Status st = log->ended_in_transaction(table_, name, ended, removed);
+    if (!st.ok()) {
+      txn.rollback_to(txn.mark() - ending.size());
+      return st;
+    }
+  }
+  return Status::Ok();
 }
 
 void Subscriptions::part_ended(uint64_t id, bool committed) {
@@ -1063,7 +1109,7 @@ void Subscriptions::part_ended(uint64_t id, bool committed) {
     part_ends_.erase(it);
     part_count_.store(part_ends_.size());
   }
-  settle_ends(p.sub, p.ended, p.removed, p.holder.get(), committed);
+  settle_ends(p.sub, p.ended, p.removed, p.holder.get(), committed, !p.applied);
 }
 
 void Subscriptions::restore_parts(const std::map<uint64_t, PreparedPart>& parts) {

@@ -41,6 +41,7 @@
 namespace q4m {
 
 class Table;
+class Transaction;
 class ReplacementFile;
 class SubscriptionTable;
 
@@ -93,6 +94,11 @@ class Subscriptions {
   // them still there. A `name` that is no subscription here (its end was logged after its
   // drop) ends nothing.
   Status apply_ends(std::string_view name, const std::vector<RowId>& ended, const std::vector<RowId>& removed);
+  // The same inside the applier's transaction `txn` (the primary's end was in a transaction):
+  // they take effect at its commit, as the primary's did; none if it rolls back. At once as
+  // apply_ends() when there is nothing to hold (no such subscription, every row decided).
+  Status apply_ends_in(Transaction& txn, std::string_view name, const std::vector<RowId>& ended,
+                       const std::vector<RowId>& removed);
   // The subscription as a table consumers take from; null if there is none.
   std::shared_ptr<QueueTable> find(std::string_view name);
   // Its condition, for the engine to compile (found false if there is none).
@@ -176,8 +182,10 @@ class Subscriptions {
   // remove); the rest (a plain end in the same transaction) stay claimed for its own part.
   std::vector<RowId> take_own_claims(const Holder* txn, std::vector<RowId> mine);
   // After they committed (or, committed false, rolled back): the rows done, or back.
+  // `recheck`: remove the rows its commit left decided by every subscription that it did not
+  // claim (another subscription's end came meanwhile); never on a replica's applied ends.
   void settle_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
-                   const Holder* holder, bool committed);
+                   const Holder* holder, bool committed, bool recheck = true);
 
   Table& table_;
   std::mutex mu_;
@@ -188,12 +196,14 @@ class Subscriptions {
   // part; its holder holds the rows, here and in the table).
   struct TxnEnds {
     std::vector<RowId> ended, removed;
+    bool applied = false;  // a replica's (apply_ends_in)
   };
   std::map<std::pair<const Holder*, uint32_t>, TxnEnds> txn_ends_;
   struct PartEnds {
     uint32_t sub = 0;
     std::vector<RowId> ended, removed;
     std::unique_ptr<Holder> holder;
+    bool applied = false;
   };
   std::map<uint64_t, PartEnds> part_ends_;
   std::atomic<size_t> part_count_{0};  // part_ends_.size(): part_ended() of a table without any costs a load

@@ -84,6 +84,14 @@ class Transaction {
   // Where remove_owned(), remove_visible(), remove_named() and remove_dead() report their rows
   // (null: nowhere). Not owned.
   void set_replication_log(ReplicationLog* log) { replication_log_ = log; }
+  // Rows `table` itself claimed for this transaction (a replica applying a subscription's ends
+  // inside its applier's transaction, Subscriptions::apply_ends_in): logged as its claims, so
+  // that the transaction's end (and a savepoint's) reaches the table.
+  void note_claims(const std::shared_ptr<QueueTable>& table, const std::vector<RowId>& ids) {
+    std::vector<NamedRow> rows;
+    for (RowId id : ids) rows.push_back(NamedRow{id, 0, 0});
+    log_claims(table, rows, false);
+  }
   // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it;
   // reported to the removal log like the others (false if that fails: nothing claimed).
   bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);

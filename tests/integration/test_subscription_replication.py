@@ -404,3 +404,26 @@ def test_a_primary_killed_under_subscription_consumers_fails_over_keeping_their_
             assert not missing, f"{sub}: rows neither ended nor delivered: {sorted(missing)[:10]}"
     finally:
         cluster.destroy()
+
+
+@pytest.mark.parametrize("finish", ["ROLLBACK", "COMMIT"])
+def test_a_replica_applies_a_transactional_end_at_its_applier_transactions_commit(pair, finish):
+    """queue_apply_sub_end inside a transaction (as the applier runs a primary's transactional
+    end, in its event group) takes effect at that transaction's commit and not at all if it
+    rolls back, as the primary's end did (run by hand here, on the replica's own data)."""
+    r = pair.replica.connect()
+    query(r, "SET SESSION sql_log_bin = 0")
+    query(r, "CREATE TABLE events (id INT) ENGINE=QUEUE")
+    assert value(r, "SELECT queue_apply_subscribe('test', 'events', 'a', '', '1')") == 1
+    assert value(r, "SELECT queue_apply_subscribe('test', 'events', 'b', '', '1')") == 1
+    query(r, "INSERT INTO events VALUES (1), (2)")
+    query(r, "BEGIN")
+    assert value(r, "SELECT queue_apply_sub_end('test', 'events', 'a', '1,2', '')") == 1
+    assert pending(pair.replica)["a"] == 2  # not before the commit
+    query(r, finish)
+    assert pending(pair.replica) == ({"a": 2, "b": 2} if finish == "ROLLBACK" else {"a": 0, "b": 2})
+    query(r, "BEGIN")
+    assert value(r, "SELECT queue_apply_sub_end('test', 'events', 'b', '1', '1')") == 1
+    query(r, "COMMIT")
+    assert [i for i, _ in rows_with_ids(pair.replica)] == [2]  # the removal the log names, with b's end
+    assert pending(pair.replica)["b"] == 1
