@@ -128,6 +128,11 @@ q4m::Status log_standalone_statement(const q4m::QueueTable& table, const char* w
   return log_statement(table, what, make, true);
 }
 
+q4m::Status log_transactional_statement(const q4m::QueueTable& table, const char* what,
+                                        const std::function<std::string(const std::string&, const std::string&)>& make) {
+  return log_statement(table, what, make, false);
+}
+
 std::string quoted_literal(const std::string& s) { return quoted(s); }
 
 bool binlog_records(THD* thd) { return mysql_bin_log.is_open() && (thd->variables.option_bits & OPTION_BIN_LOG); }

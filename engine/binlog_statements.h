@@ -37,6 +37,9 @@ bool binlog_records(THD* thd);
 // also if the transaction rolls back). For changes that commit at once (subscriptions).
 q4m::Status log_standalone_statement(const q4m::QueueTable& table, const char* what,
                                      const std::function<std::string(const std::string&, const std::string&)>& make);
+// The same into its transaction's cache: committed (and rolled back) with the transaction.
+q4m::Status log_transactional_statement(const q4m::QueueTable& table, const char* what,
+                                        const std::function<std::string(const std::string&, const std::string&)>& make);
 // `s` as a string literal for such a statement.
 std::string quoted_literal(const std::string& s);
 

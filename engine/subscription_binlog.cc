@@ -38,10 +38,20 @@ class BinlogSubscriptionLog final : public q4m::SubscriptionLog {
   }
   q4m::Status ended(const q4m::QueueTable& table, std::string_view name, const std::vector<q4m::RowId>& ended,
                     const std::vector<q4m::RowId>& removed) override {
-    return log_standalone_statement(table, "a subscription's ends", [&](const std::string& db, const std::string& t) {
+    return log_standalone_statement(table, "a subscription's ends", end_statement(name, ended, removed));
+  }
+  q4m::Status ended_in_transaction(const q4m::QueueTable& table, std::string_view name,
+                                   const std::vector<q4m::RowId>& ended, const std::vector<q4m::RowId>& removed) override {
+    return log_transactional_statement(table, "a subscription's ends", end_statement(name, ended, removed));
+  }
+
+ private:
+  static std::function<std::string(const std::string&, const std::string&)> end_statement(
+      std::string_view name, const std::vector<q4m::RowId>& ended, const std::vector<q4m::RowId>& removed) {
+    return [name = std::string(name), e = id_list(ended), r = id_list(removed)](const std::string& db, const std::string& t) {
       return "SET @queue_sub_ended = queue_apply_sub_end(" + quoted_literal(db) + "," + quoted_literal(t) + "," +
-             quoted_literal(std::string(name)) + ",'" + id_list(ended) + "','" + id_list(removed) + "')";
-    });
+             quoted_literal(name) + ",'" + e + "','" + r + "')";
+    };
   }
 };
 

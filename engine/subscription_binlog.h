@@ -1,6 +1,7 @@
 // Subscriptions in the binary log (issue 44): the q4m::SubscriptionLog that writes a table's
 // subscription changes into the current connection's binary log, each a change of its own
-// (they commit at once, outside the transaction: the statement cache), for a replica to apply
+// (they commit at once, outside the transaction: the statement cache), except a subscription's
+// ends inside an explicit transaction (they commit with it: its transaction cache), for a replica to apply
 // (functions/subscription_replication_functions.cc):
 //   SET @queue_subscribed = queue_apply_subscribe('<db>', '<table>', '<name>', '<condition>', '<start row id>')
 //   SET @queue_unsubscribed = queue_apply_unsubscribe('<db>', '<table>', '<name>')

@@ -128,6 +128,7 @@ q4m::Transaction& join(THD* thd, bool whole) {
     thd->ha_data[queue_hton->slot].ha_info[0].set_trx_read_write();
   }
   txn.set_replication_log(binlog_records(thd) ? &binlog_replication_log() : nullptr);
+  txn.set_whole(whole);
   // The applier, or a binary log replayed (mariadb-binlog sets pseudo_slave_mode): the log
   // says which new rows its server dropped as duplicates (queue_apply_dedup), and when it
   // inserted them (the statement's time is its event's).

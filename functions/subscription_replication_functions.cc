@@ -1,7 +1,9 @@
 // queue_apply_subscribe, queue_apply_unsubscribe and queue_apply_sub_end: what a replica
 // runs for a subscription change its primary's binary log recorded (engine/subscription_binlog.h
-// writes the statements). Like the change on the primary, each commits at once, outside the
-// applier's transaction, and is logged again for this server's replicas. Each is a no-op if
+// writes the statements). Each commits at once, outside the applier's transaction, except
+// queue_apply_sub_end inside one (its primary's end was in a transaction, whose event group it
+// stands in): that commits with the applier's transaction. Each is logged again for this
+// server's replicas. Each is a no-op if
 // applied already (an applier that crashed before its position was saved applies the event
 // again): the rows named are ended and removed if they are still there. A replica never
 // decides a subscription's row itself; these name what the primary decided.
@@ -17,6 +19,7 @@
 
 #include "core/table/subscriptions.h"
 #include "engine/sql_errors.h"
+#include "engine/transactions.h"
 #include "engine/subscription_binlog.h"
 #include "functions/function_builders.h"
 #include "functions/function_plugins.h"
@@ -74,8 +77,11 @@ class Item_queue_apply_subscription : public Item_queue_action {
       my_printf_error(ER_WRONG_ARGUMENTS, "%s(): table '%s' cannot have subscriptions", MYF(0), name_, t.label.c_str());
       return 0;
     }
+    locked_db_ = t.db;
+    locked_table_ = t.table;
     q4m::Status st = apply(*subs, subscription);
     if (!st.ok()) {
+      if (thd->is_error()) return 0;  // raised already (joining the transaction)
       my_printf_error(q4m_engine::sql_errno_for(st.code()),
                       "%s(): table '%s': %s (this server's subscriptions are not the ones whose binary log named "
                       "it: it was not a copy from the start, or diverged)",
@@ -86,6 +92,7 @@ class Item_queue_apply_subscription : public Item_queue_action {
   }
 
   const char* name_;
+  std::string locked_db_, locked_table_;  // the table, for a transaction's metadata lock
 
  private:
   const privilege_t privileges_;
@@ -149,8 +156,17 @@ class Item_func_queue_apply_sub_end final : public Item_queue_apply_subscription
   bool parse_more(const std::string& label) override {
     return parse_ids(4, "the rows ended", label, &ended_) && parse_ids(5, "the rows removed", label, &removed_);
   }
+  // Inside the applier's transaction (its primary ended the rows in one: the statement stands
+  // in that transaction's event group) the ends take effect at its commit; else at once.
   q4m::Status apply(q4m::Subscriptions& subs, const std::string& subscription) override {
-    return subs.apply_ends(subscription, ended_, removed_);
+    THD* thd = current_thd;
+    bool failed = false;
+    q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
+    if (failed) return q4m::Status(q4m::ErrorCode::kInvalid, "the QUEUE engine cannot join this transaction");
+    if (!txn) return subs.apply_ends(subscription, ended_, removed_);
+    if (!q4m_engine::lock_until_transaction_end(thd, locked_db_, locked_table_))
+      return q4m::Status(q4m::ErrorCode::kInvalid, "the table's metadata lock");
+    return subs.apply_ends_in(*txn, subscription, ended_, removed_);
   }
 
  private:

@@ -192,6 +192,15 @@ void ChunkBuilder::add_txn_ask(uint64_t txn, const RowId* asked, size_t count) {
   add_txn_ids(kTxnAsk, txn, asked, count);
 }
 
+void ChunkBuilder::add_txn_sub_remove(uint64_t txn, uint32_t sub, const RowId* ids, size_t count) {
+  reserve_record(kTxnSubRemoveHeaderSize + 8 * count);
+  out_->push_back(static_cast<char>(kTxnSubRemove));
+  put_u32(out_, static_cast<uint32_t>(count));
+  put_u64(out_, txn);
+  put_u32(out_, sub);
+  for (size_t i = 0; i < count; i++) put_u64(out_, ids[i]);
+}
+
 void ChunkBuilder::add_txn_end(uint64_t txn, bool committed, RowId first_rowid) {
   reserve_record(kTxnEndSize);
   out_->push_back(static_cast<char>(kTxnEnd));
@@ -351,6 +360,15 @@ bool RecordReader::next(Record* r) {
       if (!need(kSubRemoveHeaderSize + 8 * size_t(r->count))) return false;
       r->ids_pos = pos_ + kSubRemoveHeaderSize;
       pos_ += kSubRemoveHeaderSize + 8 * size_t(r->count);
+      return true;
+    case kTxnSubRemove:
+      if (!need(kTxnSubRemoveHeaderSize)) return false;
+      r->count = get_u32(p + 1);
+      r->txn = get_u64(p + 5);
+      r->sub = get_u32(p + 13);
+      if (!need(kTxnSubRemoveHeaderSize + 8 * size_t(r->count))) return false;
+      r->ids_pos = pos_ + kTxnSubRemoveHeaderSize;
+      pos_ += kTxnSubRemoveHeaderSize + 8 * size_t(r->count);
       return true;
     case kIdFloor:
       if (!need(kIdFloorSize)) return false;

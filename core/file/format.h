@@ -19,6 +19,7 @@
 //           | TXN_PREPARE u8 10 | u64 txn | u32 len | xid[len]                              (version 6)
 //           | TXN_SRCID u8 12 | u64 txn | u32 source_id | u64 last_rowid | u8 reset            (version 7)
 //           | TXN_ASK u8 14 | u32 count | u64 txn | u64 asked_id[count]                  (version 8)
+//           | TXN_SUB_REMOVE u8 20 | u32 count | u64 txn | u32 sub | u64 rowid[count]     (version 10)
 //           and its outcome, later:
 //           | TXN_END u8 11 | u64 txn | u8 committed | u64 first_rowid                     (version 6)
 //           | ID_FLOOR u8 13 | u64 floor                                                   (version 8)
@@ -42,8 +43,9 @@ namespace q4m::fmt {
 
 constexpr char kFileMagic[8] = {'Q', '4', 'M', 'Q', 'U', 'E', 'U', 'E'};
 // Written by this build (3 added RETURN records, 4 DEDUP_KEY, 5 a checksum in every ROW, 6 TXN_*,
-// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE and SUB_REMOVE).
-constexpr uint32_t kFormatVersion = 9;
+// 7 TXN_SRCID, 8 ID_FLOOR and TXN_ASK, 9 HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE and SUB_REMOVE,
+// 10 TXN_SUB_REMOVE).
+constexpr uint32_t kFormatVersion = 10;
 constexpr uint32_t kOldestFormatVersion = 1;  // still read (1 never sets kChunkUnsynced)
 constexpr size_t kFileHeaderSize = 16;
 constexpr uint32_t kChunkMagic = 0x434D3451u;  // bytes "Q4MC"
@@ -62,6 +64,7 @@ enum RecordType : uint8_t {
   kTxnRow = 8, kTxnRemove = 9, kTxnPrepare = 10, kTxnEnd = 11, kTxnSrcId = 12, kIdFloor = 13, kTxnAsk = 14,
   kHistory = 15, kHistoryRow = 16,
   kSubscribe = 17, kUnsubscribe = 18, kSubRemove = 19,
+  kTxnSubRemove = 20,
 };
 // The type byte of a ROW since version 5: kRow's layout with row_checksum() after the payload.
 // RecordReader reports it as kRow (Record::checked); writers write no other ROW.
@@ -97,6 +100,7 @@ inline void put_history_end(std::string* o, uint64_t end_ms, uint8_t kind, uint1
 constexpr size_t kSubscribeHeaderSize = 1 + 4 + 8 + 4;  // then the name, u32 cond_len, the condition
 constexpr size_t kUnsubscribeSize = 1 + 4;
 constexpr size_t kSubRemoveHeaderSize = 1 + 4 + 4;  // then the ids
+constexpr size_t kTxnSubRemoveHeaderSize = 1 + 4 + 8 + 4;  // then the ids
 
 // A row that went back to the queue without being removed (queue_abort, a disconnect, an
 // expired lease): how often it had been handed out by then, and when it may be handed out
@@ -222,6 +226,9 @@ class ChunkBuilder {
   // The ids its rows ask for (ROW_ID_COLUMN), one per TXN_ROW in order, 0 for none; none of
   // them asking, no record (before its TXN_PREPARE).
   void add_txn_ask(uint64_t txn, const RowId* asked, size_t count);
+  // Subscription `sub`'s ends of rows, which the part makes if it commits (a SUB_REMOVE then;
+  // before its TXN_PREPARE).
+  void add_txn_sub_remove(uint64_t txn, uint32_t sub, const RowId* ids, size_t count);
   // Its outcome: committed (its rows get ids from first_rowid on, as IdSequence gives them:
   // first_rowid, first_rowid + 1, ... unless a row asked for one or the floor is above) or not.
   void add_txn_end(uint64_t txn, bool committed, RowId first_rowid);
@@ -300,7 +307,8 @@ struct Record {
   bool committed = false;
   RowId first_rowid = 0;
   // kSubscribe (start in rowid, the name at payload_pos, `length` bytes, the condition at
-  // cond_pos, cond_length bytes), kUnsubscribe, kSubRemove (with count, ids_pos)
+  // cond_pos, cond_length bytes), kUnsubscribe, kSubRemove (with count, ids_pos), kTxnSubRemove
+  // (with txn, sub, count, ids_pos)
   uint32_t sub = 0;
   size_t cond_pos = 0;
   uint32_t cond_length = 0;

@@ -200,6 +200,13 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
         for (uint32_t i = 0; i < rec.count; i++) it->second.ended.push_back(rr.removed_id(rec, i));
         break;
       }
+      case fmt::kTxnSubRemove: {
+        PreparedPart& part = t->prepared[rec.txn];
+        part.sub = rec.sub;
+        for (uint32_t i = 0; i < rec.count; i++) part.sub_removals.push_back(rr.removed_id(rec, i));
+        t->next_txn = std::max(t->next_txn, rec.txn + 1);
+        break;
+      }
       case fmt::kTxnAsk: {
         PreparedPart& part = t->prepared[rec.txn];
         for (uint32_t i = 0; i < rec.count; i++) part.asked.push_back(rr.removed_id(rec, i));
@@ -238,6 +245,11 @@ Status apply_chunk(const DataFile& f, uint64_t pos, std::string_view body, Recov
           }
           if (ids.next > t->next_rowid) t->next_rowid = ids.next;
           for (const fmt::SourceMark& m : part.relay) t->sources[m.source] = m.applied_to(t->sources[m.source]);
+          if (!part.sub_removals.empty()) {  // as a SUB_REMOVE here
+            auto sub = t->subscriptions.find(part.sub);
+            if (sub != t->subscriptions.end())
+              sub->second.ended.insert(sub->second.ended.end(), part.sub_removals.begin(), part.sub_removals.end());
+          }
           for (RowId removed : it->second.removals) {
             if (!t->index.remove(removed)) continue;
             t->rows_removed++;

@@ -32,6 +32,9 @@ struct PreparedPart {
   std::vector<fmt::SourceMark> relay;  // the relay sources' last ids it sets (TXN_SRCID)
   std::vector<RowId> asked;  // the id each row asks for (TXN_ASK; empty: none asks)
   bool prepared = false;  // its TXN_PREPARE was read
+  // Subscription `sub`'s ends it makes if it commits (TXN_SUB_REMOVE; empty: none).
+  uint32_t sub = 0;
+  std::vector<RowId> sub_removals;
 };
 
 // A subscription the file holds (SUBSCRIBE, not UNSUBSCRIBEd): the rows it ended (SUB_REMOVE),

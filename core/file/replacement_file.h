@@ -37,6 +37,9 @@ class ReplacementFile {
   }
   void add_txn_remove(uint64_t txn, const std::vector<RowId>& ids) { chunk_.add_txn_remove(txn, ids.data(), ids.size()); }
   void add_txn_ask(uint64_t txn, const std::vector<RowId>& asked) { chunk_.add_txn_ask(txn, asked.data(), asked.size()); }
+  void add_txn_sub_remove(uint64_t txn, uint32_t sub, const std::vector<RowId>& ids) {
+    chunk_.add_txn_sub_remove(txn, sub, ids.data(), ids.size());
+  }
   void add_txn_prepare(uint64_t txn, std::string_view xid) { chunk_.add_txn_prepare(txn, xid); }
   void add_txn_srcid(uint64_t txn, const fmt::SourceMark& mark) { chunk_.add_txn_srcid(txn, mark); }
   // History (HISTORY_RETENTION): a history row, with its payload; how copied rows ended.

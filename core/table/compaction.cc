@@ -262,6 +262,7 @@ Status Table::compact_now() {
       if (!p.removals.empty()) out.add_txn_remove(id, p.removals);
       if (!p.asked.empty()) out.add_txn_ask(id, p.asked);
       for (const fmt::SourceMark& m : p.relay) out.add_txn_srcid(id, m);
+      subscriptions_.keep_part(out, id);  // a subscription's ends it makes (TXN_SUB_REMOVE)
       out.add_txn_prepare(id, p.xid);
     }
   }

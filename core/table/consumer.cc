@@ -197,7 +197,7 @@ Status end_owned(Consumer::Impl& c, bool frees_slot) {
     leave_after_expiry(c);
     return s;
   }
-  if (c.txn && c.owned->ends_in_transactions()) {  // the transaction removes them at its commit (its claim settles the lease)
+  if (c.txn && (c.owned->ends_in_transactions() || c.txn->whole())) {  // the transaction removes them at its commit (its claim settles the lease)
     Status s = c.txn->remove_owned(c.owned, c.holder, ids.begin(), ids.size(), frees_slot);
     if (s.code() == ErrorCode::kLeaseExpired) {
       leave_after_expiry(c);

@@ -149,7 +149,9 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
 Status Table::end_part(uint64_t id, bool committed) {
   PartEnd e;
   Status s = build_end(id, committed, &e);
-  return s.ok() ? commit(&e.req) : s;
+  if (s.ok()) s = commit(&e.req);
+  if (s.ok()) subscriptions_.part_ended(id, committed);  // a subscription's ends in it
+  return s;
 }
 
 Status Table::queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable) {
@@ -162,7 +164,12 @@ Status Table::queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool 
   return Status::Ok();
 }
 
-Status Table::finish_end_part(QueuedEnd& end) { return finish(&static_cast<PartEnd&>(end).req); }
+Status Table::finish_end_part(QueuedEnd& end) {
+  CommitRequest& req = static_cast<PartEnd&>(end).req;
+  Status s = finish(&req);
+  if (s.ok()) subscriptions_.part_ended(req.batch.txn, req.batch.commit);
+  return s;
+}
 
 Status Table::sync_commits() {
   CommitRequest barrier;  // writes nothing; behind every commit queued before it, then a sync

@@ -395,8 +395,9 @@ class QueueTable {
   // ---- Subscriptions (core/table/subscriptions.h)
   // The table's subscriptions (null: none can be made, e.g. a subscription itself).
   virtual Subscriptions* subscriptions() { return nullptr; }
-  // Whether an owner's end joins its connection's transaction (false: a subscription's end
-  // commits at once, outside it).
+  // Whether an owner's end joins its connection's transaction also when that is only an
+  // autocommit statement's own (Transaction::whole() false: the binary log's two-phase commit
+  // of the statement). False: a subscription's, whose autocommit ends commit at once.
   virtual bool ends_in_transactions() const { return true; }
 };
 

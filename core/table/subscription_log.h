@@ -5,7 +5,8 @@
 //
 // A subscription's changes commit at once, outside the connection's transaction, so each is
 // logged as a change of its own (a non-transactional statement, written at the end of the
-// statement that made it, even if the transaction rolls back). A replica applies them
+// statement that made it, even if the transaction rolls back); except its ends inside an
+// explicit transaction, which commit with it (ended_in_transaction()). A replica applies them
 // (functions/subscription_replication_functions.cc) and must never decide a row itself: the
 // primary decides which rows are outside a condition, and which rows every subscription
 // decided; the log names the rows it removed.
@@ -32,6 +33,13 @@ class SubscriptionLog {
   // the rows every subscription had decided (`name` empty: after a drop). Ids increase.
   virtual Status ended(const QueueTable& table, std::string_view name, const std::vector<RowId>& ended,
                        const std::vector<RowId>& removed) = 0;
+
+  // The same, for ends inside the connection's transaction: logged with it (the binary log's
+  // transaction cache), applied by a replica with its other changes. By default as ended().
+  virtual Status ended_in_transaction(const QueueTable& table, std::string_view name, const std::vector<RowId>& ids,
+                                      const std::vector<RowId>& removed) {
+    return ended(table, name, ids, removed);
+  }
 
   static SubscriptionLog* get();
   static void set(SubscriptionLog* log);  // null: none

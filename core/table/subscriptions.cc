@@ -7,6 +7,7 @@
 #include "core/table/subscription_gates.h"
 #include "core/table/subscription_log.h"
 #include "core/table/table.h"
+#include "core/table/transaction.h"
 
 namespace q4m {
 
@@ -133,10 +134,15 @@ class SubscriptionTable final : public QueueTable {
   Status renew_lease(const Holder* h, const RowId*, size_t, std::chrono::milliseconds lease) override {
     return subs().renew_lease(number_, h, lease);
   }
-  void release_claims(const Holder*, const RowId*, size_t) override {}
+  // An end inside an explicit transaction joins it (Subscriptions::claim_ends); in autocommit
+  // it commits at once, also with the binary log on (no statement transaction).
+  void release_claims(const Holder* h, const RowId* ids, size_t count) override {
+    subs().release_ends(number_, h, ids, count);
+  }
   bool ends_in_transactions() const override { return false; }
-  Status claim_owned(const Holder*, const RowId*, size_t, const Holder*, std::vector<NamedRow>*, bool) override {
-    return refuse("a transaction");
+  Status claim_owned(const Holder* owner, const RowId* ids, size_t count, const Holder* as, std::vector<NamedRow>*,
+                     bool) override {
+    return subs().claim_ends(number_, owner, ids, count, as);
   }
   Status claim_named(const NamedRow*, size_t, const Holder*) override { return refuse("a replica's removal"); }
   Status claim_dead_rows(size_t, const Holder*, std::vector<NamedRow>*, bool) override {
@@ -146,17 +152,21 @@ class SubscriptionTable final : public QueueTable {
   Status copy_claimed(const Holder*, const std::vector<NamedRow>&, std::vector<RowCopy>*) override {
     return refuse("queue_redrive_dead()");
   }
-  Status commit_part(const Holder*, const std::vector<std::string_view>& rows, Admission*) override {
-    return rows.empty() ? Status::Ok() : refuse("INSERT");
+  Status commit_part(const Holder* txn, const std::vector<std::string_view>& rows, Admission*) override {
+    return rows.empty() ? subs().commit_txn_ends(number_, txn) : refuse("INSERT");
   }
-  Status prepare_part(const Holder*, const std::vector<std::string_view>&, std::string_view, uint64_t*,
+  // Its part is the table's (its prepared parts are the table's: XA RECOVER, recovery).
+  Status prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid, uint64_t* id,
                       Admission*) override {
-    return refuse("a transaction");
+    *id = 0;
+    return rows.empty() ? subs().prepare_ends(number_, txn, xid, id) : refuse("INSERT");
   }
-  Status end_part(uint64_t, bool) override { return refuse("a transaction"); }
-  Status queue_end_part(uint64_t, std::unique_ptr<QueuedEnd>*, bool) override { return refuse("a transaction"); }
+  Status end_part(uint64_t id, bool commit) override { return parent_->end_part(id, commit); }
+  Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable) override {
+    return parent_->queue_end_part(id, out, durable);
+  }
   Status sync_commits() override { return parent_->sync_commits(); }
-  Status finish_end_part(QueuedEnd&) override { return refuse("a transaction"); }
+  Status finish_end_part(QueuedEnd& end) override { return parent_->finish_end_part(end); }
   std::vector<PreparedPartInfo> prepared_parts() override { return {}; }
   Status dropped_status() const override {
     if (parent_->dropped_.load()) return parent_->dropped_status();
@@ -188,6 +198,17 @@ void Table::set_plain_below(RowId below) {
     serve_waiters(*st, ctx);
     finish(*st, ctx);
   }
+}
+
+void Table::claim_queued(const std::vector<RowId>& ids, const Holder* as) {
+  if (ids.empty()) return;
+  auto st = state_.lock();
+  RowContext ctx = context(*st);
+  for (RowId id : ids) {
+    RowEntry* e = st->index.find(id);
+    if (e && queued(e->state)) move(*st, *e, Move{RowState::kClaimed, as}, ctx);
+  }
+  finish(*st, ctx);
 }
 
 uint64_t Table::live_rows_from(RowId id) {
@@ -851,6 +872,311 @@ Status Subscriptions::apply_ends(std::string_view name, const std::vector<RowId>
   }
   if (!st.ok()) return st;
   return log_ended(table_, name, ended, removed);  // as the primary named them: for a chained replica
+}
+
+// ---- Ends in a transaction ---------------------------------------------------------------
+//
+// queue_end() of a subscription's row inside an explicit transaction (or XA) joins it, as a
+// plain end does: the row stays the subscription's, held by the transaction (kOwned by its
+// holder: no take hands it out, no lease runs out, and it is not decided, so no other
+// subscription's end removes it) until the transaction ends. The rows this end leaves decided
+// by every subscription are claimed in the table now, for the same commit. The transaction's
+// part in the table is a TXN_SUB_REMOVE (this subscription's ends) and a TXN_REMOVE (those
+// rows) with its TXN_PREPARE: it commits with the transaction's InnoDB rows, rolls back with
+// them, and recovery keeps it prepared until the coordinator decides (restore_parts()). A
+// rollback gives the rows back to the subscription as queue_abort() does. The log (the binary
+// log's transaction cache) names the ends and removals when they join the transaction, so a
+// replica applies them with the transaction's other changes.
+
+Status Subscriptions::claim_ends(uint32_t number, const Holder* owner, const RowId* ids, size_t count,
+                                 const Holder* txn) {
+  std::vector<RowId> ended, gone;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();  // dropped: nothing to end
+    expire(*s, std::chrono::steady_clock::now());
+    if (s->lease_expired.erase(owner))
+      return Status(ErrorCode::kLeaseExpired, "subscription '" + s->name +
+                                                  "': the lease of the owned row ran out: it went back to the "
+                                                  "subscription, not ended");
+    s->leases.erase(owner);  // the transaction holds the rows now: no lease runs out
+    for (size_t i = 0; i < count; i++) {
+      auto it = s->rows.find(ids[i]);
+      if (it == s->rows.end() || it->second.state != SubRow::kOwned || it->second.holder != owner) continue;
+      it->second.holder = txn;
+      ended.push_back(ids[i]);
+    }
+    if (ended.empty()) return Status::Ok();
+    for (RowId id : ended) {  // decided by every other subscription: removed by this commit
+      if (removing_.count(id)) continue;
+      bool others = true;
+      for (auto& [n, o] : subs_)
+        if (o.get() != s && !decided(*o, id)) {
+          others = false;
+          break;
+        }
+      if (!others) continue;
+      removing_.insert(id);
+      gone.push_back(id);
+    }
+    TxnEnds& t = txn_ends_[{txn, number}];
+    t.ended.insert(t.ended.end(), ended.begin(), ended.end());
+    t.removed.insert(t.removed.end(), gone.begin(), gone.end());
+    name = s->name;
+  }
+  table_.claim_queued(gone, txn);
+  if (SubscriptionLog* log = SubscriptionLog::get()) {
+    std::vector<RowId> e = ended, g = gone;
+    std::sort(e.begin(), e.end());
+    std::sort(g.begin(), g.end());
+    Status st = log->ended_in_transaction(table_, name, e, g);
+    if (!st.ok()) {
+      release_ends(number, txn, ended.data(), ended.size());
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+void Subscriptions::release_ends(uint32_t number, const Holder* txn, const RowId* ids, size_t count) {
+  std::vector<RowId> unclaim;  // table rows claimed for their removal
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = txn_ends_.find({txn, number});
+    if (it == txn_ends_.end()) return;
+    TxnEnds& t = it->second;
+    std::vector<RowId> back = ids ? std::vector<RowId>(ids, ids + count) : t.ended;
+    for (RowId id : back) {
+      t.ended.erase(std::remove(t.ended.begin(), t.ended.end(), id), t.ended.end());
+      auto r = std::find(t.removed.begin(), t.removed.end(), id);
+      if (r == t.removed.end()) continue;
+      t.removed.erase(r);
+      removing_.erase(id);
+      unclaim.push_back(id);
+    }
+    if (t.ended.empty()) txn_ends_.erase(it);
+    if (Sub* s = by_number(number)) {
+      bool any_back = false;
+      for (RowId id : back) {
+        auto r = s->rows.find(id);
+        if (r == s->rows.end() || r->second.state != SubRow::kOwned || r->second.holder != txn) continue;
+        back_to_queue(*s, id, r->second, std::chrono::milliseconds(0));
+        any_back = true;
+      }
+      if (any_back) wake(*s, true);
+    }
+  }
+  if (!unclaim.empty()) table_.release_claims(txn, unclaim.data(), unclaim.size());
+}
+
+std::vector<RowId> Subscriptions::take_own_claims(const Holder* txn, std::vector<RowId> mine) {
+  std::sort(mine.begin(), mine.end());
+  std::vector<RowId> out, others;
+  for (RowId id : table_.take_claims(txn))
+    (std::binary_search(mine.begin(), mine.end(), id) ? out : others).push_back(id);
+  table_.restore_claims(txn, others);
+  return out;
+}
+
+Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::string_view xid, uint64_t* id) {
+  *id = 0;
+  TxnEnds t;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = txn_ends_.find({txn, number});
+    if (it == txn_ends_.end()) return Status::Ok();
+    t = std::move(it->second);
+    txn_ends_.erase(it);
+  }
+  std::vector<RowId> removals = take_own_claims(txn, t.removed);
+  CommitRequest req;
+  req.batch.phase = WriteBatch::Phase::kPrepare;
+  req.batch.xid = xid;
+  req.batch.sub = number;
+  req.batch.sub_removals = t.ended.data();
+  req.batch.sub_removal_count = t.ended.size();
+  req.batch.removals = removals.data();
+  req.batch.removal_count = removals.size();
+  req.batch.remover = txn;
+  Status st = table_.commit(&req);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!st.ok()) {  // nothing written: the ends are the transaction's again (its rollback follows)
+    table_.restore_claims(txn, removals);
+    TxnEnds& back = txn_ends_[{txn, number}];
+    back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
+    back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
+    return st;
+  }
+  *id = req.batch.txn;
+  PartEnds& p = part_ends_[req.batch.txn];
+  p.sub = number;
+  p.holder = std::make_unique<Holder>(txn->connection_id());
+  if (Sub* s = by_number(number))  // held by the part now: its connection may go (XA)
+    for (RowId r : t.ended) {
+      auto it = s->rows.find(r);
+      if (it != s->rows.end() && it->second.state == SubRow::kOwned && it->second.holder == txn)
+        it->second.holder = p.holder.get();
+    }
+  p.ended = std::move(t.ended);
+  p.removed = std::move(t.removed);
+  p.applied = t.applied;
+  part_count_.store(part_ends_.size());
+  return st;
+}
+
+Status Subscriptions::commit_txn_ends(uint32_t number, const Holder* txn) {
+  TxnEnds t;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = txn_ends_.find({txn, number});
+    if (it == txn_ends_.end()) return Status::Ok();
+    t = std::move(it->second);
+    txn_ends_.erase(it);
+  }
+  std::vector<RowId> removals = take_own_claims(txn, t.removed);
+  CommitRequest req;
+  req.batch.sub = number;
+  req.batch.sub_removals = t.ended.data();
+  req.batch.sub_removal_count = t.ended.size();
+  req.batch.removals = removals.data();
+  req.batch.removal_count = removals.size();
+  req.batch.remover = txn;
+  Status st = table_.commit(&req);
+  if (!st.ok()) {  // nothing written: the transaction's again, for its rollback
+    table_.restore_claims(txn, removals);
+    std::lock_guard<std::mutex> lock(mu_);
+    TxnEnds& back = txn_ends_[{txn, number}];
+    back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
+    back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
+    return st;
+  }
+  settle_ends(number, t.ended, t.removed, txn, true, !t.applied);
+  return st;
+}
+
+void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
+                                const Holder* holder, bool committed, bool recheck) {
+  std::vector<RowId> gone;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RowId id : removed) removing_.erase(id);
+    Sub* s = by_number(number);
+    if (!s) return;
+    for (RowId id : ended) {
+      auto it = s->rows.find(id);
+      if (it == s->rows.end() || it->second.state != SubRow::kOwned || it->second.holder != holder) continue;
+      if (committed)
+        it->second.state = SubRow::kDone;
+      else
+        back_to_queue(*s, id, it->second, std::chrono::milliseconds(0));
+    }
+    if (!committed) {
+      wake(*s, true);
+      return;
+    }
+    s->ended += ended.size();
+    // A row another subscription ended meanwhile (it left this one's to remove it): all
+    // decided now.
+    std::vector<RowId> live;
+    for (RowId id : ended)
+      if (recheck && table_.row_view(id, nullptr) != QueueTable::RowView::kGone) live.push_back(id);
+    gone = removable(live);
+    advance_floor(*s);
+    name = s->name;
+  }
+  if (!gone.empty()) (void)remove_parent_rows(gone, false, name);
+}
+
+Status Subscriptions::apply_ends_in(Transaction& txn, std::string_view name, const std::vector<RowId>& ended,
+                                    const std::vector<RowId>& removed) {
+  std::shared_ptr<QueueTable> table = name.empty() ? nullptr : find(name);
+  if (!table) return apply_ends(name, ended, removed);
+  const uint32_t number = static_cast<SubscriptionTable&>(*table).number();
+  const Holder* h = &txn.holder();
+  std::vector<RowId> ending, gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Sub* s = by_number(number);
+    if (!s) return Status::Ok();  // dropped meanwhile: as apply_ends() with no subscription
+    for (RowId id : ended) {
+      if (decided(*s, id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+      SubRow& row = s->rows[id];
+      if (row.state == SubRow::kOwned) continue;  // held already (applied in an open transaction)
+      row.state = SubRow::kOwned;  // held by the transaction; a replica hands out nothing
+      row.holder = h;
+      ending.push_back(id);
+    }
+    if (!ending.empty()) {
+      for (RowId id : removed) {
+        if (removing_.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+        removing_.insert(id);
+        gone.push_back(id);
+      }
+      TxnEnds& t = txn_ends_[{h, number}];
+      t.ended.insert(t.ended.end(), ending.begin(), ending.end());
+      t.removed.insert(t.removed.end(), gone.begin(), gone.end());
+      t.applied = true;
+    }
+  }
+  if (ending.empty()) return apply_ends(name, {}, removed);  // applied already: the removals, at once
+  table_.claim_queued(gone, h);
+  txn.note_claims(table, ending);
+  if (SubscriptionLog* log = SubscriptionLog::get()) {  // as the primary named them: for a chained replica
+    Status st = log->ended_in_transaction(table_, name, ended, removed);
+    if (!st.ok()) {
+      txn.rollback_to(txn.mark() - ending.size());
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+void Subscriptions::part_ended(uint64_t id, bool committed) {
+  if (part_count_.load(std::memory_order_acquire) == 0) return;
+  PartEnds p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = part_ends_.find(id);
+    if (it == part_ends_.end()) return;
+    p = std::move(it->second);
+    part_ends_.erase(it);
+    part_count_.store(part_ends_.size());
+  }
+  settle_ends(p.sub, p.ended, p.removed, p.holder.get(), committed, !p.applied);
+}
+
+void Subscriptions::restore_parts(const std::map<uint64_t, PreparedPart>& parts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, part] : parts) {
+    if (part.sub_removals.empty()) continue;
+    PartEnds& p = part_ends_[id];
+    p.sub = part.sub;
+    p.holder = std::make_unique<Holder>();
+    Sub* s = by_number(part.sub);
+    for (RowId r : part.sub_removals) {
+      if (!s || r < s->start || table_.row_view(r, nullptr) == QueueTable::RowView::kGone) continue;
+      SubRow& row = s->rows[r];  // held by the part, as before the restart
+      row.state = SubRow::kOwned;
+      row.holder = p.holder.get();
+      p.ended.push_back(r);
+    }
+    for (RowId r : part.removals) {
+      removing_.insert(r);
+      p.removed.push_back(r);
+    }
+  }
+  part_count_.store(part_ends_.size());
+}
+
+void Subscriptions::keep_part(ReplacementFile& out, uint64_t id) {
+  if (part_count_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = part_ends_.find(id);
+  if (it == part_ends_.end() || it->second.ended.empty()) return;
+  out.add_txn_sub_remove(id, it->second.sub, it->second.ended);
 }
 
 size_t Subscriptions::abort_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count,

@@ -41,6 +41,7 @@
 namespace q4m {
 
 class Table;
+class Transaction;
 class ReplacementFile;
 class SubscriptionTable;
 
@@ -93,6 +94,11 @@ class Subscriptions {
   // them still there. A `name` that is no subscription here (its end was logged after its
   // drop) ends nothing.
   Status apply_ends(std::string_view name, const std::vector<RowId>& ended, const std::vector<RowId>& removed);
+  // The same inside the applier's transaction `txn` (the primary's end was in a transaction):
+  // they take effect at its commit, as the primary's did; none if it rolls back. At once as
+  // apply_ends() when there is nothing to hold (no such subscription, every row decided).
+  Status apply_ends_in(Transaction& txn, std::string_view name, const std::vector<RowId>& ended,
+                       const std::vector<RowId>& removed);
   // The subscription as a table consumers take from; null if there is none.
   std::shared_ptr<QueueTable> find(std::string_view name);
   // Its condition, for the engine to compile (found false if there is none).
@@ -114,6 +120,14 @@ class Subscriptions {
   void keep(ReplacementFile& out, const std::function<bool(RowId)>& live);
   // The table's timer pass: lease expiries and retry delays; the next time it is needed.
   std::chrono::steady_clock::time_point due(std::chrono::steady_clock::time_point now);
+
+  // ---- a subscription's ends inside a transaction (the table's side of a prepared part)
+  // Prepared part `id` of the table ended (committed or rolled back): the ends it made.
+  void part_ended(uint64_t id, bool committed);
+  // At open, after restore(): the ends of the parts still prepared, held by them again.
+  void restore_parts(const std::map<uint64_t, PreparedPart>& parts);
+  // Compaction's new file: part `id`'s ends (TXN_SUB_REMOVE), if it made any.
+  void keep_part(ReplacementFile& out, uint64_t id);
 
  private:
   friend class SubscriptionTable;
@@ -163,11 +177,46 @@ class Subscriptions {
   // the REMOVE of `removed`, rows claimed by removable(). Outside mu_.
   Status commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed, bool sync);
 
+  // ---- a subscription's ends inside a transaction (SubscriptionTable's calls; see
+  // "Ends in a transaction" in subscriptions.cc). The rows `owner` owns become held by the
+  // transaction `txn` (still not decided: no other subscription's end removes them), and the
+  // rows this end leaves decided by every subscription are claimed in the table for its
+  // removal; both logged (SubscriptionLog::ended_in_transaction) now, in the transaction.
+  Status claim_ends(uint32_t sub, const Holder* owner, const RowId* ids, size_t count, const Holder* txn);
+  // Rolled back (ids null: all of txn's in this subscription): the rows go back to it.
+  void release_ends(uint32_t sub, const Holder* txn, const RowId* ids, size_t count);
+  // The transaction's ends as a prepared part (TXN_SUB_REMOVE, TXN_REMOVE) / in one commit.
+  Status prepare_ends(uint32_t sub, const Holder* txn, std::string_view xid, uint64_t* id);
+  Status commit_txn_ends(uint32_t sub, const Holder* txn);
+  // Of the rows `txn` claimed in the table, those in `mine` (this subscription's ends to
+  // remove); the rest (a plain end in the same transaction) stay claimed for its own part.
+  std::vector<RowId> take_own_claims(const Holder* txn, std::vector<RowId> mine);
+  // After they committed (or, committed false, rolled back): the rows done, or back.
+  // `recheck`: remove the rows its commit left decided by every subscription that it did not
+  // claim (another subscription's end came meanwhile); never on a replica's applied ends.
+  void settle_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed,
+                   const Holder* holder, bool committed, bool recheck = true);
+
   Table& table_;
   std::mutex mu_;
   std::map<uint32_t, std::unique_ptr<Sub>> subs_;
   uint32_t next_number_ = 1;
   std::set<RowId> removing_;  // parent rows a REMOVE is being committed for
+  // Ends inside transactions: claimed (by transaction and subscription), and prepared (by
+  // part; its holder holds the rows, here and in the table).
+  struct TxnEnds {
+    std::vector<RowId> ended, removed;
+    bool applied = false;  // a replica's (apply_ends_in)
+  };
+  std::map<std::pair<const Holder*, uint32_t>, TxnEnds> txn_ends_;
+  struct PartEnds {
+    uint32_t sub = 0;
+    std::vector<RowId> ended, removed;
+    std::unique_ptr<Holder> holder;
+    bool applied = false;
+  };
+  std::map<uint64_t, PartEnds> part_ends_;
+  std::atomic<size_t> part_count_{0};  // part_ends_.size(): part_ended() of a table without any costs a load
   std::atomic<size_t> count_{0};
   std::mutex wake_mu_;
   std::atomic<uint64_t> generation_{0};  // new rows: a take that saw none rescans before it registers

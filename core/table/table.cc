@@ -145,7 +145,10 @@ void Table::restore(RecoveredTable& rec) {
   st->policies.each([&](auto& p) { p.opened(rec, ctx); });
   finish(*st, ctx);
   st.unique_lock().unlock();
-  if (!rec.subscriptions.empty()) subscriptions_.restore(rec.subscriptions, rec.next_subscription);
+  if (!rec.subscriptions.empty()) {
+    subscriptions_.restore(rec.subscriptions, rec.next_subscription);
+    subscriptions_.restore_parts(rec.prepared);  // their ends in parts still prepared
+  }
 }
 
 Table::~Table() { global_stats().memory_bytes.add(0 - memory_bytes_.load()); }

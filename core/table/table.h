@@ -338,6 +338,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status name_row(const State& st, const RowEntry& e, NamedRow* out) const;
   // The rows `claimer` holds claimed (verified against the index), and its claims forgotten.
   std::vector<RowId> take_claims(const Holder* claimer);
+  // Queued rows (a subscription's, which no plain take hands out) claimed by `as`, for a
+  // transaction to remove (subscription_ends.cc); rows not queued are skipped.
+  void claim_queued(const std::vector<RowId>& ids, const Holder* as);
   void restore_claims(const Holder* claimer, const std::vector<RowId>& ids);  // what take_claims took, after a commit wrote nothing
 
   // ---- rows.cc (state lock held)

@@ -119,9 +119,13 @@ Status Transaction::remove_owned(const std::shared_ptr<QueueTable>& table, const
     at = std::move(next);
   }
   if (!s.ok()) return s;
-  if (!replication_log_)
+  // A subscription's rows are not the table's to remove: it logs its ends itself.
+  const bool own_rows = at->ends_in_transactions();
+  if (!replication_log_ || !own_rows) {
+    claimed.clear();
     for (size_t i = 0; i < count; i++) claimed.push_back(NamedRow{ids[i], 0, 0});
-  return log_removal(at, claimed, true, nullptr);
+  }
+  return log_removal(at, claimed, true, nullptr, own_rows);
 }
 
 Status Transaction::remove_dead(const std::shared_ptr<QueueTable>& table, size_t max, size_t* count) {
@@ -145,9 +149,9 @@ Status Transaction::remove_expired(const std::shared_ptr<QueueTable>& table, siz
 }
 
 Status Transaction::log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows,
-                                bool consumed, size_t* count) {
+                                bool consumed, size_t* count, bool tell_log) {
   log_claims(table, rows, consumed);
-  if (replication_log_ && !rows.empty()) {
+  if (replication_log_ && tell_log && !rows.empty()) {
     Status s = replication_log_->removed(*table, rows);
     if (!s.ok()) {
       rollback_to(log_.size() - rows.size());

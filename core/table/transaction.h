@@ -51,6 +51,11 @@ class Transaction {
 
   // Who holds the rows it removes (RowEntry::holder).
   const Holder& holder() const { return holder_; }
+  // Whether it is a whole transaction (BEGIN ... COMMIT, XA, or one committed at once), not
+  // an autocommit statement's own (the binary log's two-phase commit of one statement): only
+  // a whole one takes a subscription's ends (QueueTable::ends_in_transactions).
+  void set_whole(bool whole) { whole_ = whole; }
+  bool whole() const { return whole_; }
 
   // ---- changes
   // `asked`: the id the row asks for (ROW_ID_COLUMN; 0: none), given at the commit if free
@@ -79,6 +84,14 @@ class Transaction {
   // Where remove_owned(), remove_visible(), remove_named() and remove_dead() report their rows
   // (null: nowhere). Not owned.
   void set_replication_log(ReplicationLog* log) { replication_log_ = log; }
+  // Rows `table` itself claimed for this transaction (a replica applying a subscription's ends
+  // inside its applier's transaction, Subscriptions::apply_ends_in): logged as its claims, so
+  // that the transaction's end (and a savepoint's) reaches the table.
+  void note_claims(const std::shared_ptr<QueueTable>& table, const std::vector<RowId>& ids) {
+    std::vector<NamedRow> rows;
+    for (RowId id : ids) rows.push_back(NamedRow{id, 0, 0});
+    log_claims(table, rows, false);
+  }
   // A DELETE: claims row `id` of `table` if `viewer` (the transaction's connection) sees it;
   // reported to the removal log like the others (false if that fails: nothing claimed).
   bool remove_visible(const std::shared_ptr<QueueTable>& table, Consumer* viewer, RowId id);
@@ -187,8 +200,9 @@ class Transaction {
   Part& part_of(const std::shared_ptr<QueueTable>& table);
   void log_claims(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed);
   // log_claims(), then the removal log told (its failure undoes them); *count = rows.
+  // `tell_log` false: the table logs them itself (a subscription's ends: SubscriptionLog).
   Status log_removal(const std::shared_ptr<QueueTable>& table, const std::vector<NamedRow>& rows, bool consumed,
-                     size_t* count);
+                     size_t* count, bool tell_log = true);
   Status finish_queued(Part& p);
   void count_ended(const Part& p);  // its consumed, redriven and expired rows, once it committed
   const Part* find(const QueueTable* table) const;
@@ -220,6 +234,7 @@ class Transaction {
   std::vector<Duplicates> duplicates_;
 
   bool prepared_ = false;
+  bool whole_ = true;
   bool decided_ = false;
   uint64_t insert_time_ms_ = 0;
   ReplicationLog* replication_log_ = nullptr;

@@ -183,6 +183,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     w->policies.each([&](auto& p) { p.persist(b, chunk); });
     if (prepare) {
       if (b.removal_count) chunk.add_txn_remove(b.txn, b.removals, b.removal_count);
+      if (b.sub_removal_count) chunk.add_txn_sub_remove(b.txn, b.sub, b.sub_removals, b.sub_removal_count);
       chunk.add_txn_prepare(b.txn, b.xid);
       if (b.redo_requested) {
         b.redo = redo.encode(w->file->identity(), b.txn, b.xid);

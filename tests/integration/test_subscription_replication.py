@@ -113,13 +113,13 @@ def test_subscriptions_and_their_drop_reach_the_replica(pair):
 @pytest.mark.parametrize("binlog_format", ["ROW", "MIXED"])
 def test_a_failover_keeps_every_subscriptions_acknowledged_ends(pair, binlog_format):
     """The ledger: two subscriptions (one with a condition), consumed partly on the primary
-    (queue_wait, batches, an end in a rolled-back transaction with an InnoDB row, which stays
-    ended as docs/sql-api.md says, a row left owned at the failover). The replica holds the
+    (queue_wait, batches, an end in a rolled-back transaction with an InnoDB row, which gives the
+    row back, one in a committed one, a row left owned at the failover). The replica holds the
     primary's rows under its ids and the same subscriptions; promoted, it delivers to each
     subscription exactly the rows it did not end on the primary: each row once per matching
-    subscription overall, none to a subscription it does not match. [MIXED] fails if a
-    subscription's end goes into a non-empty transaction cache (MIXED's statement format does
-    that to a non-transactional event), which the ROLLBACK drops: the replica kept that row."""
+    subscription overall, none to a subscription it does not match (with MIXED too: an
+    autocommit end's statement is written as a change of its own, never into a transaction's
+    cache that a ROLLBACK drops)."""
     p = pair.primary.connect()
     c = pair.primary.connect()
     for conn in (p, c):
@@ -139,12 +139,13 @@ def test_a_failover_keeps_every_subscriptions_acknowledged_ends(pair, binlog_for
     ended["billing"] += batch_and_end(c, "events@billing", 25)
     ended["email"] += take_and_end(c, "events@email", 10)
     ended["email"] += batch_and_end(c, "events@email", 12)
-    # An end inside a transaction that rolls back: a subscription's end commits at once.
-    query(c, "BEGIN")
-    query(c, "INSERT INTO audit_log VALUES (1)")
-    r = query(c, "SELECT id FROM events WHERE queue_wait('events@billing', 0)")
-    assert value(c, "SELECT queue_end()") == 1
-    query(c, "ROLLBACK")
+    # An end inside a transaction: undone by its ROLLBACK, made by its COMMIT (with the InnoDB row).
+    for finish in ("ROLLBACK", "COMMIT"):
+        query(c, "BEGIN")
+        query(c, "INSERT INTO audit_log VALUES (1)")
+        r = query(c, "SELECT id FROM events WHERE queue_wait('events@billing', 0)")
+        assert value(c, "SELECT queue_end()") == 1
+        query(c, finish)
     ended["billing"].append(r[0][0])
     # A row owned (not ended) at the failover: delivered again on the new primary.
     owner = pair.primary.connect()
@@ -167,6 +168,59 @@ def test_a_failover_keeps_every_subscriptions_acknowledged_ends(pair, binlog_for
         assert take_and_end(r, f"events@{sub}", 1) == []
     assert held in after  # email's row owned on the dead primary came again
     wait_until(lambda: pair.replica.value("SELECT COUNT(*) FROM test.events") == 0, what="every row decided")
+
+
+def _binlog_groups(server):
+    """The primary's binary log as event groups (each from its BEGIN on), of (type, info)."""
+    groups = []
+    for log in server.sql("SHOW BINARY LOGS"):
+        for e in server.sql(f"SHOW BINLOG EVENTS IN '{log[0]}'"):
+            kind, info = e[2], e[5]
+            if kind in ("Gtid", "Query") and (info.startswith("BEGIN") or "BEGIN GTID" in info):
+                groups.append([])
+            if groups:
+                groups[-1].append((kind, info))
+    return groups
+
+
+def test_a_transactional_end_replicates_with_its_innodb_row_and_a_rollback_not_at_all(pair):
+    """A subscription's end inside a transaction is logged in the transaction (its
+    queue_apply_sub_end with the InnoDB rows, before the Xid), so the replica applies both or
+    neither; a rolled-back end is not logged at all."""
+    p = pair.primary.connect()
+    query(p, "CREATE TABLE events (id INT) ENGINE=QUEUE")
+    query(p, "CREATE TABLE results (id INT PRIMARY KEY) ENGINE=InnoDB")
+    assert value(p, "SELECT queue_subscribe('events', 'a')") == 1
+    assert value(p, "SELECT queue_subscribe('events', 'b')") == 1
+    query(p, "INSERT INTO events VALUES (1), (2)")
+
+    def consume(source, commit):
+        query(p, "BEGIN")
+        assert value(p, f"SELECT queue_wait('{source}', 0)") == 1
+        row = value(p, "SELECT id FROM events")
+        query(p, f"INSERT INTO results VALUES ({row})")
+        assert value(p, "SELECT queue_end()") == 1
+        query(p, "COMMIT" if commit else "ROLLBACK")
+        return row
+
+    assert consume("events@a", commit=False) == 1
+    assert consume("events@a", commit=True) == 1  # given back by the rollback
+    pair.sync()
+    assert pair.replica.sql("SELECT id FROM test.results") == [(1,)]
+    assert pending(pair.replica) == pending(pair.primary) == {"a": 1, "b": 2}
+    # b's end in a transaction is the row's last: its removal replicates with it.
+    query(p, "DELETE FROM results")
+    assert consume("events@b", commit=True) == 1
+    pair.sync()
+    assert rows_with_ids(pair.replica) == rows_with_ids(pair.primary) == [(2, 2)]
+    assert pending(pair.replica) == pending(pair.primary) == {"a": 1, "b": 1}
+    ends = [g for g in _binlog_groups(pair.primary) if any("queue_apply_sub_end" in i for _, i in g)]
+    assert len(ends) == 2, ends
+    for g in ends:  # in the transaction of the InnoDB row (statement or rows events), before its Xid
+        at = [i for i, (_, info) in enumerate(g) if "queue_apply_sub_end" in info][0]
+        assert any("results" in info or k == "Write_rows_v1" for k, info in g[:at]) and g[-1][0] == "Xid", g
+    assert "'a','1',''" in str(ends[0]) and "'b','1','1'" in str(ends[1])
+    assert pair.status()["Slave_SQL_Running"] == "Yes"
 
 
 def test_apply_functions_refuse_bad_input_naming_the_table(pair):
@@ -350,3 +404,26 @@ def test_a_primary_killed_under_subscription_consumers_fails_over_keeping_their_
             assert not missing, f"{sub}: rows neither ended nor delivered: {sorted(missing)[:10]}"
     finally:
         cluster.destroy()
+
+
+@pytest.mark.parametrize("finish", ["ROLLBACK", "COMMIT"])
+def test_a_replica_applies_a_transactional_end_at_its_applier_transactions_commit(pair, finish):
+    """queue_apply_sub_end inside a transaction (as the applier runs a primary's transactional
+    end, in its event group) takes effect at that transaction's commit and not at all if it
+    rolls back, as the primary's end did (run by hand here, on the replica's own data)."""
+    r = pair.replica.connect()
+    query(r, "SET SESSION sql_log_bin = 0")
+    query(r, "CREATE TABLE events (id INT) ENGINE=QUEUE")
+    assert value(r, "SELECT queue_apply_subscribe('test', 'events', 'a', '', '1')") == 1
+    assert value(r, "SELECT queue_apply_subscribe('test', 'events', 'b', '', '1')") == 1
+    query(r, "INSERT INTO events VALUES (1), (2)")
+    query(r, "BEGIN")
+    assert value(r, "SELECT queue_apply_sub_end('test', 'events', 'a', '1,2', '')") == 1
+    assert pending(pair.replica)["a"] == 2  # not before the commit
+    query(r, finish)
+    assert pending(pair.replica) == ({"a": 2, "b": 2} if finish == "ROLLBACK" else {"a": 0, "b": 2})
+    query(r, "BEGIN")
+    assert value(r, "SELECT queue_apply_sub_end('test', 'events', 'b', '1', '1')") == 1
+    query(r, "COMMIT")
+    assert [i for i, _ in rows_with_ids(pair.replica)] == [2]  # the removal the log names, with b's end
+    assert pending(pair.replica)["b"] == 1

@@ -138,18 +138,19 @@ TEST(unsynced_flag_round_trips_and_is_checksummed) {
 
 // Versions 1 (no unsynced flag), 2 (no RETURN records), 3 (no DEDUP_KEY records), 4 (no
 // row checksums), 5 (no transaction records), 6 (no TXN_SRCID), 7 (no ID_FLOOR, TXN_ASK) and
-// 8 (no HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE, SUB_REMOVE) are still read; newer versions are refused by name.
+// 8 (no HISTORY, HISTORY_ROW, SUBSCRIBE, UNSUBSCRIBE, SUB_REMOVE) and 9 (no TXN_SUB_REMOVE) are still
+// read; newer versions are refused by name.
 TEST(file_header_versions) {
   std::string h = fmt::file_header();
-  CHECK_EQ(fmt::get_u32(h.data() + 8), 9u);
+  CHECK_EQ(fmt::get_u32(h.data() + 8), 10u);
   CHECK(fmt::check_file_header(h).empty());
-  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 10u}) {
+  for (uint32_t v : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 11u}) {
     std::string o(fmt::kFileMagic, sizeof(fmt::kFileMagic));
     fmt::put_u32(&o, v);
     fmt::put_u32(&o, crc32c(o));
     std::string why = fmt::check_file_header(o);
-    if (v < 10) CHECK(why.empty());
-    else CHECK(why.find("unsupported format version 10 (this build reads 1 to 9)") != std::string::npos);
+    if (v < 11) CHECK(why.empty());
+    else CHECK(why.find("unsupported format version 11 (this build reads 1 to 10)") != std::string::npos);
   }
 }
 
@@ -181,6 +182,31 @@ TEST(subscription_records_round_trip) {
   CHECK(r.type == fmt::kRemove && r.count == 1u);
   REQUIRE(rr.next(&r));
   CHECK(r.type == fmt::kUnsubscribe && r.sub == 4u);
+  CHECK(!rr.next(&r));
+  CHECK(rr.error().empty());
+}
+
+// A TXN_SUB_REMOVE record (a subscription's ends in a prepared part) round-trips among the
+// part's records.
+TEST(txn_sub_remove_records_round_trip) {
+  std::string buf;
+  fmt::ChunkBuilder b(&buf);
+  const RowId ids[] = {5, 9, 0x123456789ull};
+  b.add_txn_remove(77, ids, 1);
+  b.add_txn_sub_remove(77, 3, ids, 3);
+  b.add_txn_prepare(77, "xid-1");
+  b.finish();
+  std::string_view body(buf.data() + fmt::kChunkHeaderSize, buf.size() - fmt::kChunkHeaderSize);
+  fmt::RecordReader rr(body);
+  fmt::Record r;
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnRemove && r.txn == 77u && r.count == 1u);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnSubRemove && r.txn == 77u && r.sub == 3u && r.count == 3u);
+  CHECK_EQ(rr.removed_id(r, 0), 5u);
+  CHECK_EQ(rr.removed_id(r, 2), 0x123456789ull);
+  REQUIRE(rr.next(&r));
+  CHECK(r.type == fmt::kTxnPrepare && r.txn == 77u);
   CHECK(!rr.next(&r));
   CHECK(rr.error().empty());
 }
