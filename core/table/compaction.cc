@@ -248,7 +248,7 @@ Status Table::compact_now() {
     {
       auto st = state_.lock();
       file = st->file;
-      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr, p.relay, p.asked};
+      for (const auto& [id, p] : st->prepared) parts[id] = State::Prepared{p.xid, p.rows, p.removals, nullptr, p.relay, p.asked, {}};
     }
     for (const auto& [id, p] : parts) {
       std::vector<uint64_t>& offsets = part_offsets[id];

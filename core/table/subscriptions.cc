@@ -1078,6 +1078,7 @@ void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended
       return;
     }
     s->ended += ended.size();
+    release_gates(*s, ended);  // their groups' next rows may go now
     // A row another subscription ended meanwhile (it left this one's to remove it): all
     // decided now.
     std::vector<RowId> live;

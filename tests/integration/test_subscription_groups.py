@@ -227,3 +227,30 @@ def test_redrive_and_purge_a_subscriptions_dead_rows(server, binlog):
         assert value(e, "SELECT queue_end()") == 1
     _wait_until(lambda: server.value("SELECT COUNT(*) FROM test.orders") == 0)
     server.sql("DROP TABLE test.orders")
+
+
+
+@both_binlog_modes
+def test_an_end_committed_in_a_transaction_frees_its_groups_next_row(server, binlog):
+    """A subscription's end inside a transaction holds the group's place until the COMMIT, and
+    the COMMIT frees it (a ROLLBACK gives the row back, still ahead of its group)."""
+    server.sql("DROP TABLE IF EXISTS test.orders")
+    _orders(server)
+    server.sql("INSERT INTO test.orders VALUES (1, 'A'), (2, 'A'), (3, 'A')")
+    c, other = server.connect(), server.connect()
+    assert _take(c, "test.orders@billing") == 1
+    c.begin()
+    assert value(c, "SELECT queue_end()") == 1
+    assert _take(other, "test.orders@billing") is None  # 1 is not ended before the COMMIT
+    c.rollback()
+    assert _take(other, "test.orders@billing") == 1  # back, still ahead of 2
+    other.begin()
+    assert value(other, "SELECT queue_end()") == 1
+    other.commit()
+    assert _take(c, "test.orders@billing") == 2  # the COMMIT freed A's place
+    c.begin()
+    assert value(c, "SELECT queue_end()") == 1
+    c.commit()
+    assert _take(other, "test.orders@billing") == 3
+    assert value(other, "SELECT queue_end()") == 1
+    server.sql("DROP TABLE test.orders")
