@@ -1,6 +1,8 @@
 #include "core/table/background_sync.h"
 
 #include <chrono>
+#include <memory>
+#include <vector>
 
 #include "core/file/format.h"
 #include "core/table/registry.h"
@@ -59,9 +61,12 @@ void BackgroundSync::run(uint64_t generation) {
 }
 
 void BackgroundSync::sync_open_tables() {
-  // A failed sync leaves the table broken (sticky, as any failed sync): its next write
-  // reports the error.
-  for (const auto& table : TableRegistry::instance().open_tables()) (void)table->sync_in_background();
+  // Weak: a table closed meanwhile (its file and lock) is not kept alive by the pass. A failed
+  // sync leaves the table broken (sticky, as any failed sync): its next write reports the error.
+  std::vector<std::weak_ptr<QueueTable>> tables;
+  for (auto& table : TableRegistry::instance().open_tables()) tables.push_back(table);
+  for (const auto& weak : tables)
+    if (auto table = weak.lock()) (void)table->sync_in_background();
 }
 
 // Under the writer turn, so that no chunk is written meanwhile: after the sync, the next chunk
