@@ -125,7 +125,7 @@ MYSQL_SYSVAR_UINT(commit_spin_us, commit_spin_us, PLUGIN_VAR_RQCMDARG,
                   nullptr, update_commit_spin_us, 300, 0, 100000, 0);
 // Test hooks stay inert on a production server: queue_debug_crash_point (a way to kill the
 // server) takes effect only on a server started with --queue-debug-hooks=ON.
-char binlog_redo = 0;
+char binlog_redo = 1;
 unsigned long long background_sync_ms = 1000;
 // The background sync runs with the redo only: without it a commit's prepare syncs the file.
 void apply_background_sync() {
@@ -140,10 +140,11 @@ void update_background_sync_ms(THD*, st_mysql_sys_var*, void* var_ptr, const voi
   apply_background_sync();
 }
 MYSQL_SYSVAR_BOOL(binlog_redo, binlog_redo, PLUGIN_VAR_OPCMDARG,
-                  "With the binary log on: a QUEUE transaction's prepare is written without a sync of its own "
-                  "and its records go into the binary log, which recovery redoes them from after a power "
-                  "cut (docs/recovery.md). OFF (default): the prepare is synced",
-                  nullptr, update_binlog_redo, 0);
+                  "With the binary log on and sync_binlog=1: a QUEUE transaction's prepare is written without a "
+                  "sync of its own and its records go into the binary log, which recovery redoes them from after "
+                  "a power cut (docs/recovery.md). ON (default). OFF, or sync_binlog other than 1: the prepare is "
+                  "synced",
+                  nullptr, update_binlog_redo, 1);
 MYSQL_SYSVAR_ULONGLONG(background_sync_ms, background_sync_ms, PLUGIN_VAR_RQCMDARG,
                        "With queue_binlog_redo ON, the binary log on and sync_binlog=1: every this many milliseconds each open "
                        "QUEUE table whose file has unsynced writes is synced (nothing on the commit path syncs "
