@@ -69,8 +69,13 @@ class ExpirySession final : public q4m::ExpiryLog {
   };
 
   // A replica's applier may start or stop at any time (START SLAVE): looked at every second,
-  // and before each round of removals.
-  void refresh() { applier_runs_.store(master_info_index && any_slave_sql_running(false) > 0); }
+  // and before each round of removals. Not before the server has started: init_slave() fills
+  // master_info_index's hash without LOCK_active_mi (the server is one thread then, but this
+  // one runs from the plugin's init), and reading it meanwhile crashed a starting server
+  // (SIGSEGV in my_hash_element under any_slave_sql_running, a power-cut test's restart).
+  void refresh() {
+    applier_runs_.store(mysqld_server_started && master_info_index && any_slave_sql_running(false) > 0);
+  }
 
   void run() {
     my_thread_init();

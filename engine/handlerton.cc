@@ -11,6 +11,7 @@
 #include "engine/orphan_parts.h"
 #include "engine/handlerton.h"
 
+#include "core/table/background_sync.h"
 #include "core/table/reaper.h"
 #include "core/table/receipts.h"
 #include "core/table/registry.h"
@@ -97,6 +98,7 @@ int panic(handlerton*, enum ha_panic_function flag) {
   if (flag == HA_PANIC_CLOSE) {
     forget_prepared_marker_if_unused();
     q4m::Receipts::forget_all();  // their rows back to the queues before the tables close
+    q4m::BackgroundSync::instance().stop();
     q4m::TableRegistry::instance().close_all();
   }
   return 0;
@@ -139,6 +141,7 @@ int engine_deinit(void*) {
   stop_expiry_session();  // (UNINSTALL PLUGIN: no pre_shutdown came) its connection may be in a statement on a table
   uninstall_backup_hooks();
   q4m::Receipts::forget_all();
+  q4m::BackgroundSync::instance().stop();  // before the tables close; no thread of ours outlives the plugin
   q4m::TableRegistry::instance().close_all();
   q4m::Reaper::instance().stop();  // no thread of ours outlives the plugin
   forget_expiry_session();

@@ -381,6 +381,9 @@ class QueueTable {
   virtual Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable = true) = 0;
   // Makes durable every commit written or queued so far (one sync, if anything is unsynced).
   virtual Status sync_commits() = 0;
+  // The background sync's pass (background_sync.h): syncs the file if anything written is
+  // unsynced, else marks a flagged tail as synced. Takes the writer turn for that long.
+  virtual Status sync_in_background() { return Status::Ok(); }
   virtual Status finish_end_part(QueuedEnd& end) = 0;
   struct PreparedPartInfo {
     uint64_t id;

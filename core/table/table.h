@@ -125,6 +125,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   Status end_part(uint64_t id, bool commit) override;
   Status queue_end_part(uint64_t id, std::unique_ptr<QueuedEnd>* out, bool durable = true) override;
   Status sync_commits() override;
+  Status sync_in_background() override;  // background_sync.cc
   Status finish_end_part(QueuedEnd& end) override;
   std::vector<PreparedPartInfo> prepared_parts() override;
   Status dropped_status() const override;

@@ -17,6 +17,8 @@ std::vector<std::pair<std::string, uint64_t>> GlobalStats::snapshot() const {
       {"unsynced_removal_commits", unsynced_removal_commits.get()},
       {"removals_answered_before_sync", removals_answered_before_sync.get()},
       {"commit_records_before_sync", commit_records_before_sync.get()},
+      {"background_syncs", background_syncs.get()},
+      {"background_sync_marks", background_sync_marks.get()},
       {"commit_spin_hits", commit_spin_hits.get()},
       {"commit_spin_timeouts", commit_spin_timeouts.get()},
       {"rows_written", rows_written.get()},

@@ -24,6 +24,9 @@ struct GlobalStats {
   // commit records that waived the sync (the binary log recovers them), in a batch synced for
   // others' prepares: published and answered once written
   Counter commit_records_before_sync;
+  // syncs of a table's file by the background sync (queue_background_sync_ms), and the synced
+  // marks it appended after a table went idle (core/table/background_sync.h)
+  Counter background_syncs, background_sync_marks;
   Counter commit_spin_hits, commit_spin_timeouts;  // followers done while spinning / gone to sleep after
   Counter rows_written, rows_removed;
   Counter waits, wait_immediate, wait_handoff, wait_timeouts, wait_interrupts;

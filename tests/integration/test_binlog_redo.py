@@ -6,6 +6,7 @@ commits them in the binary log's order, under the ids they had.
 kill -9 loses nothing of the page cache, so these tests take from the table's file, after the
 kill, the chunks written after a point (what a power cut does to unsynced chunks); the power-cut
 test (test_power_cut.py, the binlog-on-redo chain) cuts power for real."""
+import os
 import struct
 import subprocess
 
@@ -124,6 +125,27 @@ def test_the_redo_marker_is_made_before_an_unsynced_prepare_and_dropped_when_off
         s.start(extra_args=["--queue-binlog-redo=OFF"])  # the last one counts: nothing more goes unsynced
         assert not (s.datadir / "q4m_binlog_redo").exists()
         assert value(s.connect(), "SELECT COUNT(*) FROM test.q") == 1
+    finally:
+        s.destroy()
+
+
+def test_on_by_default_where_the_binary_log_syncs_every_commit(server_factory):
+    """ON by default; it applies only with sync_binlog=1: otherwise the binary log is no
+    durability point, and the prepare keeps its sync (no redo, no marker)."""
+    s = server_factory.new(extra_args=["--log-bin=mysql-bin", "--binlog-format=ROW", "--server-id=1"], at_startup=True)
+    try:
+        if "binlog-redo" not in os.environ.get("Q4M_EXTRA_SERVER_ARGS", ""):
+            assert s.value("SELECT @@global.queue_binlog_redo") == 1
+        s.sql("SET GLOBAL queue_binlog_redo = ON")
+        s.sql("SET GLOBAL sync_binlog = 0")
+        s.sql("CREATE TABLE test.q (id INT) ENGINE=QUEUE")
+        s.sql("INSERT INTO test.q VALUES (1)")
+        assert _redo_statements(s) == 0
+        assert not (s.datadir / "q4m_binlog_redo").exists()
+        s.sql("SET GLOBAL sync_binlog = 1")
+        s.sql("INSERT INTO test.q VALUES (2)")
+        assert _redo_statements(s) == 1
+        assert (s.datadir / "q4m_binlog_redo").exists()
     finally:
         s.destroy()
 

@@ -1,6 +1,6 @@
 """User XA (docs/transactions.md): XA START / END / PREPARE / COMMIT / ROLLBACK / RECOVER with
 QUEUE tables, a prepared transaction surviving its connection and a crash."""
-from sqlcheck import query, value
+from sqlcheck import query, value, wait_until
 
 
 def _tables(s):
@@ -14,6 +14,17 @@ def _prepare(c, xid, order_id):
     query(c, f"INSERT INTO q VALUES ({order_id})")
     query(c, f"XA END '{xid}'")
     query(c, f"XA PREPARE '{xid}'")
+
+
+def _detach(s, c):
+    """Closes c, which has a prepared XA transaction, and waits until the server detached it: until
+    then (the session's cleanup) XA RECOVER lists it but XA COMMIT / ROLLBACK from another
+    connection answer XAER_NOTA (the xid is still the closing session's). The session leaves the
+    processlist after its cleanup."""
+    conn_id = c.thread_id()
+    c.close()
+    wait_until(lambda: s.value("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s", (conn_id,)) == 0,
+               what=f"connection {conn_id} to be gone")
 
 
 def _recovered(s):
@@ -36,7 +47,7 @@ def test_a_prepared_transaction_survives_its_connection_and_is_committed_from_an
     _tables(server)
     c = server.connect()
     _prepare(c, "detached", 3)
-    c.close()
+    _detach(server, c)
     assert _recovered(server) == ["detached"]
     assert server.value("SELECT COUNT(*) FROM test.q") == 0
     other = server.connect()
@@ -55,7 +66,7 @@ def test_a_prepared_consume_holds_its_row_until_xa_rollback(server):
     assert value(c, "SELECT queue_end()") == 1
     query(c, "XA END 'take'")
     query(c, "XA PREPARE 'take'")
-    c.close()
+    _detach(server, c)
     assert value(other, "SELECT queue_wait('q', 0)") == 0  # held by the prepared transaction
     value(other, "SELECT queue_end()")
     query(other, "XA ROLLBACK 'take'")
@@ -99,7 +110,7 @@ def test_ddl_that_would_lose_a_prepared_transaction_is_refused(server):
     _tables(server)
     c = server.connect()
     _prepare(c, "pending", 1)
-    c.close()
+    _detach(server, c)
     other = server.connect()
     expect_error(other, "TRUNCATE TABLE q", "prepared transaction", "XA COMMIT or XA ROLLBACK")
     expect_error(other, "DROP TABLE q", "prepared transaction", "XA COMMIT or XA ROLLBACK")
