@@ -113,7 +113,7 @@ start() {
   # Installed by an earlier version of this script: mysql.plugin loads it already.
   [ -f "$DATADIR/mysql/plugin.MAI" ] && grep -q ha_queue "$DATADIR/mysql/plugin.MAD" 2>/dev/null && load=()
   setsid "$MARIADBD" --no-defaults --datadir="$DATADIR" --socket="$SOCK" "${net[@]}" \
-    --plugin-dir="$PLUGIN_DIR" "${load[@]}" --log-bin=mysql-bin --server-id=1 \
+    --plugin-dir="$PLUGIN_DIR" "${load[@]}" --log-bin=mysql-bin --server-id=1 --sync-binlog=1 \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
     --log-error="$ERRLOG" --pid-file="$PIDFILE" "${AS_ROOT[@]}" \
     </dev/null >/dev/null 2>&1 &

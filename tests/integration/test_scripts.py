@@ -39,6 +39,9 @@ def test_the_local_server_runs_utf8mb4_with_the_binary_log_and_says_how_to_stop(
         with c.cursor() as cur:
             cur.execute("SELECT @@character_set_server, @@collation_server, @@log_bin")
             assert cur.fetchone() == ("utf8mb4", "utf8mb4_general_ci", 1)
+            # One log (issue 42): the binary log syncs every commit and QUEUE's redo rides it.
+            cur.execute("SELECT @@sync_binlog, @@queue_binlog_redo")
+            assert cur.fetchone() == (1, 1)
             # README's first steps with text a latin1 server refused (error 1366).
             cur.execute("CREATE TABLE q (id INT, msg TEXT) ENGINE=QUEUE")
             cur.execute("INSERT INTO q VALUES (1, 'h\u00e9llo \u2713')")
