@@ -9,9 +9,10 @@ transactions with InnoDB, binary log on and off: no acknowledged INSERT lost, no
 consumption back, every transaction whole in both engines; and a replica that follows the
 recovered primary holds the same rows under the same ids.
 
-A third chain, binlog-on-redo, runs the binary-log-on chain with queue_binlog_redo=ON (QUEUE's
-prepares unsynced, redone from the binary log); Q4M_POWER_CUT_SKIP_REDO=1 skips that redo, which
-that chain must then fail.
+A third chain, binlog-on-redo, runs the binary-log-on chain with queue_binlog_redo=ON, the
+default (QUEUE's prepares unsynced, redone from the binary log); the binlog-on chain sets it OFF
+(QUEUE's prepare synced). Q4M_POWER_CUT_SKIP_REDO=1 skips that redo, which the redo chain must
+then fail.
 
 Q4M_POWER_CUTS (default 40) is the number of cuts of the binlog-off and binlog-on chains together
 (each chain, the redo one too, gets half);
@@ -132,6 +133,8 @@ def chain(request, writeback_off, tmp_root, pristine, plugin_dir, server_factory
         "--skip-networking=0", "--bind-address=127.0.0.1", f"--port={port}"]
     if binlog == "binlog-on-redo":
         args = args + REDO_ARGS
+    elif binlog == "binlog-on":  # the redo is ON by default: this chain keeps QUEUE's synced prepare
+        args = args + ["--queue-binlog-redo=OFF"]
     pcs = _pcs(tmp_root, pristine, plugin_dir, f"pc-{binlog}", args)
     follower = {}
 
