@@ -625,6 +625,16 @@ void Subscriptions::back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::mi
   s.free_from = std::min(s.free_from, id);
 }
 
+// After commit_ends(): the rows `ending` left kEnding are ended, or back where they were if it
+// failed (owned by their consumer, or dead for a purge).
+void Subscriptions::settle_ending(Sub& s, const std::vector<RowId>& ending, bool ok, bool back_dead) {
+  for (RowId id : ending) {
+    auto it = s.rows.find(id);
+    if (it == s.rows.end() || it->second.state != SubRow::kEnding) continue;
+    it->second.state = ok ? SubRow::kDone : back_dead ? SubRow::kDead : SubRow::kOwned;
+  }
+}
+
 void Subscriptions::release_gates(Sub& s, const std::vector<RowId>& ids) {
   bool freed = false;
   for (RowId id : ids) freed = s.gates.released(id) || freed;
@@ -813,11 +823,7 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
   for (RowId id : gone) removing_.erase(id);
   Sub* s = by_number(number);
   if (!s) return st;
-  for (RowId id : ending) {
-    auto it = s->rows.find(id);
-    if (it == s->rows.end() || it->second.state != SubRow::kEnding) continue;
-    it->second.state = st.ok() ? SubRow::kDone : SubRow::kOwned;
-  }
+  settle_ending(*s, ending, st.ok(), /*back_dead=*/false);
   if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
   s->ended += ending.size();
   release_gates(*s, ending);
@@ -1283,11 +1289,7 @@ Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
     for (RowId id : gone) removing_.erase(id);
     Sub* s = by_number(number);
     if (!s) return st;
-    for (RowId id : ending) {
-      auto it = s->rows.find(id);
-      if (it != s->rows.end() && it->second.state == SubRow::kEnding)
-        it->second.state = st.ok() ? SubRow::kDone : SubRow::kDead;
-    }
+    settle_ending(*s, ending, st.ok(), /*back_dead=*/true);
     if (!st.ok()) return st;
     *purged = ending.size();
     if (auto t = s->table.lock()) t->counters().rows_purged.add(*purged);

@@ -160,6 +160,8 @@ class Subscriptions {
   void expire(Sub& s, std::chrono::steady_clock::time_point now);  // leases, delays
   void back_to_queue(Sub& s, RowId id, SubRow& row, std::chrono::milliseconds delay);
   void return_holder_rows(Sub& s, const Holder* h);  // its lease ran out
+  // After commit_ends(): rows left kEnding are done, or back (owned, or dead) if it failed.
+  void settle_ending(Sub& s, const std::vector<RowId>& ending, bool ok, bool back_dead);
   // Rows of s no longer out (ended): their group's next row or a slot may go (subscription_gates.h).
   void release_gates(Sub& s, const std::vector<RowId>& ids);
   // Of `ids`, the rows every subscription decided that no REMOVE is being committed for:
