@@ -986,6 +986,27 @@ std::vector<RowId> Subscriptions::take_own_claims(const Holder* txn, std::vector
   return out;
 }
 
+// Writes the ends `t` of subscription `number` (SUB_REMOVE records, and the REMOVE of the rows
+// they leave decided) as `req`'s batch. Nothing written: the ends and claims are the
+// transaction's again.
+Status Subscriptions::commit_txn_part(uint32_t number, const Holder* txn, const TxnEnds& t, CommitRequest* req) {
+  std::vector<RowId> removals = take_own_claims(txn, t.removed);
+  req->batch.sub = number;
+  req->batch.sub_removals = t.ended.data();
+  req->batch.sub_removal_count = t.ended.size();
+  req->batch.removals = removals.data();
+  req->batch.removal_count = removals.size();
+  req->batch.remover = txn;
+  Status st = table_.commit(req);
+  if (st.ok()) return st;
+  table_.restore_claims(txn, removals);
+  std::lock_guard<std::mutex> lock(mu_);
+  TxnEnds& back = txn_ends_[{txn, number}];
+  back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
+  back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
+  return st;
+}
+
 Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::string_view xid, uint64_t* id) {
   *id = 0;
   TxnEnds t;
@@ -996,25 +1017,12 @@ Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::stri
     t = std::move(it->second);
     txn_ends_.erase(it);
   }
-  std::vector<RowId> removals = take_own_claims(txn, t.removed);
   CommitRequest req;
   req.batch.phase = WriteBatch::Phase::kPrepare;
   req.batch.xid = xid;
-  req.batch.sub = number;
-  req.batch.sub_removals = t.ended.data();
-  req.batch.sub_removal_count = t.ended.size();
-  req.batch.removals = removals.data();
-  req.batch.removal_count = removals.size();
-  req.batch.remover = txn;
-  Status st = table_.commit(&req);
+  Status st = commit_txn_part(number, txn, t, &req);
+  if (!st.ok()) return st;  // the ends are the transaction's again (its rollback follows)
   std::lock_guard<std::mutex> lock(mu_);
-  if (!st.ok()) {  // nothing written: the ends are the transaction's again (its rollback follows)
-    table_.restore_claims(txn, removals);
-    TxnEnds& back = txn_ends_[{txn, number}];
-    back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
-    back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
-    return st;
-  }
   *id = req.batch.txn;
   PartEnds& p = part_ends_[req.batch.txn];
   p.sub = number;
@@ -1041,23 +1049,9 @@ Status Subscriptions::commit_txn_ends(uint32_t number, const Holder* txn) {
     t = std::move(it->second);
     txn_ends_.erase(it);
   }
-  std::vector<RowId> removals = take_own_claims(txn, t.removed);
   CommitRequest req;
-  req.batch.sub = number;
-  req.batch.sub_removals = t.ended.data();
-  req.batch.sub_removal_count = t.ended.size();
-  req.batch.removals = removals.data();
-  req.batch.removal_count = removals.size();
-  req.batch.remover = txn;
-  Status st = table_.commit(&req);
-  if (!st.ok()) {  // nothing written: the transaction's again, for its rollback
-    table_.restore_claims(txn, removals);
-    std::lock_guard<std::mutex> lock(mu_);
-    TxnEnds& back = txn_ends_[{txn, number}];
-    back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
-    back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
-    return st;
-  }
+  Status st = commit_txn_part(number, txn, t, &req);
+  if (!st.ok()) return st;  // the transaction's again, for its rollback
   settle_ends(number, t.ended, t.removed, txn, true, !t.applied);
   return st;
 }

@@ -44,6 +44,7 @@ class Table;
 class Transaction;
 class ReplacementFile;
 class SubscriptionTable;
+struct CommitRequest;
 
 // What INFORMATION_SCHEMA.QUEUE_SUBSCRIPTIONS and queue_stats() list per subscription.
 struct SubscriptionInfo {
@@ -211,6 +212,7 @@ class Subscriptions {
     bool applied = false;  // a replica's (apply_ends_in)
   };
   std::map<std::pair<const Holder*, uint32_t>, TxnEnds> txn_ends_;
+  Status commit_txn_part(uint32_t number, const Holder* txn, const TxnEnds& t, CommitRequest* req);
   struct PartEnds {
     uint32_t sub = 0;
     std::vector<RowId> ended, removed;
