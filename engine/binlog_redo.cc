@@ -12,12 +12,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "core/file/data_file.h"
 #include "core/table/registry.h"
+#include "core/util/guarded.h"
 #include "engine/data_files.h"
 #include "engine/sysvars.h"
 
@@ -215,14 +215,15 @@ void redo_from_files();
 namespace {
 constexpr const char* kRedoMarker = "./q4m_binlog_redo";
 std::atomic<bool> redo_marker_made{false};
-std::mutex redo_marker_mutex;
+// The marker is written by one prepare at a time (redo_marker_made lets the later ones skip it).
+q4m::Guarded<std::string> redo_marker_file(kRedoMarker);
 }  // namespace
 
 bool note_redo_in_use() {
   if (redo_marker_made.load(std::memory_order_acquire)) return true;
-  std::lock_guard<std::mutex> one(redo_marker_mutex);
+  auto path = redo_marker_file.lock();
   if (redo_marker_made.load()) return true;
-  q4m::Status s = q4m::write_file_atomically(kRedoMarker, "QUEUE prepares may be redone from the binary log\n", false);
+  q4m::Status s = q4m::write_file_atomically(*path, "QUEUE prepares may be redone from the binary log\n", false);
   if (!s.ok()) {
     sql_print_warning("QUEUE: %s: %s; prepares keep their sync", kRedoMarker, s.message().c_str());
     return false;

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <atomic>
 #include <unordered_map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/file/data_file.h"
 #include "core/table/registry.h"
 #include "core/table/transaction.h"
+#include "core/util/guarded.h"
 #include "engine/binlog_order.h"
 #include "engine/binlog_redo.h"
 #include "engine/connection_state.h"
@@ -38,10 +38,11 @@ std::atomic<bool> marker_made{false};
 
 q4m::Status make_marker() {
   if (marker_made.load()) return q4m::Status::Ok();
-  static std::mutex m;
-  std::lock_guard<std::mutex> one(m);
+  // The marker is written by one prepare at a time (marker_made lets the later ones skip it).
+  static q4m::Guarded<std::string> marker_file(kPreparedMarker);
+  auto path = marker_file.lock();
   if (marker_made.load()) return q4m::Status::Ok();
-  q4m::Status s = q4m::write_file_atomically(kPreparedMarker, "QUEUE tables may hold prepared transactions\n", false);
+  q4m::Status s = q4m::write_file_atomically(*path, "QUEUE tables may hold prepared transactions\n", false);
   if (s.ok()) marker_made.store(true);
   return s;
 }
@@ -138,52 +139,53 @@ std::vector<std::string> in_binlog_order(std::vector<std::string> keys) {
 // (10.11 walks a hash of xids): QUEUE notes its commits and ends them once all are decided,
 // in binlog order (so the ids of their rows are the replica's). Rollbacks give no ids: at once.
 struct DeferredCommits {
+  bool started = false;                // by the startup's recovery only (defer_commits() once)
   std::vector<std::string> order;      // the prepared xids, in binlog order
   std::vector<std::string> undecided;  // the server's own (internal) xids not decided yet
   std::vector<std::string> decided;    // to commit
 };
-std::mutex deferred_mutex;
-DeferredCommits deferred;            // guarded by deferred_mutex
-std::atomic<bool> deferring{false};  // deferred holds undecided xids (set and cleared under the mutex)
+q4m::Guarded<DeferredCommits> deferred;
+std::atomic<bool> deferring{false};  // deferred holds undecided xids (set and cleared under its lock)
 
 void defer_commits(const std::vector<std::string>& keys) {
-  static bool once = false;  // the startup's recovery only
-  std::lock_guard<std::mutex> one(deferred_mutex);
-  if (once) return;
-  once = true;
+  auto d = deferred.lock();
+  if (d->started) return;
+  d->started = true;
   for (const std::string& k : keys) {
     XID xid;
-    if (xid_of(k, &xid) && xid.get_my_xid() != 0) deferred.undecided.push_back(k);
+    if (xid_of(k, &xid) && xid.get_my_xid() != 0) d->undecided.push_back(k);
   }
-  deferred.order = keys;
-  deferring.store(!deferred.undecided.empty());
+  d->order = keys;
+  deferring.store(!d->undecided.empty());
 }
 
 int end_by_xid(XID* xid, bool commit);
 
-// Commits what was decided, in binlog order; called with deferred_mutex held.
-void end_deferred() {
-  for (const std::string& k : deferred.order) {
-    if (std::find(deferred.decided.begin(), deferred.decided.end(), k) == deferred.decided.end()) continue;
+// Commits what was decided, in binlog order (`d`: the locked deferral).
+void end_deferred(DeferredCommits& d) {
+  for (const std::string& k : d.order) {
+    if (std::find(d.decided.begin(), d.decided.end(), k) == d.decided.end()) continue;
     XID xid;
     if (xid_of(k, &xid)) end_by_xid(&xid, true);
   }
-  deferred = DeferredCommits();
+  d.order.clear();
+  d.undecided.clear();
+  d.decided.clear();
   deferring.store(false);
 }
 
 // True if the decision on `xid` was taken over by the deferral.
 bool deferred_decision(XID* xid, bool commit) {
   if (!deferring.load()) return false;
-  std::lock_guard<std::mutex> one(deferred_mutex);
+  auto d = deferred.lock();
   if (!deferring.load()) return false;
   const std::string key = key_of(*xid);
-  auto it = std::find(deferred.undecided.begin(), deferred.undecided.end(), key);
-  if (it == deferred.undecided.end()) return false;
-  deferred.undecided.erase(it);
-  if (commit) deferred.decided.push_back(key);
+  auto it = std::find(d->undecided.begin(), d->undecided.end(), key);
+  if (it == d->undecided.end()) return false;
+  d->undecided.erase(it);
+  if (commit) d->decided.push_back(key);
   else end_by_xid(xid, false);
-  if (deferred.undecided.empty()) end_deferred();
+  if (d->undecided.empty()) end_deferred(*d);
   return true;
 }
 
@@ -194,13 +196,12 @@ struct Recovery {
   size_t next = 0;
   bool started = false;
 };
-std::mutex recovery_mutex;
-Recovery recovery;
+q4m::Guarded<Recovery> recovery;
 
 int recover(handlerton* hton, XID* list, uint len) {
-  std::lock_guard<std::mutex> one(recovery_mutex);
-  if (!recovery.started) {
-    recovery.started = true;
+  auto r = recovery.lock();
+  if (!r->started) {
+    r->started = true;
     commit_logged_elsewhere(hton);
     redo_from_binary_log();  // parts a power cut took from the files, before they are listed
     if (q4m::file_exists(kPreparedMarker)) {  // a part may be prepared in any table: open them all
@@ -214,14 +215,14 @@ int recover(handlerton* hton, XID* list, uint len) {
         return true;
       });
     }
-    recovery.keys = in_binlog_order(prepared_xids());
-    recovery.next = 0;
-    defer_commits(recovery.keys);
+    r->keys = in_binlog_order(prepared_xids());
+    r->next = 0;
+    defer_commits(r->keys);
   }
   uint n = 0;
-  while (n < len && recovery.next < recovery.keys.size())
-    if (xid_of(recovery.keys[recovery.next++], &list[n])) n++;
-  if (n < len) recovery = Recovery();  // the next pass starts over
+  while (n < len && r->next < r->keys.size())
+    if (xid_of(r->keys[r->next++], &list[n])) n++;
+  if (n < len) *r = Recovery();  // the next pass starts over
   return static_cast<int>(n);
 }
 
@@ -257,8 +258,8 @@ int rollback_by_xid(handlerton* hton, XID* xid) {
 
 void end_recovered_commits() {
   if (!deferring.load()) return;
-  std::lock_guard<std::mutex> one(deferred_mutex);
-  if (deferring.load()) end_deferred();
+  auto d = deferred.lock();
+  if (deferring.load()) end_deferred(*d);
 }
 
 uint64_t internal_xid(const std::string& key) {

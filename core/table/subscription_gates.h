@@ -14,7 +14,7 @@
 // waiting. Nothing is in the file: after a restart no row is out and buckets start full (as
 // for the table's own limits).
 //
-// Not thread-safe: it lives in a subscription, under Subscriptions::mu_.
+// Not thread-safe: it lives in a subscription, under Subscriptions::state_.
 #pragma once
 #include <cstdint>
 #include <set>

@@ -2,6 +2,7 @@
 #include "core/table/subscriptions.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/file/replacement_file.h"
 #include "core/table/subscription_gates.h"
@@ -36,7 +37,6 @@ struct Subscriptions::Sub {
   std::map<const Holder*, SteadyTime> leases;
   std::set<const Holder*> lease_expired;  // their rows went back; told at their next end
   std::weak_ptr<SubscriptionTable> table;
-  std::list<TakeRequest> waiters;  // under wake_mu_
   uint64_t delivered = 0, ended = 0;
 };
 
@@ -246,21 +246,21 @@ Status check_name(std::string_view name) {
 Subscriptions::Subscriptions(Table& table) : table_(table) {}
 Subscriptions::~Subscriptions() = default;
 
-Subscriptions::Sub* Subscriptions::by_number(uint32_t sub) {
-  auto it = subs_.find(sub);
-  return it == subs_.end() ? nullptr : it->second.get();
+Subscriptions::Sub* Subscriptions::State::by_number(uint32_t sub) {
+  auto it = subs.find(sub);
+  return it == subs.end() ? nullptr : it->second.get();
 }
 
-Subscriptions::Sub* Subscriptions::by_name(std::string_view name) {
-  for (auto& [n, s] : subs_)
+Subscriptions::Sub* Subscriptions::State::by_name(std::string_view name) {
+  for (auto& [n, s] : subs)
     if (s->name == name) return s.get();
   return nullptr;
 }
 
 void Subscriptions::restore(std::map<uint32_t, RecoveredSubscription>& subs, uint32_t next_number) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    next_number_ = std::max(next_number_, next_number);
+    auto state = state_.lock();
+    state->next_number = std::max(state->next_number, next_number);
     for (auto& [number, r] : subs) {
       auto s = std::make_unique<Sub>();
       s->number = number;
@@ -271,18 +271,17 @@ void Subscriptions::restore(std::map<uint32_t, RecoveredSubscription>& subs, uin
       for (RowId id : r.ended)
         if (id >= s->start && table_.row_view(id, nullptr) != QueueTable::RowView::kGone)
           s->rows[id].state = SubRow::kDone;
-      std::lock_guard<std::mutex> w(wake_mu_);
-      subs_[number] = std::move(s);
+      state->subs[number] = std::move(s);
     }
-    count_.store(subs_.size());
-    for (auto& [n, s] : subs_) advance_floor(*s);
+    count_.store(state->subs.size());
+    for (auto& [n, s] : state->subs) advance_floor(*s);
   }
   plain_floor_changed();
   // Rows every subscription ended whose REMOVE a crash lost.
   std::vector<RowId> candidates;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [n, s] : subs_)
+    auto state = state_.lock();
+    for (auto& [n, s] : state->subs)
       for (auto& [id, row] : s->rows)
         if (row.state == SubRow::kDone) candidates.push_back(id);
   }
@@ -290,8 +289,8 @@ void Subscriptions::restore(std::map<uint32_t, RecoveredSubscription>& subs, uin
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   std::vector<RowId> gone;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    gone = removable(candidates);
+    auto state = state_.lock();
+    gone = removable(*state, candidates);
   }
   if (!gone.empty()) (void)remove_parent_rows(gone, true, "");
 }
@@ -328,18 +327,18 @@ void Subscriptions::advance_floor(Sub& s) {
   }
 }
 
-std::vector<RowId> Subscriptions::removable(const std::vector<RowId>& ids) {
+std::vector<RowId> Subscriptions::removable(State& st, const std::vector<RowId>& ids) {
   std::vector<RowId> out;
   for (RowId id : ids) {
-    if (removing_.count(id)) continue;
+    if (st.removing.count(id)) continue;
     bool all = true;
-    for (auto& [n, s] : subs_)
+    for (auto& [n, s] : st.subs)
       if (!decided(*s, id)) {
         all = false;
         break;
       }
     if (!all) continue;
-    removing_.insert(id);
+    st.removing.insert(id);
     out.push_back(id);
   }
   return out;
@@ -375,8 +374,8 @@ Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool syn
   if (ids.empty()) return Status::Ok();
   Status s = commit_ends(0, {}, ids, sync);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RowId id : ids) removing_.erase(id);
+    auto state = state_.lock();
+    for (RowId id : ids) state->removing.erase(id);
   }
   if (!s.ok()) return s;
   return log_ended(table_, by, {}, ids);
@@ -385,8 +384,8 @@ Status Subscriptions::remove_parent_rows(const std::vector<RowId>& ids, bool syn
 void Subscriptions::plain_floor_changed() {
   RowId below = ~RowId(0);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [n, s] : subs_) below = std::min(below, s->start);
+    auto state = state_.lock();
+    for (auto& [n, s] : state->subs) below = std::min(below, s->start);
   }
   table_.set_plain_below(below);
 }
@@ -397,8 +396,8 @@ Status Subscriptions::create(std::string_view name, std::string_view condition, 
 
 Status Subscriptions::apply_subscribe(std::string_view name, std::string_view condition, RowId start) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Sub* s = by_name(name)) {
+    auto state = state_.lock();
+    if (Sub* s = state->by_name(name)) {
       if (s->start == std::max<RowId>(start, 1) && s->condition == condition) return Status::Ok();  // applied already
       return Status(ErrorCode::kExists, "table " + table_.path() + ": subscription '" + std::string(name) +
                                             "' exists with another start or condition");
@@ -411,11 +410,11 @@ Status Subscriptions::create_at(std::string_view name, std::string_view conditio
   if (Status s = check_name(name); !s.ok()) return s;
   uint32_t number;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (by_name(name))
+    auto state = state_.lock();
+    if (state->by_name(name))
       return Status(ErrorCode::kExists, "table " + table_.path() + ": subscription '" + std::string(name) +
                                             "' exists already");
-    number = next_number_++;
+    number = state->next_number++;
   }
   // Plain takes stop at the table's next row now (or the start given), before the SUBSCRIBE
   // gives the start.
@@ -427,17 +426,16 @@ Status Subscriptions::create_at(std::string_view name, std::string_view conditio
   req.batch = b;
   Status st = table_.commit(&req);
   if (st.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    auto state = state_.lock();
     auto s = std::make_unique<Sub>();
     s->number = number;
     s->name = std::string(name);
     s->condition = std::string(condition);
     s->filter_known = condition.empty();
     s->start = s->floor = s->free_from = std::max<RowId>(req.batch.subscribed_start, 1);
-    std::lock_guard<std::mutex> w(wake_mu_);
-    subs_[number] = std::move(s);
-    count_.store(subs_.size());
-    advance_floor(*subs_[number]);
+    state->subs[number] = std::move(s);
+    count_.store(state->subs.size());
+    advance_floor(*state->subs[number]);
   }
   plain_floor_changed();
   if (!st.ok()) return st;
@@ -456,8 +454,8 @@ Status Subscriptions::apply_unsubscribe(std::string_view name) {
 Status Subscriptions::drop_subscription(std::string_view name, bool remove_rows) {
   uint32_t number;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_name(name);
+    auto state = state_.lock();
+    Sub* s = state->by_name(name);
     if (!s)
       return Status(ErrorCode::kNotFound, "table " + table_.path() + ": no subscription '" + std::string(name) + "'");
     number = s->number;
@@ -476,14 +474,17 @@ Status Subscriptions::drop_subscription(std::string_view name, bool remove_rows)
   std::list<TakeRequest> waiters;
   RowId from = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    Sub* s = state->by_number(number);
     if (!s) return Status::Ok();
     from = s->start;
-    std::lock_guard<std::mutex> w(wake_mu_);
-    waiters.swap(s->waiters);
-    subs_.erase(number);
-    count_.store(subs_.size());
+    state->subs.erase(number);
+    count_.store(state->subs.size());
+    auto w = waiters_.lock();
+    if (auto it = w->find(number); it != w->end()) {
+      waiters.swap(it->second);
+      w->erase(it);
+    }
   }
   for (const TakeRequest& r : waiters) r.receiver->table_dropped("subscription '" + std::string(name) + "' was dropped");
   plain_floor_changed();
@@ -499,8 +500,8 @@ Status Subscriptions::drop_subscription(std::string_view name, bool remove_rows)
     if (candidates.size() >= 4096) {
       std::vector<RowId> gone;
       {
-        std::lock_guard<std::mutex> lock(mu_);
-        gone = removable(candidates);
+        auto state = state_.lock();
+        gone = removable(*state, candidates);
       }
       candidates.clear();
       if (Status s = remove_parent_rows(gone, true, ""); !s.ok()) return s;
@@ -508,15 +509,15 @@ Status Subscriptions::drop_subscription(std::string_view name, bool remove_rows)
   }
   std::vector<RowId> gone;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    gone = removable(candidates);
+    auto state = state_.lock();
+    gone = removable(*state, candidates);
   }
   return remove_parent_rows(gone, true, "");
 }
 
 std::shared_ptr<QueueTable> Subscriptions::find(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_name(name);
+  auto state = state_.lock();
+  Sub* s = state->by_name(name);
   if (!s) return nullptr;
   if (auto t = s->table.lock()) return t;
   auto t = std::make_shared<SubscriptionTable>(table_.shared_from_this(), s->number, s->name);
@@ -525,15 +526,15 @@ std::shared_ptr<QueueTable> Subscriptions::find(std::string_view name) {
 }
 
 std::string Subscriptions::condition_of(std::string_view name, bool* found) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_name(name);
+  auto state = state_.lock();
+  Sub* s = state->by_name(name);
   *found = s != nullptr;
   return s ? s->condition : std::string();
 }
 
 void Subscriptions::set_filter(std::string_view name, std::shared_ptr<const RowFilter> filter) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_name(name);
+  auto state = state_.lock();
+  Sub* s = state->by_name(name);
   if (!s || s->filter_known) return;
   s->filter = std::move(filter);
   s->filter_known = true;
@@ -541,17 +542,20 @@ void Subscriptions::set_filter(std::string_view name, std::shared_ptr<const RowF
 
 bool Subscriptions::is_subscription(const QueueTable* t) {
   if (!t || !any()) return false;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, s] : subs_)
+  auto state = state_.lock();
+  for (auto& [n, s] : state->subs)
     if (s->table.lock().get() == t) return true;
   return false;
 }
 
 void Subscriptions::wake(Sub& s, bool all) {
-  std::lock_guard<std::mutex> lock(wake_mu_);
+  auto w = waiters_.lock();
   generation_.fetch_add(1);
+  auto found = w->find(s.number);
+  if (found == w->end()) return;
+  std::list<TakeRequest>& waiters = found->second;
   bool woke_plain = false;
-  for (auto it = s.waiters.begin(); it != s.waiters.end();) {
+  for (auto it = waiters.begin(); it != waiters.end();) {
     if (!all && woke_plain && !it->filter) {
       ++it;
       continue;
@@ -560,19 +564,19 @@ void Subscriptions::wake(Sub& s, bool all) {
       it->receiver->rescan();
       if (!it->filter) woke_plain = true;
     }
-    it = s.waiters.erase(it);
+    it = waiters.erase(it);
   }
 }
 
 void Subscriptions::row_added() {
   if (!any()) return;
-  std::lock_guard<std::mutex> lock(wake_mu_);
+  auto w = waiters_.lock();
   generation_.fetch_add(1);
-  // Called under the table's state lock, so mu_ cannot be taken: the waiter lists are
-  // reached through wake_mu_ alone (subs_ changes only with both held).
-  for (auto& [n, s] : subs_) {
+  // Called under the table's state lock, so state_ cannot be locked: the waiter lists are
+  // waiters_' own.
+  for (auto& [n, waiters] : *w) {
     bool woke_plain = false;
-    for (auto it = s->waiters.begin(); it != s->waiters.end();) {
+    for (auto it = waiters.begin(); it != waiters.end();) {
       if (woke_plain && !it->filter) {
         ++it;
         continue;
@@ -581,22 +585,22 @@ void Subscriptions::row_added() {
         it->receiver->rescan();
         if (!it->filter) woke_plain = true;
       }
-      it = s->waiters.erase(it);
+      it = waiters.erase(it);
     }
   }
 }
 
 void Subscriptions::table_dropped(const std::string& message) {
-  std::lock_guard<std::mutex> lock(wake_mu_);
-  for (auto& [n, s] : subs_) {
-    for (const TakeRequest& r : s->waiters) r.receiver->table_dropped(message);
-    s->waiters.clear();
+  auto w = waiters_.lock();
+  for (auto& [n, waiters] : *w) {
+    for (const TakeRequest& r : waiters) r.receiver->table_dropped(message);
+    waiters.clear();
   }
 }
 
 void Subscriptions::truncated() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, s] : subs_) {
+  auto state = state_.lock();
+  for (auto& [n, s] : state->subs) {
     s->rows.clear();
     s->gates.clear();
     s->leases.clear();
@@ -672,8 +676,8 @@ void Subscriptions::expire(Sub& s, SteadyTime now) {
 SteadyTime Subscriptions::due(SteadyTime now) {
   SteadyTime next = SteadyTime::max();
   if (!any()) return next;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, s] : subs_) {
+  auto state = state_.lock();
+  for (auto& [n, s] : state->subs) {
     expire(*s, now);
     if (s->gates.token_came(now)) wake(*s, true);  // a rate let a row go
     s->gates.sweep(now);
@@ -688,126 +692,132 @@ SteadyTime Subscriptions::due(SteadyTime now) {
 QueueTable::Take Subscriptions::take(uint32_t number, const TakeRequest& r, bool register_waiter, bool dead) {
   for (;;) {
     const uint64_t generation = generation_.load();
-    std::unique_lock<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
-    if (!s) return QueueTable::Take::kDropped;
-    if (table_.dropped_.load()) return QueueTable::Take::kDropped;
-    const std::string name = s->name;  // for the log of rows removed, outside mu_
-    const auto now = std::chrono::steady_clock::now();
-    expire(*s, now);
-    if (r.more) {  // a batch stops growing once its lease ran out
-      if (s->lease_expired.count(r.holder)) return QueueTable::Take::kConsumerDone;
+    std::vector<RowId> gone;
+    std::string name;
+    std::optional<QueueTable::Take> taken;
+    {
+      auto state = state_.lock();
+      taken = take_locked(*state, number, r, register_waiter, dead, generation, &gone, &name);
     }
-    auto give = [&](RowId id, SubRow& row) {
-      const uint32_t deliveries = row.deliveries == UINT16_MAX ? row.deliveries : row.deliveries + 1u;
-      if (!r.receiver->accept(r.sub, id, deliveries, row.deliveries)) return false;
-      row.deliveries = static_cast<uint16_t>(deliveries);
-      row.from_dead = row.state == SubRow::kDead;
-      row.state = SubRow::kOwned;
-      row.holder = r.holder;
-      row.taken_at = now;
-      s->delivered++;
-      if (r.lease_ms > 0 && !r.more) {
-        const SteadyTime at = now + std::chrono::milliseconds(r.lease_ms);
-        s->leases[r.holder] = at;
-        table_.watch(at);
-      }
-      return true;
-    };
-    if (dead) {
-      for (auto& [id, row] : s->rows)
-        if (row.state == SubRow::kDead)
-          return give(id, row) ? QueueTable::Take::kTaken : QueueTable::Take::kConsumerDone;
-      return QueueTable::Take::kNone;
-    }
-    advance_floor(*s);
-    s->gates.configure(*table_.options(), now);
-    if (s->filter_known && s->gates.open(now)) {
-      RowId id = std::max(s->free_from, s->floor) - 1;
-      bool all_before_taken = true;  // every row scanned so far is not free (free_from may move)
-      std::vector<RowId> excluded;
-      std::string payload;
-      SubscriptionGates::Scan scan;
-      Table::SubscriptionRow next;
-      auto live = [&](RowId held) { return table_.row_view(held, nullptr) != QueueTable::RowView::kGone; };
-      while (table_.next_for_subscription(id, &next)) {
-        id = next.id;
-        const std::string* key = next.grouped ? &next.key : nullptr;
-        auto it = s->rows.find(id);
-        if (it != s->rows.end() && it->second.state != SubRow::kFree) {
-          if (all_before_taken) s->free_from = id + 1;
-          continue;
-        }
-        if (removing_.count(id)) continue;
-        bool have_payload = false;
-        auto read = [&]() {
-          bool there = false;
-          have_payload = table_.read_row(id, &payload, &there, nullptr).ok() && there;
-          return have_payload;
-        };
-        if (s->filter) {
-          if (!read()) continue;
-          if (!s->filter->matches(payload)) {  // not this subscription's row
-            s->rows[id].state = SubRow::kDone;
-            excluded.push_back(id);
-            if (all_before_taken) s->free_from = id + 1;
-            continue;
-          }
-        }
-        // In the subscription's line from here on: a row it does not take now holds its
-        // group's later rows back.
-        if (!next.visible || !s->gates.allows(scan, id, key, now, live) ||
-            (r.filter && ((!have_payload && !read()) || !r.filter->matches(payload)))) {
-          s->gates.passed(scan, key);
-          all_before_taken = false;
-          continue;
-        }
-        SubRow& row = s->rows[id];
-        if (!give(id, row)) {
-          if (row.state == SubRow::kFree && row.deliveries == 0 && !row.from_dead) s->rows.erase(id);
-          std::vector<RowId> gone = removable(excluded);
-          lock.unlock();
-          (void)remove_parent_rows(gone, false, name);
-          return QueueTable::Take::kConsumerDone;
-        }
-        s->gates.handed_out(id, key, now);
-        if (all_before_taken) s->free_from = id + 1;
-        std::vector<RowId> gone = removable(excluded);
-        lock.unlock();
-        (void)remove_parent_rows(gone, false, name);  // decided again after a crash: no sync
-        return QueueTable::Take::kTaken;
-      }
-      std::vector<RowId> gone = removable(excluded);
-      if (!gone.empty()) {
-        lock.unlock();
-        (void)remove_parent_rows(gone, false, name);
-        continue;  // scan again (rare: a table of rows outside the condition)
-      }
-    }
-    if (s->gates.next_token() != SteadyTime::max()) table_.watch(s->gates.next_token());
-    if (!register_waiter) return QueueTable::Take::kNone;
-    if (!r.receiver->waiting()) return QueueTable::Take::kConsumerDone;
-    std::lock_guard<std::mutex> w(wake_mu_);
-    if (generation_.load() != generation) continue;  // a row came meanwhile: scan again
-    s->waiters.push_back(r);
-    return QueueTable::Take::kRegistered;
+    (void)remove_parent_rows(gone, false, name);  // decided again after a crash: no sync
+    if (taken) return *taken;  // none: scan again
   }
 }
 
+std::optional<QueueTable::Take> Subscriptions::take_locked(State& st, uint32_t number, const TakeRequest& r,
+                                                           bool register_waiter, bool dead, uint64_t generation,
+                                                           std::vector<RowId>* gone, std::string* name) {
+  Sub* s = st.by_number(number);
+  if (!s) return QueueTable::Take::kDropped;
+  if (table_.dropped_.load()) return QueueTable::Take::kDropped;
+  *name = s->name;  // for the log of rows removed, outside state_
+  const auto now = std::chrono::steady_clock::now();
+  expire(*s, now);
+  if (r.more) {  // a batch stops growing once its lease ran out
+    if (s->lease_expired.count(r.holder)) return QueueTable::Take::kConsumerDone;
+  }
+  auto give = [&](RowId id, SubRow& row) {
+    const uint32_t deliveries = row.deliveries == UINT16_MAX ? row.deliveries : row.deliveries + 1u;
+    if (!r.receiver->accept(r.sub, id, deliveries, row.deliveries)) return false;
+    row.deliveries = static_cast<uint16_t>(deliveries);
+    row.from_dead = row.state == SubRow::kDead;
+    row.state = SubRow::kOwned;
+    row.holder = r.holder;
+    row.taken_at = now;
+    s->delivered++;
+    if (r.lease_ms > 0 && !r.more) {
+      const SteadyTime at = now + std::chrono::milliseconds(r.lease_ms);
+      s->leases[r.holder] = at;
+      table_.watch(at);
+    }
+    return true;
+  };
+  if (dead) {
+    for (auto& [id, row] : s->rows)
+      if (row.state == SubRow::kDead)
+        return give(id, row) ? QueueTable::Take::kTaken : QueueTable::Take::kConsumerDone;
+    return QueueTable::Take::kNone;
+  }
+  advance_floor(*s);
+  s->gates.configure(*table_.options(), now);
+  if (s->filter_known && s->gates.open(now)) {
+    RowId id = std::max(s->free_from, s->floor) - 1;
+    bool all_before_taken = true;  // every row scanned so far is not free (free_from may move)
+    std::vector<RowId> excluded;
+    std::string payload;
+    SubscriptionGates::Scan scan;
+    Table::SubscriptionRow next;
+    auto live = [&](RowId held) { return table_.row_view(held, nullptr) != QueueTable::RowView::kGone; };
+    while (table_.next_for_subscription(id, &next)) {
+      id = next.id;
+      const std::string* key = next.grouped ? &next.key : nullptr;
+      auto it = s->rows.find(id);
+      if (it != s->rows.end() && it->second.state != SubRow::kFree) {
+        if (all_before_taken) s->free_from = id + 1;
+        continue;
+      }
+      if (st.removing.count(id)) continue;
+      bool have_payload = false;
+      auto read = [&]() {
+        bool there = false;
+        have_payload = table_.read_row(id, &payload, &there, nullptr).ok() && there;
+        return have_payload;
+      };
+      if (s->filter) {
+        if (!read()) continue;
+        if (!s->filter->matches(payload)) {  // not this subscription's row
+          s->rows[id].state = SubRow::kDone;
+          excluded.push_back(id);
+          if (all_before_taken) s->free_from = id + 1;
+          continue;
+        }
+      }
+      // In the subscription's line from here on: a row it does not take now holds its
+      // group's later rows back.
+      if (!next.visible || !s->gates.allows(scan, id, key, now, live) ||
+          (r.filter && ((!have_payload && !read()) || !r.filter->matches(payload)))) {
+        s->gates.passed(scan, key);
+        all_before_taken = false;
+        continue;
+      }
+      SubRow& row = s->rows[id];
+      if (!give(id, row)) {
+        if (row.state == SubRow::kFree && row.deliveries == 0 && !row.from_dead) s->rows.erase(id);
+        *gone = removable(st, excluded);
+        return QueueTable::Take::kConsumerDone;
+      }
+      s->gates.handed_out(id, key, now);
+      if (all_before_taken) s->free_from = id + 1;
+      *gone = removable(st, excluded);
+      return QueueTable::Take::kTaken;
+    }
+    *gone = removable(st, excluded);
+    if (!gone->empty()) return std::nullopt;  // scan again (rare: a table of rows outside the condition)
+  }
+  if (s->gates.next_token() != SteadyTime::max()) table_.watch(s->gates.next_token());
+  if (!register_waiter) return QueueTable::Take::kNone;
+  if (!r.receiver->waiting()) return QueueTable::Take::kConsumerDone;
+  auto w = waiters_.lock();
+  if (generation_.load() != generation) return std::nullopt;  // a row came meanwhile: scan again
+  (*w)[number].push_back(r);
+  return QueueTable::Take::kRegistered;
+}
+
 void Subscriptions::unregister(uint32_t number, const Receiver* r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return;
-  std::lock_guard<std::mutex> w(wake_mu_);
-  s->waiters.remove_if([&](const TakeRequest& t) { return t.receiver == r; });
+  auto w = waiters_.lock();
+  if (auto it = w->find(number); it != w->end())
+    it->second.remove_if([&](const TakeRequest& t) { return t.receiver == r; });
 }
 
 Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count) {
   std::vector<RowId> ending, gone;
   bool sync = h->sync_removals();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    Sub* s = state->by_number(number);
     if (!s) return Status::Ok();  // dropped: nothing to end
     for (size_t i = 0; i < count; i++) {
       auto it = s->rows.find(ids[i]);
@@ -816,20 +826,22 @@ Status Subscriptions::end_rows(uint32_t number, const Holder* h, const RowId* id
       ending.push_back(ids[i]);
     }
     if (ending.empty()) return Status::Ok();
-    gone = removable(ending);
+    gone = removable(*state, ending);
   }
   Status st = commit_ends(number, ending, gone, sync);
-  std::unique_lock<std::mutex> lock(mu_);
-  for (RowId id : gone) removing_.erase(id);
-  Sub* s = by_number(number);
-  if (!s) return st;
-  settle_ending(*s, ending, st.ok(), /*back_dead=*/false);
-  if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
-  s->ended += ending.size();
-  release_gates(*s, ending);
-  advance_floor(*s);
-  const std::string name = s->name;
-  lock.unlock();
+  std::string name;
+  {
+    auto state = state_.lock();
+    for (RowId id : gone) state->removing.erase(id);
+    Sub* s = state->by_number(number);
+    if (!s) return st;
+    settle_ending(*s, ending, st.ok(), /*back_dead=*/false);
+    if (!st.ok()) return st.code() == ErrorCode::kDropped ? Status::Ok() : st;
+    s->ended += ending.size();
+    release_gates(*s, ending);
+    advance_floor(*s);
+    name = s->name;
+  }
   return log_ended(table_, name, std::move(ending), std::move(gone));
 }
 
@@ -838,11 +850,11 @@ Status Subscriptions::apply_ends(std::string_view name, const std::vector<RowId>
   std::vector<RowId> ending, gone;
   uint32_t number = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    auto state = state_.lock();
     // No such subscription: its end was logged after its drop (each is logged at the end of its
     // own statement, so an end committed before a drop on another connection may follow it).
     // The primary dropped it too: only the removals count.
-    Sub* s = name.empty() ? nullptr : by_name(name);
+    Sub* s = name.empty() ? nullptr : state->by_name(name);
     if (s) {
       number = s->number;
       for (RowId id : ended) {
@@ -853,17 +865,17 @@ Status Subscriptions::apply_ends(std::string_view name, const std::vector<RowId>
       }
     }
     for (RowId id : removed) {
-      if (removing_.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
-      removing_.insert(id);
+      if (state->removing.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+      state->removing.insert(id);
       gone.push_back(id);
     }
   }
   Status st = Status::Ok();
   if (!ending.empty() || !gone.empty()) st = commit_ends(number, ending, gone, true);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RowId id : gone) removing_.erase(id);
-    if (Sub* s = number ? by_number(number) : nullptr) {
+    auto state = state_.lock();
+    for (RowId id : gone) state->removing.erase(id);
+    if (Sub* s = number ? state->by_number(number) : nullptr) {
       for (RowId id : ending) {
         auto it = s->rows.find(id);
         if (it == s->rows.end() || it->second.state != SubRow::kEnding) continue;
@@ -899,8 +911,8 @@ Status Subscriptions::claim_ends(uint32_t number, const Holder* owner, const Row
   std::vector<RowId> ended, gone;
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    Sub* s = state->by_number(number);
     if (!s) return Status::Ok();  // dropped: nothing to end
     expire(*s, std::chrono::steady_clock::now());
     if (s->lease_expired.erase(owner))
@@ -916,18 +928,18 @@ Status Subscriptions::claim_ends(uint32_t number, const Holder* owner, const Row
     }
     if (ended.empty()) return Status::Ok();
     for (RowId id : ended) {  // decided by every other subscription: removed by this commit
-      if (removing_.count(id)) continue;
+      if (state->removing.count(id)) continue;
       bool others = true;
-      for (auto& [n, o] : subs_)
+      for (auto& [n, o] : state->subs)
         if (o.get() != s && !decided(*o, id)) {
           others = false;
           break;
         }
       if (!others) continue;
-      removing_.insert(id);
+      state->removing.insert(id);
       gone.push_back(id);
     }
-    TxnEnds& t = txn_ends_[{txn, number}];
+    TxnEnds& t = state->txn_ends[{txn, number}];
     t.ended.insert(t.ended.end(), ended.begin(), ended.end());
     t.removed.insert(t.removed.end(), gone.begin(), gone.end());
     name = s->name;
@@ -949,9 +961,9 @@ Status Subscriptions::claim_ends(uint32_t number, const Holder* owner, const Row
 void Subscriptions::release_ends(uint32_t number, const Holder* txn, const RowId* ids, size_t count) {
   std::vector<RowId> unclaim;  // table rows claimed for their removal
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = txn_ends_.find({txn, number});
-    if (it == txn_ends_.end()) return;
+    auto state = state_.lock();
+    auto it = state->txn_ends.find({txn, number});
+    if (it == state->txn_ends.end()) return;
     TxnEnds& t = it->second;
     std::vector<RowId> back = ids ? std::vector<RowId>(ids, ids + count) : t.ended;
     for (RowId id : back) {
@@ -959,11 +971,11 @@ void Subscriptions::release_ends(uint32_t number, const Holder* txn, const RowId
       auto r = std::find(t.removed.begin(), t.removed.end(), id);
       if (r == t.removed.end()) continue;
       t.removed.erase(r);
-      removing_.erase(id);
+      state->removing.erase(id);
       unclaim.push_back(id);
     }
-    if (t.ended.empty()) txn_ends_.erase(it);
-    if (Sub* s = by_number(number)) {
+    if (t.ended.empty()) state->txn_ends.erase(it);
+    if (Sub* s = state->by_number(number)) {
       bool any_back = false;
       for (RowId id : back) {
         auto r = s->rows.find(id);
@@ -1000,8 +1012,8 @@ Status Subscriptions::commit_txn_part(uint32_t number, const Holder* txn, const 
   Status st = table_.commit(req);
   if (st.ok()) return st;
   table_.restore_claims(txn, removals);
-  std::lock_guard<std::mutex> lock(mu_);
-  TxnEnds& back = txn_ends_[{txn, number}];
+  auto state = state_.lock();
+  TxnEnds& back = state->txn_ends[{txn, number}];
   back.ended.insert(back.ended.end(), t.ended.begin(), t.ended.end());
   back.removed.insert(back.removed.end(), t.removed.begin(), t.removed.end());
   return st;
@@ -1011,23 +1023,23 @@ Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::stri
   *id = 0;
   TxnEnds t;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = txn_ends_.find({txn, number});
-    if (it == txn_ends_.end()) return Status::Ok();
+    auto state = state_.lock();
+    auto it = state->txn_ends.find({txn, number});
+    if (it == state->txn_ends.end()) return Status::Ok();
     t = std::move(it->second);
-    txn_ends_.erase(it);
+    state->txn_ends.erase(it);
   }
   CommitRequest req;
   req.batch.phase = WriteBatch::Phase::kPrepare;
   req.batch.xid = xid;
   Status st = commit_txn_part(number, txn, t, &req);
   if (!st.ok()) return st;  // the ends are the transaction's again (its rollback follows)
-  std::lock_guard<std::mutex> lock(mu_);
+  auto state = state_.lock();
   *id = req.batch.txn;
-  PartEnds& p = part_ends_[req.batch.txn];
+  PartEnds& p = state->part_ends[req.batch.txn];
   p.sub = number;
   p.holder = std::make_unique<Holder>(txn->connection_id());
-  if (Sub* s = by_number(number))  // held by the part now: its connection may go (XA)
+  if (Sub* s = state->by_number(number))  // held by the part now: its connection may go (XA)
     for (RowId r : t.ended) {
       auto it = s->rows.find(r);
       if (it != s->rows.end() && it->second.state == SubRow::kOwned && it->second.holder == txn)
@@ -1036,18 +1048,18 @@ Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::stri
   p.ended = std::move(t.ended);
   p.removed = std::move(t.removed);
   p.applied = t.applied;
-  part_count_.store(part_ends_.size());
+  part_count_.store(state->part_ends.size());
   return st;
 }
 
 Status Subscriptions::commit_txn_ends(uint32_t number, const Holder* txn) {
   TxnEnds t;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = txn_ends_.find({txn, number});
-    if (it == txn_ends_.end()) return Status::Ok();
+    auto state = state_.lock();
+    auto it = state->txn_ends.find({txn, number});
+    if (it == state->txn_ends.end()) return Status::Ok();
     t = std::move(it->second);
-    txn_ends_.erase(it);
+    state->txn_ends.erase(it);
   }
   CommitRequest req;
   Status st = commit_txn_part(number, txn, t, &req);
@@ -1061,9 +1073,9 @@ void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended
   std::vector<RowId> gone;
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RowId id : removed) removing_.erase(id);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    for (RowId id : removed) state->removing.erase(id);
+    Sub* s = state->by_number(number);
     if (!s) return;
     for (RowId id : ended) {
       auto it = s->rows.find(id);
@@ -1084,7 +1096,7 @@ void Subscriptions::settle_ends(uint32_t number, const std::vector<RowId>& ended
     std::vector<RowId> live;
     for (RowId id : ended)
       if (recheck && table_.row_view(id, nullptr) != QueueTable::RowView::kGone) live.push_back(id);
-    gone = removable(live);
+    gone = removable(*state, live);
     advance_floor(*s);
     name = s->name;
   }
@@ -1099,8 +1111,8 @@ Status Subscriptions::apply_ends_in(Transaction& txn, std::string_view name, con
   const Holder* h = &txn.holder();
   std::vector<RowId> ending, gone;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    Sub* s = state->by_number(number);
     if (!s) return Status::Ok();  // dropped meanwhile: as apply_ends() with no subscription
     for (RowId id : ended) {
       if (decided(*s, id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
@@ -1112,11 +1124,11 @@ Status Subscriptions::apply_ends_in(Transaction& txn, std::string_view name, con
     }
     if (!ending.empty()) {
       for (RowId id : removed) {
-        if (removing_.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
-        removing_.insert(id);
+        if (state->removing.count(id) || table_.row_view(id, nullptr) == QueueTable::RowView::kGone) continue;
+        state->removing.insert(id);
         gone.push_back(id);
       }
-      TxnEnds& t = txn_ends_[{h, number}];
+      TxnEnds& t = state->txn_ends[{h, number}];
       t.ended.insert(t.ended.end(), ending.begin(), ending.end());
       t.removed.insert(t.removed.end(), gone.begin(), gone.end());
       t.applied = true;
@@ -1139,24 +1151,24 @@ void Subscriptions::part_ended(uint64_t id, bool committed) {
   if (part_count_.load(std::memory_order_acquire) == 0) return;
   PartEnds p;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = part_ends_.find(id);
-    if (it == part_ends_.end()) return;
+    auto state = state_.lock();
+    auto it = state->part_ends.find(id);
+    if (it == state->part_ends.end()) return;
     p = std::move(it->second);
-    part_ends_.erase(it);
-    part_count_.store(part_ends_.size());
+    state->part_ends.erase(it);
+    part_count_.store(state->part_ends.size());
   }
   settle_ends(p.sub, p.ended, p.removed, p.holder.get(), committed, !p.applied);
 }
 
 void Subscriptions::restore_parts(const std::map<uint64_t, PreparedPart>& parts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  auto state = state_.lock();
   for (const auto& [id, part] : parts) {
     if (part.sub_removals.empty()) continue;
-    PartEnds& p = part_ends_[id];
+    PartEnds& p = state->part_ends[id];
     p.sub = part.sub;
     p.holder = std::make_unique<Holder>();
-    Sub* s = by_number(part.sub);
+    Sub* s = state->by_number(part.sub);
     for (RowId r : part.sub_removals) {
       if (!s || r < s->start || table_.row_view(r, nullptr) == QueueTable::RowView::kGone) continue;
       SubRow& row = s->rows[r];  // held by the part, as before the restart
@@ -1165,25 +1177,25 @@ void Subscriptions::restore_parts(const std::map<uint64_t, PreparedPart>& parts)
       p.ended.push_back(r);
     }
     for (RowId r : part.removals) {
-      removing_.insert(r);
+      state->removing.insert(r);
       p.removed.push_back(r);
     }
   }
-  part_count_.store(part_ends_.size());
+  part_count_.store(state->part_ends.size());
 }
 
 void Subscriptions::keep_part(ReplacementFile& out, uint64_t id) {
   if (part_count_.load(std::memory_order_acquire) == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = part_ends_.find(id);
-  if (it == part_ends_.end() || it->second.ended.empty()) return;
+  auto state = state_.lock();
+  auto it = state->part_ends.find(id);
+  if (it == state->part_ends.end() || it->second.ended.empty()) return;
   out.add_txn_sub_remove(id, it->second.sub, it->second.ended);
 }
 
 size_t Subscriptions::abort_rows(uint32_t number, const Holder* h, const RowId* ids, size_t count,
                                  std::chrono::milliseconds delay) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return 0;
   s->leases.erase(h);
   s->lease_expired.erase(h);
@@ -1199,8 +1211,8 @@ size_t Subscriptions::abort_rows(uint32_t number, const Holder* h, const RowId* 
 }
 
 Status Subscriptions::settle_lease(uint32_t number, const Holder* h) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return Status::Ok();
   expire(*s, std::chrono::steady_clock::now());
   if (s->lease_expired.erase(h))
@@ -1210,8 +1222,8 @@ Status Subscriptions::settle_lease(uint32_t number, const Holder* h) {
 }
 
 Status Subscriptions::renew_lease(uint32_t number, const Holder* h, std::chrono::milliseconds lease) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return Status::Ok();
   expire(*s, std::chrono::steady_clock::now());
   if (s->lease_expired.erase(h))
@@ -1224,8 +1236,8 @@ Status Subscriptions::renew_lease(uint32_t number, const Holder* h, std::chrono:
 
 Status Subscriptions::release_owned(uint32_t number, RowId id, uint64_t by_connection, size_t* released) {
   *released = 0;
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return Status::Ok();
   auto it = s->rows.find(id);
   // A row being ended (kEnding) is not taken from its owner: the end wins.
@@ -1243,8 +1255,8 @@ Status Subscriptions::release_owned(uint32_t number, RowId id, uint64_t by_conne
 
 Status Subscriptions::redrive_dead(uint32_t number, size_t max, size_t* moved) {
   *moved = 0;
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return Status::Ok();
   for (auto& [id, row] : s->rows) {
     if (*moved >= max) break;
@@ -1264,8 +1276,8 @@ Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
   std::vector<RowId> ending, gone;
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    Sub* s = state->by_number(number);
     if (!s) return Status::Ok();
     name = s->name;
     for (auto& [id, row] : s->rows) {
@@ -1275,13 +1287,13 @@ Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
       ending.push_back(id);
     }
     if (ending.empty()) return Status::Ok();
-    gone = removable(ending);
+    gone = removable(*state, ending);
   }
   Status st = commit_ends(number, ending, gone, true);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RowId id : gone) removing_.erase(id);
-    Sub* s = by_number(number);
+    auto state = state_.lock();
+    for (RowId id : gone) state->removing.erase(id);
+    Sub* s = state->by_number(number);
     if (!s) return st;
     settle_ending(*s, ending, st.ok(), /*back_dead=*/true);
     if (!st.ok()) return st;
@@ -1294,8 +1306,8 @@ Status Subscriptions::purge_dead(uint32_t number, size_t max, size_t* purged) {
 
 std::vector<OwnedRowInfo> Subscriptions::owned_rows(uint32_t number) {
   std::vector<OwnedRowInfo> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   if (!s) return out;
   const auto now = std::chrono::steady_clock::now();
   for (auto& [id, row] : s->rows) {
@@ -1326,8 +1338,9 @@ void Subscriptions::fill_info(Sub& s, SubscriptionInfo* out) {
   out->rows_delivered = s.delivered;
   out->rows_ended = s.ended;
   {
-    std::lock_guard<std::mutex> w(wake_mu_);
-    out->waiters = s.waiters.size();
+    auto w = waiters_.lock();
+    auto it = w->find(s.number);
+    out->waiters = it == w->end() ? 0 : it->second.size();
   }
   uint64_t done = 0;
   for (auto& [id, row] : s.rows) {
@@ -1364,8 +1377,8 @@ void Subscriptions::fill_info(Sub& s, SubscriptionInfo* out) {
 
 SubscriptionInfo Subscriptions::info(uint32_t number, bool* found) {
   SubscriptionInfo i;
-  std::lock_guard<std::mutex> lock(mu_);
-  Sub* s = by_number(number);
+  auto state = state_.lock();
+  Sub* s = state->by_number(number);
   *found = s != nullptr;
   if (s) {
     expire(*s, std::chrono::steady_clock::now());
@@ -1378,9 +1391,9 @@ SubscriptionInfo Subscriptions::info(uint32_t number, bool* found) {
 std::vector<SubscriptionInfo> Subscriptions::list() {
   std::vector<SubscriptionInfo> out;
   if (!any()) return out;
-  std::lock_guard<std::mutex> lock(mu_);
+  auto state = state_.lock();
   const auto now = std::chrono::steady_clock::now();
-  for (auto& [n, s] : subs_) {
+  for (auto& [n, s] : state->subs) {
     expire(*s, now);
     advance_floor(*s);
     out.emplace_back();
@@ -1390,8 +1403,8 @@ std::vector<SubscriptionInfo> Subscriptions::list() {
 }
 
 void Subscriptions::keep(ReplacementFile& out, const std::function<bool(RowId)>& live) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, s] : subs_) {
+  auto state = state_.lock();
+  for (auto& [n, s] : state->subs) {
     out.add_subscribe(s->number, s->start, s->name, s->condition);
     // Live rows below its floor are decided (ended, or outside its condition: recorded as
     // ended, which is the same to it), then those above it ended.

@@ -13,10 +13,12 @@
 // sparse map of the rows above it that it has touched (held, returned, ended, dead): a
 // table without subscriptions keeps nothing and pays one comparison per takeable check.
 //
-// Locks: Subscriptions::mu_ (everything below) is taken before the table's state lock and
-// never held across a commit; wake_mu_ (waiters) is a leaf taken under the state lock by
-// row_added(). Lease expiries and retry delays are applied when the subscription is next
-// used (a take, an end) and by the table's timer pass (due()).
+// Locks: Subscriptions::state_ (a Guarded<State>: the subscriptions, their rows, the ends in
+// transactions) is locked before the table's state lock and never held across a commit;
+// waiters_ (a Guarded<Waiters>: the takes waiting on each subscription) is a leaf, locked under
+// state_, or under the table's state lock by row_added(). Lease expiries and retry delays are
+// applied when the subscription is next used (a take, an end) and by the table's timer pass
+// (due()).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -24,7 +26,7 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -36,6 +38,7 @@
 #include "core/row/filter.h"
 #include "core/row/row_id.h"
 #include "core/table/queue_table.h"
+#include "core/util/guarded.h"
 #include "core/util/status.h"
 
 namespace q4m {
@@ -134,9 +137,15 @@ class Subscriptions {
   friend class SubscriptionTable;
   struct Sub;
   struct SubRow;
+  struct State;
 
   // ---- SubscriptionTable's calls (by the subscription's number: it may be dropped meanwhile)
   QueueTable::Take take(uint32_t sub, const TakeRequest& r, bool register_waiter, bool dead);
+  // One pass of take() under state_: its result, or none to scan again. `gone`: rows to
+  // remove once state_ is unlocked (logged as `name`'s).
+  std::optional<QueueTable::Take> take_locked(State& st, uint32_t sub, const TakeRequest& r, bool register_waiter,
+                                              bool dead, uint64_t generation, std::vector<RowId>* gone,
+                                              std::string* name);
   void unregister(uint32_t sub, const Receiver* r);
   Status end_rows(uint32_t sub, const Holder* h, const RowId* ids, size_t count);
   size_t abort_rows(uint32_t sub, const Holder* h, const RowId* ids, size_t count, std::chrono::milliseconds delay);
@@ -153,9 +162,8 @@ class Subscriptions {
   Status purge_dead(uint32_t sub, size_t max, size_t* purged);
   SubscriptionInfo info(uint32_t sub, bool* found);
 
-  // ---- under mu_
-  Sub* by_number(uint32_t sub);
-  Sub* by_name(std::string_view name);
+  // ---- under state_: given the locked State, or one of its subscriptions (a Sub is
+  // reachable only through it)
   bool decided(const Sub& s, RowId id) const;  // ended (or ending), outside its condition, below its start
   void advance_floor(Sub& s);
   void expire(Sub& s, std::chrono::steady_clock::time_point now);  // leases, delays
@@ -166,18 +174,19 @@ class Subscriptions {
   // Rows of s no longer out (ended): their group's next row or a slot may go (subscription_gates.h).
   void release_gates(Sub& s, const std::vector<RowId>& ids);
   // Of `ids`, the rows every subscription decided that no REMOVE is being committed for:
-  // claimed (removing_) for the caller's REMOVE.
-  std::vector<RowId> removable(const std::vector<RowId>& ids);
-  void plain_floor_changed();  // the table's plain takes: rows older than every subscription
+  // claimed (st.removing) for the caller's REMOVE.
+  std::vector<RowId> removable(State& st, const std::vector<RowId>& ids);
   void fill_info(Sub& s, SubscriptionInfo* out);
-  void wake(Sub& s, bool all);  // waiters of s (wake_mu_ taken here)
+  void wake(Sub& s, bool all);  // waiters of s (waiters_ locked here)
+  // ---- without state_
+  void plain_floor_changed();  // the table's plain takes: rows older than every subscription
   // Commits REMOVEs of `ids` (claimed by removable()), then forgets the claims; logged as
   // removed by subscription `by` (empty: none).
   Status remove_parent_rows(const std::vector<RowId>& ids, bool sync, const std::string& by);
   Status create_at(std::string_view name, std::string_view condition, RowId start);  // 0: the next row
   Status drop_subscription(std::string_view name, bool remove_rows);
   // Commits subscription `sub`'s ends of `ended` (SUB_REMOVE; sub 0 and none: no record) and
-  // the REMOVE of `removed`, rows claimed by removable(). Outside mu_.
+  // the REMOVE of `removed`, rows claimed by removable(). Outside state_.
   Status commit_ends(uint32_t sub, const std::vector<RowId>& ended, const std::vector<RowId>& removed, bool sync);
 
   // ---- a subscription's ends inside a transaction (SubscriptionTable's calls; see
@@ -201,28 +210,37 @@ class Subscriptions {
                    const Holder* holder, bool committed, bool recheck = true);
 
   Table& table_;
-  std::mutex mu_;
-  std::map<uint32_t, std::unique_ptr<Sub>> subs_;
-  uint32_t next_number_ = 1;
-  std::set<RowId> removing_;  // parent rows a REMOVE is being committed for
-  // Ends inside transactions: claimed (by transaction and subscription), and prepared (by
-  // part; its holder holds the rows, here and in the table).
+  // Ends inside transactions (State::txn_ends, State::part_ends).
   struct TxnEnds {
     std::vector<RowId> ended, removed;
     bool applied = false;  // a replica's (apply_ends_in)
   };
-  std::map<std::pair<const Holder*, uint32_t>, TxnEnds> txn_ends_;
-  Status commit_txn_part(uint32_t number, const Holder* txn, const TxnEnds& t, CommitRequest* req);
   struct PartEnds {
     uint32_t sub = 0;
     std::vector<RowId> ended, removed;
     std::unique_ptr<Holder> holder;
     bool applied = false;
   };
-  std::map<uint64_t, PartEnds> part_ends_;
-  std::atomic<size_t> part_count_{0};  // part_ends_.size(): part_ended() of a table without any costs a load
-  std::atomic<size_t> count_{0};
-  std::mutex wake_mu_;
+  Status commit_txn_part(uint32_t number, const Holder* txn, const TxnEnds& t, CommitRequest* req);
+  // What state_ guards: a Sub is reached only through it.
+  struct State {
+    std::map<uint32_t, std::unique_ptr<Sub>> subs;
+    uint32_t next_number = 1;
+    std::set<RowId> removing;  // parent rows a REMOVE is being committed for
+    // Ends inside transactions: claimed (by transaction and subscription), and prepared (by
+    // part; its holder holds the rows, here and in the table).
+    std::map<std::pair<const Holder*, uint32_t>, TxnEnds> txn_ends;
+    std::map<uint64_t, PartEnds> part_ends;
+    Sub* by_number(uint32_t sub);
+    Sub* by_name(std::string_view name);
+  };
+  Guarded<State> state_;
+  std::atomic<size_t> part_count_{0};  // part_ends.size(): part_ended() of a table without any costs a load
+  std::atomic<size_t> count_{0};       // subs.size()
+  // The takes waiting on each subscription, by its number (dropped: no entry). Reached without
+  // state_ by row_added() (under the table's state lock).
+  using Waiters = std::map<uint32_t, std::list<TakeRequest>>;
+  Guarded<Waiters> waiters_;
   std::atomic<uint64_t> generation_{0};  // new rows: a take that saw none rescans before it registers
 };
 
