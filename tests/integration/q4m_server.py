@@ -60,8 +60,8 @@ def _tool(name):
 INNODB_ARGS = ["--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"]
 SERVER_ONLY_ARGS = ["--innodb-temp-data-file-path=ibtmp1:4M:autoextend",
                     "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-buffer-pool-load-at-startup=0"]
-# Q4M_EXTRA_SERVER_ARGS: more options for every server (e.g. "--sync-binlog=1" to run a suite
-# with the binary log as a durability point).
+# Q4M_EXTRA_SERVER_ARGS: more options for every server (e.g. "--sync-binlog=0" to run a suite
+# with MariaDB's default, where the binary log is not a durability point and QUEUE syncs itself).
 SERVER_ONLY_ARGS += os.environ.get("Q4M_EXTRA_SERVER_ARGS", "").split()
 
 
@@ -132,8 +132,9 @@ class Server:
     """One mariadbd process over one datadir. start()/stop()/kill9()/restart() keep the datadir.
 
     The binary log is on unless `binlog=False` or the server's own args say how (--skip-log-bin,
-    --log-bin=...): the configuration `./q4m.sh run` and the docs recommend (issue 40). Its files
-    are in root/binlog, out of the datadir (a copy of the datadir does not carry them)."""
+    --log-bin=...): the configuration `./q4m.sh run` and the docs recommend (issue 40), synced at
+    every commit (--sync-binlog=1, unless the args say otherwise). Its files are in root/binlog,
+    out of the datadir (a copy of the datadir does not carry them)."""
 
     def __init__(self, root: Path, pristine: Path, extra_args=(), plugin_dir=PLUGIN_DIR, binlog=True, datadir=None):
         """datadir: where the copy of pristine goes (default root/data); the power-cut test puts
@@ -162,8 +163,12 @@ class Server:
         own = self.extra_args + list(extra_args or [])
         if self.binlog_default:
             own = binlog_args(self.root, own) + own
-        args += own
         self.binlog = not _names_option(own, "skip-log-bin", "disable-log-bin") and _names_option(own, "log-bin")
+        if self.binlog and not _names_option(own + SERVER_ONLY_ARGS, "sync-binlog"):
+            # The configuration users run (./q4m.sh run): the binary log synced at every commit,
+            # the durability point QUEUE's redo rides (queue_binlog_redo applies only then).
+            own = own + ["--sync-binlog=1"]
+        args += own
         if self.binlog:
             (self.root / "binlog").mkdir(exist_ok=True)
         self._log_mark = self.errlog_path.stat().st_size if self.errlog_path.exists() else 0

@@ -381,3 +381,10 @@ def test_commit_records_sharing_a_chunk_with_prepares_are_answered_before_its_sy
     else:
         assert early > 0  # ~800 of ~1,200 commits on a 2-core VM: 8 connections always share chunks
     s.sql("DROP TABLE test.mixq")
+
+
+def test_the_suites_servers_run_the_configuration_users_run(server):
+    """A test server with the binary log on runs it as `./q4m.sh run` does: synced at every
+    commit, QUEUE's redo riding it (so every binlog-on test exercises the one-log path)."""
+    assert server.value("SELECT @@global.log_bin") == 1
+    assert redo_applies(server)
