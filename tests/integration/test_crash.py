@@ -298,7 +298,11 @@ def consumer(server, ledger, who, rng):
                 try:
                     cur.execute("SELECT producer, seq, payload FROM q WHERE queue_wait('q', 0.5)")
                 except pymysql.MySQLError as e:
-                    if not (previous and lease_ran_out(e)):
+                    # (previous may be None: the lease of the row it took ran out before the
+                    # statement read it, on a loaded machine with a 30 ms lease (every statement
+                    # waiting for the binary log's sync): it was never handed out, and this
+                    # call's end of it finds it expired; as in batch_consumer.)
+                    if not ((previous or ledger.leases) and lease_ran_out(e)):
                         raise
                     ledger.lease_expired(previous)
                     previous = None
