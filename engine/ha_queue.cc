@@ -30,9 +30,9 @@ namespace {
 // DELETE skips the row without counting it.
 constexpr int kErrRowVanished = HA_ERR_RECORD_DELETED;
 
-// Rows of a multi-row INSERT are committed together; past this many buffered bytes
-// they are committed early so memory stays bounded.
-constexpr size_t kBulkFlushBytes = 1u << 20;
+// The rows a copying ALTER writes into its new table are committed together; past this many
+// buffered bytes they are committed early so memory stays bounded.
+constexpr size_t kCopyFlushBytes = 1u << 20;
 
 std::string data_file_path(const char* table_path) {
   return std::string(table_path) + q4m::kDataFileExtension;
@@ -117,7 +117,6 @@ ulonglong ha_queue::table_flags() const {
   // HA_HAS_RECORDS (not HA_STATS_RECORDS_IS_EXACT): COUNT(*) is answered by records()
   // without a scan, while the optimizer never treats a 0/1-row queue as a constant
   // table, which would read or skip it before `WHERE queue_wait(...)` runs.
-  // HA_CAN_FORCE_BULK_DELETE: a DELETE removes its rows in one commit (end_bulk_delete).
   // HA_NULL_IN_KEY and HA_CAN_INDEX_BLOBS only let index definitions reach create(),
   // which rejects every index with one clear message. No HA_CAN_BIT_FIELD: BIT values
   // then live wholly in the field's bytes, not partly in the null-flag area.
@@ -125,7 +124,7 @@ ulonglong ha_queue::table_flags() const {
   // different rows on a replica; MIXED then logs rows, STATEMENT refuses (error 1665).
   return HA_REC_NOT_IN_SEQ | HA_CAN_GEOMETRY | HA_FILE_BASED |
          HA_HAS_RECORDS | HA_BINLOG_ROW_CAPABLE |
-         HA_CAN_FORCE_BULK_DELETE | HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
+         HA_NULL_IN_KEY | HA_CAN_INDEX_BLOBS;
 }
 
 std::string ha_queue::table_label() const {
@@ -320,30 +319,24 @@ int ha_queue::delete_all_rows() { return HA_ERR_WRONG_COMMAND; }
 
 // ---- writes ---------------------------------------------------------------
 
-void ha_queue::start_bulk_insert(ha_rows, uint) {
-  bulk_insert_ = true;
-  bulk_rows_.clear();
-  bulk_bytes_ = 0;
-}
+void ha_queue::start_bulk_insert(ha_rows, uint) { bulk_insert_ = true; }
 
 int ha_queue::end_bulk_insert() {
   bulk_insert_ = false;
-  int error = commit_relayed_rows();
   forget_unused_relay_ids();
-  q4m::Status st = commit_bulk_rows();
-  if (error) return error;
+  q4m::Status st = commit_copied_rows();
   return st.ok() ? 0 : raise(st);
 }
 
-q4m::Status ha_queue::commit_bulk_rows() {
-  if (bulk_rows_.empty()) return q4m::Status::Ok();
-  std::vector<std::string_view> views(bulk_rows_.begin(), bulk_rows_.end());
-  const q4m::RowId* asked = bulk_asked_.empty() ? nullptr : bulk_asked_.data();
-  q4m::Status st = copy_target_ ? queue_->insert_with_history(views, bulk_histories_, asked) : insert_rows(views, asked);
-  bulk_rows_.clear();
-  bulk_histories_.clear();
-  bulk_asked_.clear();
-  bulk_bytes_ = 0;
+q4m::Status ha_queue::commit_copied_rows() {
+  if (copied_rows_.empty()) return q4m::Status::Ok();
+  std::vector<std::string_view> views(copied_rows_.begin(), copied_rows_.end());
+  const q4m::RowId* asked = copied_asked_.empty() ? nullptr : copied_asked_.data();
+  q4m::Status st = queue_->insert_with_history(views, copied_histories_, asked);
+  copied_rows_.clear();
+  copied_histories_.clear();
+  copied_asked_.clear();
+  copied_bytes_ = 0;
   return st;
 }
 
@@ -363,71 +356,43 @@ int ha_queue::check_asked_id(q4m::RowId asked) {
   return HA_ERR_UNSUPPORTED;
 }
 
+// Every row goes into the statement's transaction (engine/transactions.h): the connection's,
+// or the statement's own, committed when the server commits the statement. That commit (or
+// its prepare, with the binary log) is where the row becomes durable, whatever the
+// configuration. Only a copying ALTER's rows take another way (copy_row()).
 int ha_queue::write_row(const uchar* buf) {
   encode_row(table, buf, row_id_column_, &encoded_);
-  // A copying ALTER's rows from a QUEUE table keep the ids their histories carry (or get new
-  // ones under ORDER BY) whatever the column says; from another engine, the column's values
-  // are asked for (ids that do not increase become new ones).
   const q4m::RowId asked = asked_id(table, buf, row_id_column_);
-  if (asked && !copy_target_) {
+  if (copy_target_) return copy_row(asked);
+  if (asked) {
     if (int error = check_asked_id(asked)) return error;
   }
-  if (asked && bulk_asked_.size() < bulk_rows_.size()) bulk_asked_.resize(bulk_rows_.size());
-  if (copy_target_) {
-    bulk_histories_.push_back(copied_history());
-    if (asked || !bulk_asked_.empty()) bulk_asked_.push_back(asked);
-    return buffer_row();
-  }
-  bool failed = false;
-  q4m::Transaction* txn = joined_transaction(ha_thd(), &failed);
-  if (!txn && !failed) txn = binlogged_statement_transaction(ha_thd());
-  if (txn) {  // written at its commit
-    if (relaying_ || take_pending_relay()) return stage_relayed_row(*txn);
-    txn->insert(queue_, std::move(encoded_), asked);
-    encoded_ = std::string();
-    return 0;
-  }
-  if (failed) {
+  q4m::Transaction* txn = statement_transaction(ha_thd());
+  if (!txn) {
     error_raised_ = true;
     return HA_ERR_UNSUPPORTED;
   }
-  if (!relaying_ && has_pending_relay()) {
-    // The declared rows come first; rows of this statement before them commit first.
-    q4m::Status st = commit_bulk_rows();
-    if (!st.ok()) return raise(st);
-    take_pending_relay();
-  }
-  if (relaying_) return write_relayed_row();
-  if (bulk_insert_) {
-    if (asked || !bulk_asked_.empty()) bulk_asked_.push_back(asked);
-    return buffer_row();
-  }
-  std::vector<std::string_view> rows{encoded_};
-  q4m::Status st = insert_rows(rows, asked ? &asked : nullptr);
-  return st.ok() ? 0 : raise(st);
-}
-
-q4m::Status ha_queue::insert_rows(const std::vector<std::string_view>& rows, const q4m::RowId* asked) {
-  size_t duplicates = 0;
-  q4m::Status st = queue_->insert(rows, nullptr, &duplicates, asked);
-  if (st.ok() && duplicates > 0) {
-    // Accepted, as SQS accepts a message whose deduplication id it has seen: a producer's
-    // retry must not fail. The note tells a client that looks.
-    const ha_table_option_struct* o = table_share->option_struct;
-    note_duplicates(ha_thd(), table_label(), duplicates, o && o->dedup_column ? o->dedup_column : "?",
-                    static_cast<unsigned long long>(o ? o->dedup_window : 0));
-  }
-  return st;
-}
-
-// Adds encoded_ to the rows commit_bulk_rows() writes together; commits them once they
-// reach kBulkFlushBytes, or at once outside a multi-row INSERT (a copy may come without one).
-int ha_queue::buffer_row() {
-  bulk_bytes_ += encoded_.size();
-  bulk_rows_.push_back(std::move(encoded_));
+  if (relaying_ || take_pending_relay()) return stage_relayed_row(*txn);
+  txn->insert(queue_, std::move(encoded_), asked);
   encoded_ = std::string();
-  if (bulk_insert_ && bulk_bytes_ < kBulkFlushBytes) return 0;
-  q4m::Status st = commit_bulk_rows();
+  return 0;
+}
+
+// A copying ALTER's row keeps its history (its id, age, delivery count...) in the new table,
+// which no connection sees before the ALTER ends: rows are written in chunks of
+// kCopyFlushBytes (at once outside a multi-row insert), the ALTER being DDL, not a
+// transaction. A copy from a QUEUE table keeps the ids the histories carry (or gives new
+// ones under ORDER BY) whatever the column says; from another engine, the column's values
+// are asked for (ids that do not increase become new ones).
+int ha_queue::copy_row(q4m::RowId asked) {
+  if (asked && copied_asked_.size() < copied_rows_.size()) copied_asked_.resize(copied_rows_.size());
+  copied_histories_.push_back(copied_history());
+  if (asked || !copied_asked_.empty()) copied_asked_.push_back(asked);
+  copied_bytes_ += encoded_.size();
+  copied_rows_.push_back(std::move(encoded_));
+  encoded_ = std::string();
+  if (bulk_insert_ && copied_bytes_ < kCopyFlushBytes) return 0;
+  q4m::Status st = commit_copied_rows();
   return st.ok() ? 0 : raise(st);
 }
 
@@ -480,37 +445,6 @@ int ha_queue::extra(enum ha_extra_function operation) {
   return 0;
 }
 
-// Row relay_ids_used_ + relayed_rows_.size() of the declared ones. A multi-row INSERT keeps
-// them until the last one (one chunk, one sync); otherwise (a table with triggers gets no
-// bulk insert) each row is written with its own id at once: dedup works row by row either
-// way, since a row and its source's record are always written together.
-int ha_queue::write_relayed_row() {
-  relayed_rows_.push_back(std::move(encoded_));
-  encoded_ = std::string();
-  if (bulk_insert_ && relay_ids_used_ + relayed_rows_.size() < relaying_->source_rowids.size()) return 0;
-  int error = commit_relayed_rows();
-  if (relaying_ && relay_ids_used_ == relaying_->source_rowids.size()) relaying_.reset();
-  return error;
-}
-
-int ha_queue::commit_relayed_rows() {
-  if (relayed_rows_.empty()) return 0;
-  const PendingRelay& r = *relaying_;
-  const uint64_t* ids = r.source_rowids.data() + relay_ids_used_;
-  const size_t count = relayed_rows_.size();
-  std::vector<std::string_view> views(relayed_rows_.begin(), relayed_rows_.end());
-  size_t dropped = 0;
-  q4m::Status st = queue_->insert_relayed(views, r.source_id, ids, r.reset && relay_ids_used_ == 0, &dropped);
-  relayed_rows_.clear();
-  relay_ids_used_ += count;
-  if (!st.ok()) return raise(st);
-  // Q4M drops a replay silently (it still counts as affected); a replay is always a prefix here.
-  if (dropped > 0)
-    note_replays(ha_thd(), table_label(), r.source_id, dropped, count, ids[0], ids[dropped - 1],
-                 queue_->last_relayed_rowid(r.source_id));
-  return 0;
-}
-
 bool ha_queue::has_pending_relay() const {
   ConnectionState* cs = find_connection_state(ha_thd());
   return cs && cs->has_pending_relay();
@@ -525,9 +459,9 @@ bool ha_queue::take_pending_relay() {
   return true;
 }
 
-// In a transaction (or a statement the binary log takes), a relayed row is staged like any
-// other, with its source's row id: the admission at the end drops it if it was received
-// before, and records the source's last id with the rows.
+// A relayed row is staged like any other, with its source's row id: the admission at the
+// transaction's end drops it if it was received before, and records the source's last id
+// with the rows.
 int ha_queue::stage_relayed_row(q4m::Transaction& txn) {
   const PendingRelay& r = *relaying_;
   const q4m::RelayTag tag{r.source_id, r.source_rowids[relay_ids_used_], r.reset && relay_ids_used_ == 0};
@@ -548,7 +482,6 @@ void ha_queue::forget_unused_relay_ids() {
                         "'%s'; they were not recorded",
                         declared - relay_ids_used_, declared, table_label().c_str());
   relaying_.reset();
-  relayed_rows_.clear();
 }
 
 int ha_queue::reject_update() {
@@ -562,58 +495,29 @@ int ha_queue::reject_update() {
 
 int ha_queue::update_row(const uchar*, const uchar*) { return reject_update(); }
 
+// As write_row(): the row is claimed for the statement's transaction and removed at its commit.
 int ha_queue::delete_row(const uchar*) {
   THD* thd = ha_thd();
   ConnectionState& cs = connection_state(thd);
-  bool failed = false;
-  q4m::Transaction* txn = joined_transaction(thd, &failed);
-  if (!txn && !failed) txn = binlogged_statement_transaction(thd);
-  if (txn) {  // removed at its commit
-    if (is_staged(current_id_)) {  // its INSERT was logged as a row: so is this DELETE
-      row_logging = row_logging_init;
-      txn->unstage(queue_.get(), staged_index(current_id_));
-      return 0;
-    }
-    if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) {
-      // The transaction logged it by id (engine/binlog_statements.h): no row event, which a
-      // replica would apply to the first row with the same bytes.
-      if (binlog_records(thd)) row_logging = false;
-      return 0;
-    }
-    return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
-  }
-  if (failed) {
+  q4m::Transaction* txn = statement_transaction(thd);
+  if (!txn) {
     error_raised_ = true;
     return HA_ERR_UNSUPPORTED;
   }
-  if (!queue_->claim_for_delete(&cs.consumer(), current_id_)) {
-    // Consumed by another connection since we read it. A single-table DELETE skips it
-    // (not counted, LIMIT not used up); other statements treat it as already deleted.
-    return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
+  if (is_staged(current_id_)) {  // its INSERT was logged as a row: so is this DELETE
+    row_logging = row_logging_init;
+    txn->unstage(queue_.get(), staged_index(current_id_));
+    return 0;
   }
-  claims_pending_ = true;
-  if (bulk_delete_) return 0;
-  q4m::Status st = commit_claims();
-  return st.ok() ? 0 : raise(st);
-}
-
-bool ha_queue::start_bulk_delete() {
-  bulk_delete_ = true;
-  return false;  // batching used
-}
-
-int ha_queue::end_bulk_delete() {
-  bulk_delete_ = false;
-  q4m::Status st = commit_claims();
-  return st.ok() ? 0 : raise(st);
-}
-
-q4m::Status ha_queue::commit_claims() {
-  if (!claims_pending_) return q4m::Status::Ok();
-  claims_pending_ = false;
-  ConnectionState& cs = connection_state(ha_thd());
-  cs.consumer().set_sync_removals(session_sync_removals(ha_thd()));
-  return queue_->remove_claimed(&cs.consumer());
+  if (txn->remove_visible(queue_, &cs.consumer(), current_id_)) {
+    // The transaction logged it by id (engine/binlog_statements.h): no row event, which a
+    // replica would apply to the first row with the same bytes.
+    if (binlog_records(thd)) row_logging = false;
+    return 0;
+  }
+  // Consumed by another connection since we read it. A single-table DELETE skips it (not
+  // counted, LIMIT not used up); other statements treat it as already deleted.
+  return thd_sql_command(thd) == SQLCOM_DELETE ? kErrRowVanished : 0;
 }
 
 // ---- reads ----------------------------------------------------------------
@@ -866,19 +770,15 @@ int ha_queue::start_stmt(THD* thd, thr_lock_type lock_type) {
   return 0;
 }
 
-// End of statement (also under LOCK TABLES). Normally end_bulk_insert/end_bulk_delete
-// already committed everything; this only catches paths that skipped them.
-// The statement's result may already be set, so failures are logged, not raised.
+// End of statement (also under LOCK TABLES): a copy's rows not committed yet (a path that
+// skipped end_bulk_insert()). The statement's result may already be set, so a failure is
+// logged, not raised. Other changes are the transaction's: the server ends it.
 int ha_queue::reset() {
   if (!queue_) return 0;
   bulk_insert_ = false;
-  bulk_delete_ = false;
   forget_unused_relay_ids();
-  for (const q4m::Status& st : {commit_bulk_rows(), commit_claims()}) {
-    if (!st.ok())
-      sql_print_error("QUEUE: end of statement on %s: %s", table_label().c_str(),
-                      st.message().c_str());
-  }
+  q4m::Status st = commit_copied_rows();
+  if (!st.ok()) sql_print_error("QUEUE: end of statement on %s: %s", table_label().c_str(), st.message().c_str());
   return 0;
 }
 

@@ -50,8 +50,6 @@ class ha_queue final : public handler {
   int write_row(const uchar* buf) override;
   int update_row(const uchar* old_data, const uchar* new_data) override;
   int delete_row(const uchar* buf) override;
-  bool start_bulk_delete() override;
-  int end_bulk_delete() override;
 
   int rnd_init(bool scan) override;
   int rnd_end() override;
@@ -84,16 +82,11 @@ class ha_queue final : public handler {
   int end_bulk_insert() override;
 
  private:
-  q4m::Status commit_bulk_rows();  // the buffered rows of a multi-row INSERT
-  // An INSERT's rows into the queue; notes the rows DEDUP_COLUMN dropped as duplicates.
-  q4m::Status insert_rows(const std::vector<std::string_view>& rows, const q4m::RowId* asked);
-  int write_relayed_row();  // a row declared by queue_set_srcid()
-  int buffer_row();         // encoded_, for commit_bulk_rows()
+  int copy_row(q4m::RowId asked);    // encoded_, a copying ALTER's row
+  q4m::Status commit_copied_rows();  // the buffered rows of copy_row()
   q4m::RowHistory copied_history();  // of the row a copying ALTER writes into its new table
   int take_over_copied_table();      // the end of a copying ALTER's copy
-  int commit_relayed_rows();
   void forget_unused_relay_ids();
-  q4m::Status commit_claims();     // rows claimed by delete_row()
   int reject_update();
   int read_into(uchar* buf, q4m::RowId id, const q4m::EndedRow* ended = nullptr);
   // The connection's own uncommitted rows (engine/transactions.h), after the table's.
@@ -137,35 +130,26 @@ class ha_queue final : public handler {
   int read_received(uchar* buf, q4m::RowId id);
   std::string payload_;
 
-  // Multi-row INSERT: rows are buffered and committed together.
-  bool bulk_insert_ = false;
-  std::vector<std::string> bulk_rows_;
-  // The new table of a copying ALTER (opened as "#sql-..."): its rows keep their
-  // histories, one per buffered row.
+  bool bulk_insert_ = false;  // a multi-row insert is under way
+  // The new table of a copying ALTER (opened as "#sql-..."): its rows are buffered, each
+  // with its history and the id it asks for (empty until one asks).
   bool copy_target_ = false;
-  std::vector<q4m::RowHistory> bulk_histories_;
-  // ROW_ID_COLUMN: its position (-1: none), and the id each buffered row asks for in it (empty
-  // until one asks, then one per buffered row).
+  std::vector<std::string> copied_rows_;
+  std::vector<q4m::RowHistory> copied_histories_;
+  std::vector<q4m::RowId> copied_asked_;
+  size_t copied_bytes_ = 0;
+  // ROW_ID_COLUMN: its position (-1: none).
   int row_id_column_ = -1;
-  std::vector<q4m::RowId> bulk_asked_;
   AskedIds asks_;
   int check_asked_id(q4m::RowId asked);
-  size_t bulk_bytes_ = 0;
   std::string encoded_;
   // The ids declared by queue_set_srcid(), taken from the connection at the statement's
-  // first row; the first relay_ids_used_ have their rows written (or staged, in a
-  // transaction). Outside one, in a multi-row INSERT the rest of the rows wait in
-  // relayed_rows_ until the last declared one arrives.
+  // first row; the first relay_ids_used_ have their rows staged.
   std::optional<PendingRelay> relaying_;
   size_t relay_ids_used_ = 0;
-  std::vector<std::string> relayed_rows_;
   bool has_pending_relay() const;
   bool take_pending_relay();
   int stage_relayed_row(q4m::Transaction& txn);
-
-  // DELETE: claimed rows are removed together at end_bulk_delete(), else one by one.
-  bool bulk_delete_ = false;
-  bool claims_pending_ = false;
 
   bool error_raised_ = false;  // an SQL error was already raised for the returned code
 };

@@ -129,6 +129,7 @@ q4m::Transaction& join(THD* thd, bool whole) {
   }
   txn.set_replication_log(binlog_records(thd) ? &binlog_replication_log() : nullptr);
   txn.set_whole(whole);
+  txn.set_sync_removals(session_sync_removals(thd));
   // The applier, or a binary log replayed (mariadb-binlog sets pseudo_slave_mode): the log
   // says which new rows its server dropped as duplicates (queue_apply_dedup), and when it
   // inserted them (the statement's time is its event's).
@@ -182,6 +183,13 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed) {
 q4m::Transaction* binlogged_statement_transaction(THD* thd) {
   if (in_explicit_transaction(thd) || !binlog_records(thd)) return nullptr;
   return &join(thd, false);
+}
+
+q4m::Transaction* statement_transaction(THD* thd) {
+  bool failed = false;
+  q4m::Transaction* txn = joined_transaction(thd, &failed);
+  if (failed) return nullptr;
+  return txn ? txn : &join(thd, false);
 }
 
 bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transaction&)>& change,

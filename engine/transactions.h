@@ -1,9 +1,10 @@
 // The engine's side of transactions: joining the server's transaction when a connection in
 // an explicit transaction (BEGIN, autocommit=0, XA) writes a queue table or consumes, and the
 // handlerton's commit, rollback and savepoint hooks that end it (core/table/transaction.h
-// holds what the transaction did). In autocommit nothing joins (each statement acts at once,
-// as it always has) unless the binary log records the statement: then it acts at its own
-// commit, two-phase with the binlog (binlogged_statement_transaction).
+// holds what the transaction did). In autocommit an INSERT or DELETE is a one-statement
+// transaction of its own (statement_transaction); a consumer's functions act at once unless
+// the binary log records the statement: then they act at its commit, two-phase with the
+// binlog (binlogged_statement_transaction).
 #pragma once
 #include <functional>
 #include <string>
@@ -28,6 +29,12 @@ q4m::Transaction* joined_transaction(THD* thd, bool* failed);
 // does (a replica would stop with error 1032), and a row consumed on the primary is removed
 // on a replica too (engine/binlog_statements.h). Registers the engine for the statement.
 q4m::Transaction* binlogged_statement_transaction(THD* thd);
+// The transaction a row change of thd's statement (INSERT, DELETE) goes into: the joined one,
+// else the statement's own, which the server commits at the statement's end (two-phase with
+// the binary log when it records the statement, one phase otherwise; the one place where a
+// change becomes durable, core/table/transaction.h). Registers the engine for the statement.
+// Null with an SQL error raised if the engine cannot join (joined_transaction()).
+q4m::Transaction* statement_transaction(THD* thd);
 // Runs `change` in the transaction thd's statement joins (joined_transaction(), else
 // binlogged_statement_transaction()), or, with neither, in a transaction of its own committed
 // at once. False with an SQL error raised if joining failed; else *status is what `change`

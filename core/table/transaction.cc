@@ -280,14 +280,32 @@ QueueTable::Admission Transaction::admission_of(const Part& p, Staged* staged) c
   return a;
 }
 
-void Transaction::note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a) {
+std::vector<fmt::SourceMark> Transaction::last_relayed(const Part& p, const std::vector<RelayTag>& tags) const {
+  std::vector<fmt::SourceMark> marks;
+  for (const RelayTag& t : tags) {
+    if (!t.id) continue;
+    auto seen = [&](const fmt::SourceMark& m) { return m.source == t.source; };
+    if (std::find_if(marks.begin(), marks.end(), seen) == marks.end())
+      marks.push_back(fmt::SourceMark{t.source, p.table->last_relayed_rowid(t.source)});
+  }
+  return marks;
+}
+
+void Transaction::note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a,
+                               const std::vector<fmt::SourceMark>* before) {
   if (a.replayed.empty()) return;
+  auto last_of = [&](uint32_t source) {
+    if (before)
+      for (const fmt::SourceMark& m : *before)
+        if (m.source == source) return m.last;
+    return p.table->last_relayed_rowid(source);
+  };
   std::vector<Replays> found;
   for (size_t i : a.replayed) {
     const RelayTag& t = tags[i];
     auto it = std::find_if(found.begin(), found.end(), [&](const Replays& r) { return r.source == t.source; });
     if (it == found.end()) {
-      found.push_back(Replays{p.table.get(), t.source, 0, 0, t.id, t.id, p.table->last_relayed_rowid(t.source)});
+      found.push_back(Replays{p.table.get(), t.source, 0, 0, t.id, t.id, last_of(t.source)});
       it = found.end() - 1;
     }
     it->dropped++;
@@ -363,8 +381,9 @@ Status Transaction::commit(const QueueTable** failed_table) {
     if (rows.empty() && p.claimed == 0 && p.records.empty()) continue;
     Staged staged;
     QueueTable::Admission admission = admission_of(p, &staged);  // one phase: no binary log coordinates it, none is told
+    const std::vector<fmt::SourceMark> before = p.relays ? last_relayed(p, staged.tags) : std::vector<fmt::SourceMark>{};
     Status s = p.table->commit_part(&holder_, rows, &admission);
-    if (s.ok()) note_replays(p, staged.tags, admission);
+    if (s.ok()) note_replays(p, staged.tags, admission, &before);
     if (s.ok()) note_duplicates(p, admission);
     if (s.ok()) count_ended(p);
     if (!s.ok()) {

@@ -56,6 +56,9 @@ class Transaction {
   // a whole one takes a subscription's ends (QueueTable::ends_in_transactions).
   void set_whole(bool whole) { whole_ = whole; }
   bool whole() const { return whole_; }
+  // Whether a one-phase commit that only removes rows waits for their sync in a durable sync
+  // mode (queue_sync_removals; default true). Rows it inserts are synced either way.
+  void set_sync_removals(bool sync) { holder_.set_sync_removals(sync); }
 
   // ---- changes
   // `asked`: the id the row asks for (ROW_ID_COLUMN; 0: none), given at the commit if free
@@ -228,7 +231,11 @@ class Transaction {
   // How part `p`'s staged rows are admitted (set_decided, their tags, histories and asked
   // ids, which *staged holds).
   QueueTable::Admission admission_of(const Part& p, Staged* staged) const;
-  void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a);
+  // `before`: each relay source's last id before the part was written (a one-phase commit
+  // reads the table after it, when the part's own rows count); null: the table's now.
+  void note_replays(const Part& p, const std::vector<RelayTag>& tags, const QueueTable::Admission& a,
+                    const std::vector<fmt::SourceMark>* before = nullptr);
+  std::vector<fmt::SourceMark> last_relayed(const Part& p, const std::vector<RelayTag>& tags) const;
   std::vector<Replays> replays_;
   void note_duplicates(const Part& p, const QueueTable::Admission& a);
   std::vector<Duplicates> duplicates_;

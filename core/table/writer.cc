@@ -511,6 +511,8 @@ Status Table::commit_part(const Holder* txn, const std::vector<std::string_view>
   req.batch.removals = ids.data();
   req.batch.removal_count = ids.size();
   req.batch.remover = txn;
+  // Removals alone may skip the sync (queue_sync_removals=OFF); new rows never do.
+  req.batch.sync = !rows.empty() || !admission->relay_records.empty() || !txn || txn->sync_removals();
   admission->fill(req.batch);
   Status s = commit(&req);
   if (s.ok()) {

@@ -178,18 +178,19 @@ def test_concurrent_producers_never_take_the_table_past_the_limit(server):
     assert _stats(server)["rows_refused"] == 2 * len(refused)
 
 
-def test_a_table_with_triggers_takes_rows_one_by_one_up_to_the_limit(server, binlog, request):
-    """The server gives a table with triggers no bulk insert: each row of a multi-row INSERT is
-    committed alone, so the rows before the one that does not fit stay (as documented)."""
-    if binlog:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "known gap with the binary log on: a table with triggers admits a multi-row INSERT as one "
-            "statement transaction, all or nothing (closing note of 2026-11-28)")))
+def test_a_table_with_triggers_takes_a_multi_row_insert_whole_or_not_at_all(server, binlog):
+    """The server gives a table with triggers no bulk insert, but the rows of a multi-row INSERT
+    still commit together (one write path, issue 42): none of them if one does not fit, with the
+    binary log on or off. (Before, with it off, each row committed alone and the rows before the
+    refused one stayed.)"""
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE MAX_ROWS=2")
-    server.sql("CREATE TABLE test.audit (v INT) ENGINE=MyISAM")
+    server.sql("CREATE TABLE test.audit (v INT) ENGINE=InnoDB")
     server.sql("CREATE TRIGGER test.q_audit AFTER INSERT ON test.q FOR EACH ROW INSERT INTO test.audit VALUES (NEW.v)")
     c = server.connect()
-    expect_error(c, "INSERT INTO q VALUES (1), (2), (3)", "holds 2 rows and its limit is 2", "1 row does not fit",
+    expect_error(c, "INSERT INTO q VALUES (1), (2), (3)", "holds 0 rows and its limit is 2", "3 rows do not fit",
                  code=ER_RECORD_FILE_FULL)
+    assert query(c, "SELECT v FROM q") == []
+    assert query(c, "SELECT v FROM audit") == []
+    query(c, "INSERT INTO q VALUES (1), (2)")
     assert query(c, "SELECT v FROM q") == [(1,), (2,)]
     assert query(c, "SELECT v FROM audit") == [(1,), (2,)]

@@ -1,12 +1,11 @@
 """queue_set_srcid(): relay dedup, also across a crash (the original lost this state in recovery)."""
 import pytest
 
-from binlog_modes import binlog_off_only
+from binlog_modes import both_binlog_modes
 
-# Known gaps with the binary log on (issue 40 follow-up, in the closing note of 2026-11-28): the
-# note's "last received" is the record before the statement (its rows count at commit), and a
-# table with triggers admits a multi-row INSERT as one batch. These tests pin the binlog-off text.
-BINLOG_ON_NOTE_GAP = binlog_off_only
+# An INSERT is one transaction with the binary log on or off (issue 42, one write path): its
+# relayed rows are admitted together at its commit, and a note's "last received" is the
+# source's record before the statement. These tests pin that text in both modes.
 
 from sqlcheck import expect_error, query, value
 
@@ -97,7 +96,7 @@ def _notes(c):
     return [r[2] for r in query(c, "SHOW WARNINGS")]
 
 
-@BINLOG_ON_NOTE_GAP
+@both_binlog_modes
 def test_a_list_of_row_ids_drops_the_received_prefix(server):
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
     c = server.connect()
@@ -106,10 +105,10 @@ def test_a_list_of_row_ids_drops_the_received_prefix(server):
     # The source gave the batch back (a relay restart) and newer rows came after it.
     _relay_batch(c, 1, [3, 5, 8, 9, 12], [3, 5, 8, 9, 12])
     assert _notes(c) == ["queue_set_srcid: 3 of 5 rows of source 1 were already received by "
-                         "'test.q' (row ids 3 to 8); dropped (last received: row 12)"]
+                         "'test.q' (row ids 3 to 8); dropped (last received: row 8)"]
     _relay_batch(c, 1, [12, 13], [12, 13])
     assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
-                         "'test.q' (row ids 12 to 12); dropped (last received: row 13)"]
+                         "'test.q' (row ids 12 to 12); dropped (last received: row 12)"]
     assert _values(server) == [3, 5, 8, 9, 12, 13]
 
 
@@ -140,27 +139,29 @@ def test_ids_without_a_row_are_not_recorded(server):
     assert _values(server) == [1, 2, 3, 4, 5, 6]
 
 
-@BINLOG_ON_NOTE_GAP
-def test_a_table_with_triggers_relays_row_by_row(server):
-    # The server uses no bulk insert when triggers run: each row is written with its id.
+@both_binlog_modes
+def test_a_table_with_triggers_relays_its_rows_as_one_batch(server):
+    # The server uses no bulk insert when triggers run; the rows still commit together.
     server.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
     server.sql("CREATE TABLE test.seen (v INT)")
     server.sql("CREATE TRIGGER test.q_seen BEFORE INSERT ON test.q FOR EACH ROW INSERT INTO test.seen VALUES (NEW.v)")
     c = server.connect()
     _relay_batch(c, 1, [1, 2, 3], [1, 2, 3])
     _relay_batch(c, 1, [2, 3, 4], [2, 3, 4])
-    assert _notes(c) == [f"queue_set_srcid: row {i} of source 1 was already received by 'test.q'; dropped "
-                         "(last received: row 3)" for i in (2, 3)]  # a note per dropped row
+    assert _notes(c) == ["queue_set_srcid: 2 of 3 rows of source 1 were already received by 'test.q' "
+                         "(row ids 2 to 3); dropped (last received: row 3)"]
     assert _values(server) == [1, 2, 3, 4]
     assert [r[0] for r in server.sql("SELECT v FROM test.seen")] == [1, 2, 3, 2, 3, 4]
     _relay_batch(c, 1, [4, 5], [4, 5])
-    assert _notes(c) == ["queue_set_srcid: row 4 of source 1 was already received by 'test.q'; dropped "
-                         "(last received: row 4)"]
+    assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by 'test.q' "
+                         "(row ids 4 to 4); dropped (last received: row 4)"]
     assert _values(server) == [1, 2, 3, 4, 5]
 
 
-def test_a_failing_insert_keeps_the_rows_before_the_failure(server):
-    # As for every non-transactional table; each kept row is recorded with its id.
+@both_binlog_modes
+def test_a_failing_insert_keeps_none_of_its_rows(server):
+    # An INSERT is a transaction of its own: a row that fails takes the rows before it back,
+    # and their ids are not recorded (the same rows relayed again are taken, no replay note).
     server.sql("CREATE TABLE test.q (v INT, s VARCHAR(3)) ENGINE=QUEUE")
     c = server.connect()
     query(c, "SET SESSION sql_mode = 'STRICT_ALL_TABLES'")
@@ -168,6 +169,7 @@ def test_a_failing_insert_keeps_the_rows_before_the_failure(server):
     expect_error(c, "INSERT INTO test.q VALUES (1, 'a'), (2, 'too long'), (3, 'c')", "Data too long")
     assert value(c, "SELECT queue_set_srcid(1, 'a', 1, 2, 3)") == 1
     query(c, "INSERT INTO test.q VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    assert _notes(c) == []
     assert [r[0] for r in server.sql("SELECT v FROM test.q")] == [1, 2, 3]
 
 
@@ -183,7 +185,7 @@ def test_bad_row_id_lists_are_refused(server, sql, fragments):
     expect_error(c, sql, "queue_set_srcid()", *fragments)
 
 
-@BINLOG_ON_NOTE_GAP
+@both_binlog_modes
 def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     s = fresh_server
     s.sql("CREATE TABLE test.q (v INT) ENGINE=QUEUE")
@@ -193,11 +195,11 @@ def test_a_relayed_batch_and_its_record_survive_kill9(fresh_server):
     c = s.connect()
     _relay_batch(c, 1, list(range(1, 103)), list(range(1, 103)))
     assert _notes(c) == ["queue_set_srcid: 100 of 102 rows of source 1 were already received by "
-                         "'test.q' (row ids 1 to 100); dropped (last received: row 102)"]
+                         "'test.q' (row ids 1 to 100); dropped (last received: row 100)"]
     assert [r[0] for r in s.sql("SELECT v FROM test.q")] == list(range(1, 103))
 
 
-@BINLOG_ON_NOTE_GAP
+@both_binlog_modes
 def test_rows_relayed_in_a_transaction_commit_or_roll_back_with_it(server):
     """queue_set_srcid() inside BEGIN ... COMMIT (refused before): the relayed rows and the
     source's record take effect at the commit; a rollback leaves neither, so the same rows
@@ -219,7 +221,7 @@ def test_rows_relayed_in_a_transaction_commit_or_roll_back_with_it(server):
     _relay_batch(c, 1, [2, 3], [2, 3])
     query(c, "COMMIT")
     assert _notes(c) == ["queue_set_srcid: 1 of 2 rows of source 1 were already received by "
-                         "'test.q' (row ids 2 to 2); dropped (last received: row 3)"]
+                         "'test.q' (row ids 2 to 2); dropped (last received: row 2)"]
     assert _values(server) == [1, 2, 3]
 
 

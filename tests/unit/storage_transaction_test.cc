@@ -687,3 +687,62 @@ TEST(a_redrive_in_a_transaction_replaces_dead_rows_by_copies_at_its_commit) {
   }
   CHECK_EQ(scan(*replica).size(), 3u);
 }
+
+// A one-phase commit that only removes rows honours queue_sync_removals=OFF (a DELETE in
+// autocommit is such a transaction since issue 42's one write path); new rows always sync.
+TEST(a_one_phase_commit_of_removals_alone_skips_the_sync_when_told) {
+  SyncModeScope durable(SyncMode::kFdatasync);
+  TempDir dir;
+  std::vector<RowId> ids;
+  auto t = table_with(dir.file("t"), {"a", "b", "c"}, &ids);
+  REQUIRE(t);
+  Consumer viewer(9);
+  uint64_t syncs = global_stats().sys_sync.get();
+  {
+    Transaction txn(1);
+    txn.set_sync_removals(false);
+    REQUIRE(txn.remove_visible(t, &viewer, ids[0]));
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK_EQ(global_stats().sys_sync.get(), syncs);  // written, not synced
+  CHECK_EQ(t->info().rows, 2u);
+  {
+    Transaction txn(1);
+    txn.set_sync_removals(false);
+    REQUIRE(txn.remove_visible(t, &viewer, ids[1]));
+    txn.insert(t, "d");
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);  // a new row: synced
+  syncs = global_stats().sys_sync.get();
+  {
+    Transaction txn(1);  // the default: removals sync
+    REQUIRE(txn.remove_visible(t, &viewer, ids[2]));
+    REQUIRE(txn.commit().ok());
+  }
+  CHECK_EQ(global_stats().sys_sync.get(), syncs + 1);
+  auto after = reopen(dir.file("t"));
+  REQUIRE(after);
+  CHECK(payloads(*after) == std::vector<std::string>{"d"});
+}
+
+// A replay's "last received" is the source's record before the transaction, in one phase as
+// at a prepare (one phase read it after its own rows counted).
+TEST(a_one_phase_commits_replay_names_the_record_before_it) {
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  {
+    Transaction txn(1);
+    for (RowId id : {3, 5, 8}) txn.insert_relayed(t, "r" + std::to_string(id), relayed(7, id));
+    REQUIRE(txn.commit().ok());
+  }
+  Transaction txn(2);
+  for (RowId id : {3, 5, 8, 9, 12}) txn.insert_relayed(t, "again " + std::to_string(id), relayed(7, id));
+  REQUIRE(txn.commit().ok());
+  REQUIRE(txn.replays().size() == 1u);
+  const Transaction::Replays r = txn.replays()[0];
+  CHECK(r.dropped == 3u && r.relayed == 5u && r.first == 3u && r.last == 8u);
+  CHECK_EQ(r.recorded, 8u);
+  CHECK_EQ(t->last_relayed_rowid(7), 12u);
+}
