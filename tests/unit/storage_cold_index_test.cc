@@ -242,6 +242,44 @@ TEST(rows_the_file_cannot_give_back_stay_hot) {
   }
 }
 
+namespace {
+// The folded table's rows survive a kill -9 (a copy of its file) and a clean reopen (the index
+// snapshot), both within `bound` bytes of index, and come back in order, every byte.
+void stays_small_after_a_crash_and_a_reopen_and_gives_every_row_back(TempDir& dir, const std::string& path,
+                                                                      std::shared_ptr<QueueTable> t,
+                                                                      const std::vector<std::string>& rows,
+                                                                      uint64_t bound) {
+  const uint64_t n = rows.size();
+  auto crashed = q4m_test::crash_copy(dir, path, "crashed");
+  REQUIRE(crashed);
+  CHECK_EQ(crashed->info().rows, n);
+  CHECK(crashed->info().memory_bytes <= bound);
+  crashed.reset();
+  t.reset();
+  t = q4m_test::reopen(path);  // from the index snapshot
+  REQUIRE(t);
+  CHECK_EQ(t->info().rows, n);
+  CHECK(t->info().memory_bytes <= bound);
+  Consumer c;
+  for (const std::string& want : rows) {
+    int idx = 0;
+    REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());
+    REQUIRE(idx == 1);
+    RowId id = 0;
+    std::string payload;
+    bool found = false;
+    Status s = t->next_visible(&c, 0, &id, &payload, &found);
+    if (!s.ok() || !found || payload != want) {
+      CHECK(s.ok());
+      CHECK_EQ(payload, want);
+      break;
+    }
+  }
+  REQUIRE(c.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+}
+}  // namespace
+
 // A table: a deep backlog stays cold in memory after a clean reopen (index snapshot, version 4
 // keeps the cold blocks) and after a crash (recovery folds as it reads), and its rows come out
 // in order with their bytes, from the front, reading the cold blocks back.
@@ -263,33 +301,7 @@ TEST(a_table_keeps_a_deep_backlog_cold_across_reopen_and_crash) {
   CHECK(t->info().memory_bytes <= bound);
   CHECK(t->info().memory_bytes > 0);
   CHECK(global_stats().memory_bytes.get() >= t->info().memory_bytes / 2);
-  auto crashed = q4m_test::crash_copy(dir, path, "crashed");
-  REQUIRE(crashed);
-  CHECK_EQ(crashed->info().rows, uint64_t(n));
-  CHECK(crashed->info().memory_bytes <= bound);
-  crashed.reset();
-  t.reset();
-  t = q4m_test::reopen(path);  // from the index snapshot
-  REQUIRE(t);
-  CHECK_EQ(t->info().rows, uint64_t(n));
-  CHECK(t->info().memory_bytes <= bound);
-  Consumer c;
-  for (int i = 0; i < n; i++) {
-    int idx = 0;
-    REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());
-    REQUIRE(idx == 1);
-    RowId id = 0;
-    std::string payload;
-    bool found = false;
-    REQUIRE(t->next_visible(&c, 0, &id, &payload, &found).ok());
-    REQUIRE(found);
-    if (payload != rows[i]) {
-      CHECK_EQ(payload, rows[i]);
-      break;
-    }
-  }
-  REQUIRE(c.end().ok());
-  CHECK_EQ(t->info().rows, 0u);
+  stays_small_after_a_crash_and_a_reopen_and_gives_every_row_back(dir, path, std::move(t), rows, bound);
 }
 
 // A cold block whose bytes the file cannot give back any more (the file cut short, or its
@@ -491,33 +503,7 @@ TEST(a_table_committing_in_two_phases_keeps_its_backlog_cold) {
   std::printf("  %d rows committed in two phases: memory_bytes %llu (bound %llu)\n", n,
               (unsigned long long)t->info().memory_bytes, (unsigned long long)bound);
   CHECK(t->info().memory_bytes <= bound);
-  auto crashed = q4m_test::crash_copy(dir, path, "crashed");
-  REQUIRE(crashed);
-  CHECK_EQ(crashed->info().rows, uint64_t(n));
-  CHECK(crashed->info().memory_bytes <= bound);
-  crashed.reset();
-  t.reset();
-  t = q4m_test::reopen(path);  // from the index snapshot
-  REQUIRE(t);
-  CHECK_EQ(t->info().rows, uint64_t(n));
-  CHECK(t->info().memory_bytes <= bound);
-  Consumer c;
-  for (int i = 0; i < n; i++) {
-    int idx = 0;
-    REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());
-    REQUIRE(idx == 1);
-    RowId id = 0;
-    std::string payload;
-    bool found = false;
-    Status s = t->next_visible(&c, 0, &id, &payload, &found);
-    if (!s.ok() || !found || payload != rows[i]) {
-      CHECK(s.ok());
-      CHECK_EQ(payload, rows[i]);
-      break;
-    }
-  }
-  REQUIRE(c.end().ok());
-  CHECK_EQ(t->info().rows, 0u);
+  stays_small_after_a_crash_and_a_reopen_and_gives_every_row_back(dir, path, std::move(t), rows, bound);
 }
 
 namespace {
