@@ -212,13 +212,19 @@ def test_a_retry_delay_keeps_the_rows_place_and_a_dead_row_frees_it(server):
     assert _take(c) == 2
 
 
-def test_an_expired_row_frees_its_keys_place(server):
+def test_an_expired_row_frees_its_keys_place(fresh_server):
+    # A fresh server: on the suite's shared server (binary log on, sync_binlog=1) row 2 did not
+    # come within 30 s in 2 of 4 full runs, late in the run after the shared server had been
+    # killed and restarted; never alone (14 runs) or with its file. Open (closing note of
+    # 2026-11-29); the message below says where the row stood.
+    server = fresh_server
     _jobs(server, "MESSAGE_GROUP_COLUMN='k' GROUP_CONCURRENCY=1 MESSAGE_TTL=1", [(1, "a")])
     c = server.connect()
     assert _take(c) == 1
     assert value(c, "SELECT queue_abort(3)") == 1     # back after its TTL: expires instead
     _insert(server, [(2, "a")])
-    assert _take(c, timeout=30) == 2
+    got = _take(c, timeout=30)
+    assert got == 2, (got, _stats(server), server.sql("SHOW PROCESSLIST"))
 
 
 def test_a_row_a_transaction_ended_holds_its_slot_until_commit_or_rollback(server):
