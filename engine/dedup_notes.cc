@@ -6,12 +6,17 @@
 #include "engine/dedup_notes.h"
 
 #include <chrono>
+#include <string>
 
 #include "core/table/transaction.h"
 #include "engine/sql_errors.h"
 
 namespace q4m_engine {
 
+namespace {
+
+// `dropped` rows of `table_label` were not inserted: duplicates within the window of
+// DEDUP_COLUMN `column` (`window_s` seconds).
 void note_duplicates(THD* thd, const std::string& table_label, size_t dropped, const std::string& column,
                      unsigned long long window_s) {
   if (dropped == 0) return;
@@ -20,6 +25,8 @@ void note_duplicates(THD* thd, const std::string& table_label, size_t dropped, c
                       "inserted less than DEDUP_WINDOW (%llu s) ago",
                       table_label.c_str(), dropped, dropped == 1 ? "row was" : "rows were", column.c_str(), window_s);
 }
+
+}  // namespace
 
 void note_duplicates(THD* thd, const q4m::Transaction& txn) {
   for (const q4m::Transaction::Duplicates& d : txn.duplicates()) {

@@ -6,12 +6,18 @@
 #include "engine/relay_notes.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "core/table/transaction.h"
 #include "engine/sql_errors.h"
 
 namespace q4m_engine {
 
+namespace {
+
+// `dropped` of `relayed` rows of relay source `source` (ids first to last) were dropped by
+// `table_label`, whose record of that source was `recorded`.
 void note_replays(THD* thd, const std::string& table_label, uint32_t source, size_t dropped, size_t relayed,
                   uint64_t first, uint64_t last, uint64_t recorded) {
   if (dropped == 0) return;
@@ -29,6 +35,8 @@ void note_replays(THD* thd, const std::string& table_label, uint32_t source, siz
                         dropped, relayed, source, table_label.c_str(), static_cast<unsigned long long>(first),
                         static_cast<unsigned long long>(last), static_cast<unsigned long long>(recorded));
 }
+
+}  // namespace
 
 void note_replays(THD* thd, const q4m::Transaction& txn) {
   for (const q4m::Transaction::Replays& r : txn.replays())

@@ -262,9 +262,7 @@ void stays_small_after_a_crash_and_a_reopen_and_gives_every_row_back(TempDir& di
   CHECK(t->info().memory_bytes <= bound);
   Consumer c;
   for (const std::string& want : rows) {
-    int idx = 0;
-    REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());
-    REQUIRE(idx == 1);
+    REQUIRE(q4m_test::take(c, t));
     RowId id = 0;
     std::string payload;
     bool found = false;

@@ -161,9 +161,7 @@ TEST(table_backlog_larger_than_the_cache) {
     Consumer c;
     for (int i = 0; i < 8000; i++) {
       if (compact_half_way && i == 4000) REQUIRE(t->compact().ok());
-      int idx = 0;
-      REQUIRE(c.wait({{t, nullptr}}, std::chrono::milliseconds(0), &idx).ok());
-      REQUIRE(idx == 1);
+      REQUIRE(q4m_test::take(c, t));
       RowId id = 0;
       std::string payload;
       bool found = false;
