@@ -192,12 +192,17 @@ q4m::Transaction* statement_transaction(THD* thd) {
   return txn ? txn : &join(thd, false);
 }
 
+q4m::Transaction* consumer_transaction(THD* thd, bool* failed) {
+  q4m::Transaction* txn = joined_transaction(thd, failed);
+  if (*failed) return nullptr;
+  return txn ? txn : binlogged_statement_transaction(thd);
+}
+
 bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transaction&)>& change,
                            q4m::Status* status) {
   bool failed = false;
-  q4m::Transaction* txn = joined_transaction(thd, &failed);
+  q4m::Transaction* txn = consumer_transaction(thd, &failed);
   if (failed) return false;
-  if (!txn) txn = binlogged_statement_transaction(thd);
   if (txn) {
     *status = change(*txn);
     return true;
@@ -209,8 +214,7 @@ bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transa
 }
 
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed) {
-  q4m::Transaction* txn = joined_transaction(thd, failed);
-  if (!txn && !*failed) txn = binlogged_statement_transaction(thd);
+  q4m::Transaction* txn = consumer_transaction(thd, failed);
   ConnectionState* cs = find_connection_state(thd);
   if (!txn || !cs || cs->owned_db().empty()) return txn;
   if (!lock_until_transaction_end(thd, cs->owned_db(), cs->owned_table_name())) {

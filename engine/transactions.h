@@ -35,16 +35,18 @@ q4m::Transaction* binlogged_statement_transaction(THD* thd);
 // change becomes durable, core/table/transaction.h). Registers the engine for the statement.
 // Null with an SQL error raised if the engine cannot join (joined_transaction()).
 q4m::Transaction* statement_transaction(THD* thd);
-// Runs `change` in the transaction thd's statement joins (joined_transaction(), else
-// binlogged_statement_transaction()), or, with neither, in a transaction of its own committed
-// at once. False with an SQL error raised if joining failed; else *status is what `change`
-// (or that commit) returned.
+// The transaction a consumer's change (an end, a removal by function) goes into:
+// joined_transaction(), else binlogged_statement_transaction(). Null with neither (autocommit,
+// nothing binlogged: the change is made at once), and with *failed if joining failed.
+q4m::Transaction* consumer_transaction(THD* thd, bool* failed);
+// Runs `change` in consumer_transaction(), or, without one, in a transaction of its own
+// committed at once. False with an SQL error raised if joining failed; else *status is what
+// `change` (or that commit) returned.
 bool change_in_transaction(THD* thd, const std::function<q4m::Status(q4m::Transaction&)>& change,
                            q4m::Status* status);
-// joined_transaction() (or, in autocommit with the binary log on,
-// binlogged_statement_transaction()) for the end of the rows the connection owns: it also takes
-// the owned table's metadata lock until its own end, as a statement that wrote the table would
-// (so DDL waits for it instead of moving rows the transaction is removing).
+// consumer_transaction() for the end of the rows the connection owns: it also takes the owned
+// table's metadata lock until its own end, as a statement that wrote the table would (so DDL
+// waits for it instead of moving rows the transaction is removing).
 q4m::Transaction* joined_transaction_for_owned(THD* thd, bool* failed);
 // The metadata lock a transaction that changes db.table holds until its end (DDL waits for
 // it); false with an SQL error raised if lock_wait_timeout passed.

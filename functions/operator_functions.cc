@@ -119,10 +119,8 @@ class Item_func_dead_rows final : public Item_queue_action {
       // At the commit of the statement's (or the open) transaction, in the binary log: a redrive's
       // copies get their ids there, in the log's order, as a replica gives them.
       bool failed = false;
-      q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
-      if (failed) return 0;
-      if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
-      if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
+      q4m::Transaction* txn = q4m_engine::consumer_transaction(thd, &failed);
+      if (!txn || !q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
       const q4m::Status st = kAction == DeadAction::kRedrive ? txn->redrive_dead(t.subscription.table, max, &rows)
                                                              : txn->remove_dead(t.subscription.table, max, &rows);
       return status_result(st, rows);

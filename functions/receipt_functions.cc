@@ -221,18 +221,10 @@ class Item_func_by_receipt final : public Item_queue_action {
       if (refused_on_read_only(thd, fn, t.label)) return 0;
       // In a transaction (or a statement the binary log records) the rows go at its commit,
       // logged by id like every removal; DDL on the table waits for it meanwhile.
-      bool failed = false;
-      q4m::Transaction* txn = q4m_engine::joined_transaction(thd, &failed);
-      if (failed) return 0;
-      if (!txn) txn = q4m_engine::binlogged_statement_transaction(thd);
-      if (txn) {
-        if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table)) return 0;
-        st = book->end(receipts, *txn, &done);
-      } else {
-        q4m::Transaction now(thd->thread_id);  // no transaction, no binary log: at once
-        st = book->end(receipts, now, &done);
-        if (st.ok()) st = now.commit();
-      }
+      if (!q4m_engine::lock_until_transaction_end(thd, t.db, t.table) ||
+          !q4m_engine::change_in_transaction(
+              thd, [&](q4m::Transaction& txn) { return book->end(receipts, txn, &done); }, &st))
+        return 0;
     }
     if (!st.ok()) return raise_receipt_error(fn, t.label, st);
     return static_cast<longlong>(done);
