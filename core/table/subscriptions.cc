@@ -1019,16 +1019,19 @@ Status Subscriptions::commit_txn_part(uint32_t number, const Holder* txn, const 
   return st;
 }
 
+bool Subscriptions::take_txn_ends(uint32_t number, const Holder* txn, TxnEnds* t) {
+  auto state = state_.lock();
+  auto it = state->txn_ends.find({txn, number});
+  if (it == state->txn_ends.end()) return false;
+  *t = std::move(it->second);
+  state->txn_ends.erase(it);
+  return true;
+}
+
 Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::string_view xid, uint64_t* id) {
   *id = 0;
   TxnEnds t;
-  {
-    auto state = state_.lock();
-    auto it = state->txn_ends.find({txn, number});
-    if (it == state->txn_ends.end()) return Status::Ok();
-    t = std::move(it->second);
-    state->txn_ends.erase(it);
-  }
+  if (!take_txn_ends(number, txn, &t)) return Status::Ok();
   CommitRequest req;
   req.batch.phase = WriteBatch::Phase::kPrepare;
   req.batch.xid = xid;
@@ -1054,13 +1057,7 @@ Status Subscriptions::prepare_ends(uint32_t number, const Holder* txn, std::stri
 
 Status Subscriptions::commit_txn_ends(uint32_t number, const Holder* txn) {
   TxnEnds t;
-  {
-    auto state = state_.lock();
-    auto it = state->txn_ends.find({txn, number});
-    if (it == state->txn_ends.end()) return Status::Ok();
-    t = std::move(it->second);
-    state->txn_ends.erase(it);
-  }
+  if (!take_txn_ends(number, txn, &t)) return Status::Ok();
   CommitRequest req;
   Status st = commit_txn_part(number, txn, t, &req);
   if (!st.ok()) return st;  // the transaction's again, for its rollback

@@ -222,6 +222,8 @@ class Subscriptions {
     bool applied = false;
   };
   Status commit_txn_part(uint32_t number, const Holder* txn, const TxnEnds& t, CommitRequest* req);
+  // Moves out the ends transaction `txn` made in subscription `number`; false if none.
+  bool take_txn_ends(uint32_t number, const Holder* txn, TxnEnds* t);
   // What state_ guards: a Sub is reached only through it.
   struct State {
     std::map<uint32_t, std::unique_ptr<Sub>> subs;
