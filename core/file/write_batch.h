@@ -76,6 +76,9 @@ struct WriteBatch {
   std::string_view xid;
   bool commit = false;
   size_t end_rows = 0;
+  // kEnd of a part prepared without a write (Table::prepare_unwritten): its removals, written
+  // (TXN_REMOVE, TXN_PREPARE with `xid`) before its TXN_END unless already in the file.
+  const std::vector<RowId>* part_removals = nullptr;
   RowId first_rowid = 0;
   // ID_FLOOR record: rows that ask for no id get ids from here on (CREATE/ALTER TABLE ...
   // AUTO_INCREMENT=N); 0, or not above the table's floor: none.

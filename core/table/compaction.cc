@@ -288,8 +288,11 @@ Status Table::compact_now() {
     // (Phase 2 read every block back a moment ago; should one fail now, its rows' offsets are
     // the old file's: the table writes nothing more.)
     if (!st->index.forget_cold_copies()) w->broken = st->index.take_read_error();  // their offsets were the old file's
-    for (auto& [id, p] : st->prepared)
+    for (auto& [id, p] : st->prepared) {
       for (size_t k = 0; k < p.rows.size(); k++) p.rows[k].offset = part_offsets[id][k];
+      p.unwritten = false;  // the new file has its records (above)
+    }
+    w->unwritten.clear();
     // History rows now in the new file, their checksums after their payloads.
     std::deque<EndedRow>& ended = st->ended.rows();
     std::deque<EndedRow> kept;

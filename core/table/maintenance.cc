@@ -108,6 +108,7 @@ void Table::mark_dropped(bool rows_moved) {
     forget_rows(*st);  // owned rows vanish: their owners' end()/abort() just leave owner mode
     st->file.reset();
     w->file.reset();
+    w->unwritten.clear();
     waiters_.store(0);
   }
   if (next) next->predecessor_dropped(this);  // the ALTER went through

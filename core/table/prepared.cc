@@ -3,14 +3,24 @@
 // Between the two its rows are in no index and the rows it removes stay claimed, by a holder
 // of its own, so that the transaction's connection may go (an XA transaction prepared and
 // detached) and a restart finds the part again (recovery reads TXN_* records).
+#include "core/table/redo.h"
 #include "core/table/table.h"
+#include "core/util/clock.h"
 
 namespace q4m {
+
+namespace {
+// Past this many rows a part's prepare is written as any other (its redo stays small).
+constexpr size_t kMaxUnwrittenRemovals = 1024;
+}  // namespace
 
 Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view>& rows, std::string_view xid,
                            uint64_t* id, Admission* admission) {
   *id = 0;
   if (Status s = check_row_lengths(rows); !s.ok()) return s;
+  if (admission && admission->redo && rows.empty() && admission->relay_records.empty() &&
+      prepare_unwritten(txn, xid, id, &admission->redo_record))
+    return Status::Ok();
   std::vector<RowId> ids = take_claims(txn);
   CommitRequest req;
   req.batch.phase = WriteBatch::Phase::kPrepare;
@@ -28,6 +38,55 @@ Status Table::prepare_part(const Holder* txn, const std::vector<std::string_view
   }
   restore_claims(txn, ids);  // nothing was written: the claims are the transaction's again
   return s;
+}
+
+// A part that only removes rows, which the binary log redoes (redo.h), costs no turn of the
+// group commit at its prepare: its rows go to the part as a written prepare's would, its redo
+// is encoded here, and its records (TXN_REMOVE, TXN_PREPARE) reach the file in its end's chunk
+// before its TXN_END (write_batch), or in the new file of a compaction that runs first (which
+// rewrites every prepared part). Until then the binary log alone holds it: recovery finds the
+// part lacking in the file its redo names and appends it (redo_parts), or, after a compaction,
+// finds it in the new file.
+bool Table::prepare_unwritten(const Holder* txn, std::string_view xid, uint64_t* id, std::string* redo) {
+  std::vector<RowId> ids = take_claims(txn);
+  if (ids.empty() || ids.size() > kMaxUnwrittenRemovals) {
+    restore_claims(txn, ids);
+    return false;
+  }
+  DataFile::Identity file;
+  {
+    auto w = writer_.lock();
+    if (successor_raw_.load() || dropped_.load() || !w->broken.ok()) {  // the written prepare says why
+      restore_claims(txn, ids);
+      return false;
+    }
+    *id = w->next_txn++;
+    file = w->file->identity();
+    w->unwritten.insert(*id);
+    auto st = state_.lock();  // (the writer's order: writer, then state)
+    RowContext ctx = context(*st);
+    WriteBatch b;
+    b.phase = WriteBatch::Phase::kPrepare;
+    b.txn = *id;
+    b.xid = xid;
+    b.removals = ids.data();
+    b.removal_count = ids.size();
+    b.remover = txn;
+    publish_prepared(*st, b, 0, now_ms(), ctx);
+    st->prepared[*id].unwritten = true;
+    finish(*st, ctx);
+  }
+  std::string records;
+  fmt::ChunkBuilder chunk(&records);
+  chunk.add_txn_remove(*id, ids.data(), ids.size());
+  chunk.add_txn_prepare(*id, xid);
+  RedoPart part;
+  part.file = file;
+  part.txn = *id;
+  part.xid.assign(xid);
+  part.records.assign(records, fmt::kChunkHeaderSize, std::string::npos);  // no chunk header: one chunk
+  *redo = encode_redo(part);
+  return true;
 }
 
 void Table::publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx) {
@@ -101,6 +160,8 @@ namespace {
 // The end of a prepared part as a commit request, with the bytes its request points into.
 struct PartEnd final : QueueTable::QueuedEnd {
   CommitRequest req;
+  std::string xid;                 // of a part prepared without a write, with:
+  std::vector<RowId> removals;     // its removals (WriteBatch::part_removals)
   std::vector<std::string> payloads;
   std::vector<std::string_view> views;
   std::vector<fmt::ReturnedRow> returns;
@@ -121,6 +182,10 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
     if (it == st->prepared.end()) return Status(ErrorCode::kNotFound, "file " + path() + ": no prepared part " + std::to_string(id));
     rows = it->second.rows;
     e.asked = it->second.asked;
+    if (it->second.unwritten) {
+      e.xid = it->second.xid;
+      e.removals = it->second.removals;
+    }
     if (!committed) {  // the removed rows come back: their delivery counts as after queue_abort()
       for (RowId r : it->second.removals)
         if (const RowEntry* re = st->index.find(r); re && re->deliveries > 0) e.returns.push_back(fmt::ReturnedRow{r, re->deliveries, 0});
@@ -139,6 +204,10 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
   e.req.batch.txn = id;
   e.req.batch.commit = committed;
   e.req.batch.end_rows = rows.size();
+  if (!e.xid.empty()) {
+    e.req.batch.xid = e.xid;
+    e.req.batch.part_removals = &e.removals;
+  }
   if (!e.asked.empty()) e.req.batch.asked = e.asked.data();
   e.req.batch.rows = &e.views;
   e.req.batch.returns = e.returns.data();

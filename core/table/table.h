@@ -24,6 +24,7 @@
 #include <atomic>
 #include <list>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <deque>
@@ -173,6 +174,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
     uint64_t generation = 0;  // bumped when the file is replaced other than by compaction
     bool snapshot_written = false;  // close() left an index snapshot: remove before changing the file
     uint64_t next_txn = 1;  // the next prepared part's id
+    // Prepared parts whose records are not in the file yet (prepare_unwritten): their end
+    // writes them, unless a compaction wrote them into its new file first.
+    std::set<uint64_t> unwritten;
     bool tail_flagged = false;  // the last chunk appended is flagged `unsynced` (close() marks it)
     WriterPolicies policies;
   };
@@ -202,6 +206,7 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
       std::vector<fmt::SourceMark> relay;  // its TXN_SRCID records (compaction rewrites them)
       std::vector<RowId> asked;  // its TXN_ASK record: the id each row asks for (empty: none)
       std::vector<RowId> pending;  // removals of rows a part before it gives at its commit (redo.h)
+      bool unwritten = false;      // prepared by prepare_unwritten(): its end may write its records
     };
     std::map<uint64_t, Prepared> prepared;
     // What commits changed while a consistent snapshot is open (snapshots.h); `ticket`: the
@@ -319,6 +324,9 @@ class Table final : public QueueTable, public Timed, public std::enable_shared_f
   // A prepared part (its claims move to the part's own holder) / its end: true if a committed
   // row was placed elsewhere than kFree.
   void publish_prepared(State& st, const WriteBatch& b, uint64_t base, uint64_t now, RowContext& ctx);
+  // A prepare of removals alone that the binary log redoes, without a write (prepared.cc);
+  // false (nothing done) where it does not apply.
+  bool prepare_unwritten(const Holder* txn, std::string_view xid, uint64_t* id, std::string* redo);
   // txn_end_end: where its TXN_END record ends in the file.
   bool publish_end(State& st, const WriteBatch& b, uint64_t txn_end_end, RowContext& ctx, uint64_t* inserted,
                    uint64_t* removed);

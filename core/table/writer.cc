@@ -124,6 +124,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
   bool adds_rows = false;  // else the chunk may use the room kept for removals (DataFile::Room)
   w->policies.each([&](auto& p) { p.begin_batch(ctx); });
   if (history_ms_.load(std::memory_order_relaxed)) note_history(batch, ctx.now_ms);
+  std::vector<uint64_t> unwritten_emitted;  // back into w->unwritten if the write fails
   for (CommitRequest* r : batch) {
     WriteBatch& b = r->batch;
     if (b.id_floor > ids.floor) {
@@ -131,6 +132,11 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
       chunk.add_id_floor(b.id_floor);
     }
     if (b.phase == WriteBatch::Phase::kEnd) {  // its admission ran at prepare
+      if (b.part_removals && w->unwritten.erase(b.txn)) {  // prepared without a write (prepared.cc)
+        chunk.add_txn_remove(b.txn, b.part_removals->data(), b.part_removals->size());
+        chunk.add_txn_prepare(b.txn, b.xid);
+        unwritten_emitted.push_back(b.txn);
+      }
       if (b.commit) {
         b.first_rowid = ids.next;  // recovery gives the same ids from it (TXN_ASK, ID_FLOOR)
         b.ids.clear();
@@ -229,6 +235,7 @@ void Table::write_batch(const CommitRequest* leader, std::vector<CommitRequest*>
     if (!s.ok()) w->broken = s;  // after a failed sync the page cache may have lost our bytes
   }
   if (!s.ok()) {
+    w->unwritten.insert(unwritten_emitted.begin(), unwritten_emitted.end());
     w->policies.each([&](auto& p) { p.failed(ctx); });
     for (CommitRequest* r : batch) {
       if (!r) continue;
