@@ -16,16 +16,6 @@ using namespace q4m_test;
 
 namespace {
 
-// The binary log with sync_binlog=1 and queue_binlog_redo: it keeps every part's redo.
-class RedoingLog : public ReplicationLog {
- public:
-  Status removed(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
-  Status deduplicated(const QueueTable&, const std::vector<size_t>&) override { return Status::Ok(); }
-  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
-  Status redriven(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
-  bool redoes(const QueueTable&) override { return true; }
-};
-
 // An autocommit INSERT as the binary log coordinates it: prepare and commit record unsynced.
 void insert_redone(const std::shared_ptr<QueueTable>& t, const std::string& row, int n) {
   RedoingLog log;

@@ -274,6 +274,22 @@ inline void write_file_bytes(const std::string& path, const std::string& bytes) 
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+// The binary log with sync_binlog=1 and queue_binlog_redo: it redoes every part, and keeps the
+// redos it was given (`redos`).
+class RedoingLog : public q4m::ReplicationLog {
+ public:
+  q4m::Status removed(const q4m::QueueTable&, const std::vector<q4m::NamedRow>&) override { return q4m::Status::Ok(); }
+  q4m::Status deduplicated(const q4m::QueueTable&, const std::vector<size_t>&) override { return q4m::Status::Ok(); }
+  q4m::Status relayed(const q4m::QueueTable&, uint32_t, q4m::RowId) override { return q4m::Status::Ok(); }
+  q4m::Status redriven(const q4m::QueueTable&, const std::vector<q4m::NamedRow>&) override { return q4m::Status::Ok(); }
+  bool redoes(const q4m::QueueTable&) override { return true; }
+  q4m::Status prepared(const q4m::QueueTable&, const std::string& redo) override {
+    redos.push_back(redo);
+    return q4m::Status::Ok();
+  }
+  std::vector<std::string> redos;
+};
+
 // "Crash": the data file's bytes as they are now (no clean close, no index snapshot),
 // opened as a new table `name` in `dir`. Null if that failed.
 inline std::shared_ptr<q4m::QueueTable> crash_copy(const TempDir& dir, const std::string& path,

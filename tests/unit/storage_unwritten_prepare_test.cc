@@ -15,18 +15,26 @@ using namespace q4m_test;
 
 namespace {
 
-// Claims `id` for removal by `txn` and prepares that as a part the binary log redoes; its
-// redo in *redo.
-// *part: 0 if that failed.
-void prepare_redone_removal(const std::shared_ptr<QueueTable>& t, Consumer& d, const Holder& txn, RowId id,
-                            const std::string& xid, std::string* redo, uint64_t* part) {
-  *part = 0;
-  REQUIRE(t->claim_for_delete(&d, id, &txn));
-  QueueTable::Admission admission;
-  admission.redo = true;
-  REQUIRE(t->prepare_part(&txn, {}, xid, part, &admission).ok());
-  *redo = admission.redo_record;
-}
+// Rows "a" (1) and "b" (2) in table `t` at `path`; row 1's removal prepared as a part the
+// binary log redoes (`part`, 0 if that failed; its redo in `redo`).
+struct RedoneRemoval {
+  TempDir dir;
+  const std::string path = dir.file("t");
+  std::shared_ptr<QueueTable> t = table_with(path, {"a", "b"});
+  const std::string before = read_file_bytes(path);  // the file before the prepare
+  Consumer d;
+  Holder txn;
+  std::string redo;
+  uint64_t part = 0;
+
+  RedoneRemoval() {
+    REQUIRE(t && t->claim_for_delete(&d, 1, &txn));
+    QueueTable::Admission admission;
+    admission.redo = true;
+    REQUIRE(t->prepare_part(&txn, {}, "xid-1", &part, &admission).ok());
+    redo = admission.redo_record;
+  }
+};
 
 size_t count_of(const std::string& bytes, const std::string& what) {
   size_t n = 0;
@@ -34,35 +42,12 @@ size_t count_of(const std::string& bytes, const std::string& what) {
   return n;
 }
 
-// The binary log with sync_binlog=1 and queue_binlog_redo: it keeps every part's redo.
-class RedoingLog : public ReplicationLog {
- public:
-  Status removed(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
-  Status deduplicated(const QueueTable&, const std::vector<size_t>&) override { return Status::Ok(); }
-  Status relayed(const QueueTable&, uint32_t, RowId) override { return Status::Ok(); }
-  Status redriven(const QueueTable&, const std::vector<NamedRow>&) override { return Status::Ok(); }
-  bool redoes(const QueueTable&) override { return true; }
-  Status prepared(const QueueTable&, const std::string& redo) override {
-    redos.push_back(redo);
-    return Status::Ok();
-  }
-  std::vector<std::string> redos;
-};
-
 }  // namespace
 
 TEST(a_removal_the_binary_log_redoes_is_written_with_its_end_in_one_chunk) {
-  TempDir dir;
-  const std::string path = dir.file("t");
-  auto t = table_with(path, {"a", "b"});
-  REQUIRE(t);
-  const std::string before = read_file_bytes(path);
-  Consumer d;
-  Holder txn;
-  std::string redo;
-  uint64_t part = 0;
-  prepare_redone_removal(t, d, txn, 1, "xid-1", &redo, &part);
-  REQUIRE(part != 0);
+  RedoneRemoval r;
+  REQUIRE(r.part != 0);
+  auto& [dir, path, t, before, d, txn, redo, part] = r;
   CHECK(!redo.empty());
   CHECK(read_file_bytes(path) == before);  // the prepare wrote nothing
   REQUIRE(t->prepared_parts().size() == 1u);
@@ -78,16 +63,9 @@ TEST(a_removal_the_binary_log_redoes_is_written_with_its_end_in_one_chunk) {
 }
 
 TEST(a_crash_before_its_end_loses_the_part_and_its_redo_brings_it_back) {
-  TempDir dir;
-  const std::string path = dir.file("t");
-  auto t = table_with(path, {"a", "b"});
-  REQUIRE(t);
-  Consumer d;
-  Holder txn;
-  std::string redo;
-  uint64_t part = 0;
-  prepare_redone_removal(t, d, txn, 1, "xid-1", &redo, &part);
-  REQUIRE(part != 0);
+  RedoneRemoval r;
+  REQUIRE(r.part != 0);
+  auto& [dir, path, t, before, d, txn, redo, part] = r;
   // Without the redo: nothing of the part is in the file, row 1 is queued again.
   auto lost = crash_copy(dir, path, "lost");
   REQUIRE(lost);
@@ -115,16 +93,9 @@ TEST(a_crash_before_its_end_loses_the_part_and_its_redo_brings_it_back) {
 }
 
 TEST(a_compaction_before_its_end_writes_the_part_and_the_end_does_not_again) {
-  TempDir dir;
-  const std::string path = dir.file("t");
-  auto t = table_with(path, {"a", "b"});
-  REQUIRE(t);
-  Consumer d;
-  Holder txn;
-  std::string redo;
-  uint64_t part = 0;
-  prepare_redone_removal(t, d, txn, 1, "xid-1", &redo, &part);
-  REQUIRE(part != 0);
+  RedoneRemoval r;
+  REQUIRE(r.part != 0);
+  auto& [dir, path, t, before, d, txn, redo, part] = r;
   REQUIRE(t->compact().ok());
   auto mid = crash_copy(dir, path, "mid");  // the new file holds the part, prepared
   REQUIRE(mid);
@@ -139,16 +110,9 @@ TEST(a_compaction_before_its_end_writes_the_part_and_the_end_does_not_again) {
 }
 
 TEST(a_rolled_back_removal_gives_its_row_back) {
-  TempDir dir;
-  const std::string path = dir.file("t");
-  auto t = table_with(path, {"a", "b"});
-  REQUIRE(t);
-  Consumer d;
-  Holder txn;
-  std::string redo;
-  uint64_t part = 0;
-  prepare_redone_removal(t, d, txn, 1, "xid-1", &redo, &part);
-  REQUIRE(part != 0);
+  RedoneRemoval r;
+  REQUIRE(r.part != 0);
+  auto& [dir, path, t, before, d, txn, redo, part] = r;
   REQUIRE(t->end_part(part, false).ok());
   CHECK_EQ(scan(*t).size(), 2u);
   CHECK_EQ(t->visible_count(nullptr), 2u);
