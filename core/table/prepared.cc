@@ -78,14 +78,10 @@ bool Table::prepare_unwritten(const Holder* txn, std::string_view xid, uint64_t*
   }
   std::string records;
   fmt::ChunkBuilder chunk(&records);
+  RedoCapture capture(chunk, records);  // as the writer captures a written part's records
   chunk.add_txn_remove(*id, ids.data(), ids.size());
   chunk.add_txn_prepare(*id, xid);
-  RedoPart part;
-  part.file = file;
-  part.txn = *id;
-  part.xid.assign(xid);
-  part.records.assign(records, fmt::kChunkHeaderSize, std::string::npos);  // no chunk header: one chunk
-  *redo = encode_redo(part);
+  *redo = capture.encode(file, *id, xid);  // one chunk: kMaxUnwrittenRemovals keeps it small
   return true;
 }
 
@@ -182,9 +178,11 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
     if (it == st->prepared.end()) return Status(ErrorCode::kNotFound, "file " + path() + ": no prepared part " + std::to_string(id));
     rows = it->second.rows;
     e.asked = it->second.asked;
-    if (it->second.unwritten) {
+    if (it->second.unwritten) {  // its records go before its TXN_END, unless the file has them by then
       e.xid = it->second.xid;
       e.removals = it->second.removals;
+      e.req.batch.xid = e.xid;
+      e.req.batch.part_removals = &e.removals;
     }
     if (!committed) {  // the removed rows come back: their delivery counts as after queue_abort()
       for (RowId r : it->second.removals)
@@ -204,10 +202,6 @@ Status Table::build_end(uint64_t id, bool committed, QueuedEnd* end) {
   e.req.batch.txn = id;
   e.req.batch.commit = committed;
   e.req.batch.end_rows = rows.size();
-  if (!e.xid.empty()) {
-    e.req.batch.xid = e.xid;
-    e.req.batch.part_removals = &e.removals;
-  }
   if (!e.asked.empty()) e.req.batch.asked = e.asked.data();
   e.req.batch.rows = &e.views;
   e.req.batch.returns = e.returns.data();
