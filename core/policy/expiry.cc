@@ -30,6 +30,7 @@ void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
   if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms()) || paused()) return;
   p = Placement{RowState::kClaimed, &remover_};
   p.ends_as = EndKind::kExpired;
+  p.frees_slot = true;  // never handed out again: its group's next row may go now
   ctx.wake_at(ctx.now());  // the next pass removes it
 }
 
@@ -49,6 +50,10 @@ SteadyClock::time_point Expiry::due(RowContext& ctx) {
     if (!queued(e.state)) continue;
     Move m{RowState::kClaimed, &remover_};
     m.ends_as = EndKind::kExpired;
+    // Never handed out again: out of its group's line now, not only once removed (with the
+    // binary log, a logged transaction removes it later, and the rows of its key behind it
+    // would wait for that, and could expire meanwhile).
+    m.frees_slot = true;
     ctx.move(e.id, m);
     if (++claimed == kMaxPerPass) {
       watched_ = true;

@@ -31,11 +31,13 @@ class MessageGroups : public PolicyBase {
   void added(RowEntry& e, std::string_view payload, RowContext& ctx);
   void moved(RowEntry& e, RowState from, const Holder*, const Move& m, RowContext& ctx) {
     if (!e.grouped) return;
-    // Claimed by the end inside its owner's next wait: out of line until its removal commits
-    // (or comes back, rolled back), so that the wait may take the group's next row.
+    // Claimed by the end inside its owner's next wait, or for MESSAGE_TTL's expiry: out of
+    // line until its removal commits (or comes back, rolled back), so that the wait may take
+    // the group's next row. A claim passed on (to a logged expiry's transaction, to its
+    // prepared part) keeps it out: only a way back to the queue (or to an owner) ends that.
     if (m.to == RowState::kClaimed && m.frees_slot)
       ending_.insert(e.id);
-    else if (!ending_.empty())
+    else if (m.to != RowState::kClaimed && !ending_.empty())
       ending_.erase(e.id);
     if (from == RowState::kFree && m.to == RowState::kOwned && !m.fresh) order_.handed_out(e.id, ctx.now());
     order_.refresh(e.id, lookup(ctx), ctx.now());

@@ -212,19 +212,46 @@ def test_a_retry_delay_keeps_the_rows_place_and_a_dead_row_frees_it(server):
     assert _take(c) == 2
 
 
-def test_an_expired_row_frees_its_keys_place(fresh_server):
-    # A fresh server: on the suite's shared server (binary log on, sync_binlog=1) row 2 did not
-    # come within 30 s in 2 of 4 full runs, late in the run after the shared server had been
-    # killed and restarted; never alone (14 runs) or with its file. Open (closing note of
-    # 2026-11-29); the message below says where the row stood.
-    server = fresh_server
+def test_an_expired_row_frees_its_keys_place(server):
     _jobs(server, "MESSAGE_GROUP_COLUMN='k' GROUP_CONCURRENCY=1 MESSAGE_TTL=1", [(1, "a")])
     c = server.connect()
     assert _take(c) == 1
     assert value(c, "SELECT queue_abort(3)") == 1     # back after its TTL: expires instead
+    # Row 2 has the TTL too: inserted half a second later, it expires half a second after
+    # row 1 (inserted at once, it expired milliseconds after it, and a consumer woken by row
+    # 1's expiry had that long to take it).
+    time.sleep(0.5)
     _insert(server, [(2, "a")])
     got = _take(c, timeout=30)
     assert got == 2, (got, _stats(server), server.sql("SHOW PROCESSLIST"))
+
+
+def test_an_expired_row_frees_its_keys_place_before_its_logged_removal(either_server):
+    """With the binary log on, an expired row is removed by a logged transaction of the
+    engine's own connection, later (a thread, a statement, the log's sync): the row holds no
+    place in its group meanwhile. Here another session's LOCK TABLES ... READ holds that
+    removal back (it waits a second for the table, then tries again every second) past the
+    expiry of the key's next row. Before, row 1 held key a's place until removed, and row 2,
+    never handed out, expired behind it (None). With row 2 inserted milliseconds after row 1,
+    as test_an_expired_row_frees_its_keys_place did, any slow removal (a busy machine's
+    sync of the binary log) did the same."""
+    s = either_server
+    _jobs(s, "MESSAGE_GROUP_COLUMN='k' GROUP_CONCURRENCY=1 MESSAGE_TTL=2", [(1, "a")])
+    c = s.connect()
+    assert _take(c) == 1
+    assert value(c, "SELECT queue_abort(10)") == 1    # expires (at 2 s) before its delay ends
+    time.sleep(1)
+    _insert(s, [(2, "a")])                             # expires at 3 s
+    locker = s.connect()
+    query(locker, "LOCK TABLES test.jobs READ")
+    try:
+        got = _take(c, timeout=4)                      # before: None (row 2 expired at 3 s)
+    finally:
+        query(locker, "UNLOCK TABLES")
+    assert got == 2, (got, _stats(s))
+    assert value(c, "SELECT queue_end()") == 1
+    wait_until(lambda: _stats(s)["rows_expired"] == 1, what="row 1's removal")
+    assert _stats(s)["rows"] == 0
 
 
 def test_a_row_a_transaction_ended_holds_its_slot_until_commit_or_rollback(server):

@@ -184,3 +184,49 @@ TEST(a_logged_removal_takes_rows_claimed_for_this_servers_expiry) {
   REQUIRE(expiry.remove_expired(t, 100, &n).ok());
   CHECK_EQ(n, 0u);
 }
+
+// MESSAGE_GROUP_COLUMN: a row claimed for expiry is never handed out again, so it holds no
+// place in its group from the claim on, not only once the logged transaction removes it.
+// That transaction is the engine's own connection's, later (a thread, a statement, the
+// binary log's sync): before, the key's next rows waited for it, and a young one could
+// expire meanwhile, never handed out (test_limits.py's test_an_expired_row_frees_its_keys_place
+// on a busy machine). Nor does the row take its place back while the transaction holds it,
+// once that transaction prepares (its part takes the claim over), or when it rolls back (the
+// expiry claims it again).
+TEST(a_row_claimed_for_a_logged_expiry_frees_its_groups_place_at_once) {
+  LogScope scope;  // logged: nothing removes the claimed rows until a transaction here does
+  TempDir dir;
+  auto t = create_and_open(dir.file("t"));
+  REQUIRE(t);
+  set_option(*t, &TableOptions::message_group, key_label_column("grp"));
+  REQUIRE(insert_key_label_rows(*t, {"A:old"}).ok());
+  std::this_thread::sleep_for(milliseconds(1200));
+  REQUIRE(insert_key_label_rows(*t, {"A:a2", "A:a3", "A:a4"}).ok());
+  set_option(*t, &TableOptions::message_ttl, milliseconds(1000));  // claims "old" at once
+  REQUIRE(eventually([&] { return scope.log.calls.load() > 0; }));
+  CHECK_EQ(t->info().rows, 4u);
+  Consumer c1, c2, c3;
+  CHECK_EQ(take_key_label(c1, t), std::string("a2"));  // before: "" (old held the group)
+  CHECK_EQ(take_key_label(c2, t), std::string(""));    // GROUP_CONCURRENCY 1: a2 is out
+  // The logged transaction takes the claim over, and its prepared part: still out of line.
+  Transaction txn(7);
+  size_t n = 0;
+  REQUIRE(txn.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 1u);
+  REQUIRE(txn.prepare("xid-expiry").ok());
+  REQUIRE(c1.end().ok());
+  CHECK_EQ(take_key_label(c2, t), std::string("a3"));
+  // Rolled back: the expiry claims it again, still out of line.
+  const int before = scope.log.calls.load();
+  txn.rollback();
+  REQUIRE(eventually([&] { return scope.log.calls.load() > before; }));
+  REQUIRE(c2.end().ok());
+  CHECK_EQ(take_key_label(c3, t), std::string("a4"));
+  Transaction removal(7);
+  REQUIRE(removal.remove_expired(t, 100, &n).ok());
+  CHECK_EQ(n, 1u);
+  REQUIRE(removal.commit().ok());
+  REQUIRE(c3.end().ok());
+  CHECK_EQ(t->info().rows, 0u);
+  CHECK_EQ(t->counters().rows_expired.get(), 1u);
+}
