@@ -25,8 +25,9 @@ namespace q4m {
 // delayed for a retry or claimed by a DELETE or a transaction keeps its place there until it
 // is gone or dead (not one whose end frees its slot: MessageGroups takes a row ended inside
 // its owner's next wait, or claimed for MESSAGE_TTL's expiry, out of line at once). Only
-// free rows of the window may go, and no more of them than the group's free slots (`concurrency` minus its rows out: owned, in line; this matters only for a dead
-// row that comes back ahead of rows that are out) and its whole tokens. Those that may go
+// free rows of the window may go, and no more of them than the group's free slots
+// (`concurrency` minus its rows out: owned, in line; this matters only for a dead row that
+// comes back ahead of rows that are out) and its whole tokens. Those that may go
 // are the group's *ready* rows, its first free rows of the window; they are offered in
 // row-id order. With concurrency 1 this is a strict FIFO per group: its first row in line
 // goes out alone.
