@@ -435,7 +435,7 @@ func TestWorkersOfTwoSubscriptionsEachHandleEveryRowTheyMatchOnce(t *testing.T) 
 		{DB: db, Table: table, Subscription: "bill ing", Handler: handler("x")},
 		{DB: db, Table: table + "@billing", Handler: handler("x")},
 	}
-	for i, want := range []string{"Transactional (exactly once) cannot hold", "invalid subscription name", "a subscription in Worker.Subscription"} {
+	for i, want := range []string{"Transactional (exactly once) is not supported", "invalid subscription name", "a subscription in Worker.Subscription"} {
 		if _, err := bad[i].Run(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("worker %d: %v, want %q", i, err, want)
 		}
