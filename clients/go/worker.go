@@ -80,8 +80,8 @@ type Worker struct {
 	Condition string // optional: queue_wait('t:<Condition>')
 	// Subscription: consume the table's subscription of that name (queue_subscribe) instead
 	// of the table: queue_wait('t@<Subscription>'); retries, leases and dead letters are the
-	// subscription's. Not with Transactional yet: the engine commits a subscription's end
-	// inside a transaction, but this library's exactly-once mode is not tested with one.
+	// subscription's. With Transactional the subscription's end commits in the job's
+	// transaction, with the handler's writes.
 	Subscription string
 	Handler   Handler
 
@@ -175,11 +175,6 @@ func (w *Worker) Run(ctx context.Context) (bool, error) {
 	if w.Subscription != "" {
 		if err := checkSubscription(w.Subscription); err != nil {
 			return false, err
-		}
-		if w.Transactional {
-			return false, &ConfigError{fmt.Sprintf("q4m: subscription %q of %s: Transactional (exactly once) is not supported "+
-				"with a subscription by this library yet; use an idempotent handler",
-				w.Subscription, w.Table)}
 		}
 	}
 	hard, cancelHard := context.WithCancel(context.Background())

@@ -651,10 +651,56 @@ def test_workers_of_two_subscriptions_each_handle_every_row_they_match_once(serv
     assert dead == [(7, 2)]
     assert workers[0].metrics()["dead"] == 1 and workers[1].metrics()["failed"] == 0
     assert server.value("SELECT COUNT(*) FROM events") == 1  # row 7: dead for billing, ended by email
-    with pytest.raises(ValueError, match="transactional=True"):
-        Worker(connect=connector(server), table="events", subscription="billing", handler=lambda j: None,
-               transactional=True)
     with pytest.raises(ValueError, match="invalid subscription name"):
         Worker(connect=connector(server), table="events", subscription="bill ing", handler=lambda j: None)
     with pytest.raises(ValueError, match=r"Worker\(subscription=\.\.\.\)"):
         Worker(connect=connector(server), table="events@billing", handler=lambda j: None)
+
+
+def test_exactly_once_workers_of_two_subscriptions_commit_each_end_with_the_jobs_writes(server):
+    """Worker(subscription=..., transactional=True): the subscription's end commits in the
+    job's transaction, with the InnoDB rows the handler wrote. A job that fails after writing
+    rolls its rows back and is retried (billing's row 7); so is one whose COMMIT is refused
+    (billing's row 9: its outbox row finds a full table), its end rolled back with the rest (an
+    end committed at once would have left billing without row 9). One ledger row per
+    subscription and row. Before, the library refused the combination."""
+    server.sql("CREATE TABLE events (id INT NOT NULL, kind VARCHAR(10)) ENGINE=QUEUE")
+    server.sql("CREATE TABLE sub_ledger (sub VARCHAR(10) NOT NULL, id INT NOT NULL, dc INT NOT NULL, "
+               "PRIMARY KEY (sub, id)) ENGINE=InnoDB")
+    server.sql("CREATE TABLE full_box (id INT NOT NULL) ENGINE=QUEUE MAX_ROWS=1")
+    server.sql("INSERT INTO full_box VALUES (0)")
+    server.sql("SELECT queue_subscribe('events', 'billing')")
+    server.sql("SELECT queue_subscribe('events', 'email', 'kind = ''signup''')")
+    enqueue_many(server.admin(), "events", [{"id": i, "kind": "signup" if i % 2 else "order"} for i in range(30)])
+
+    def handler(name):
+        def run(job):
+            job.conn.execute("INSERT INTO sub_ledger VALUES (%s, %s, %s)", (name, job.row["id"], job.delivery_count))
+            if name == "billing" and job.row["id"] == 7 and job.delivery_count == 1:
+                raise RuntimeError("card declined")  # after its write: the rollback undoes it
+            if name == "billing" and job.row["id"] == 9 and job.delivery_count == 1:
+                job.conn.execute("INSERT INTO full_box VALUES (9)")  # MAX_ROWS: its COMMIT fails
+        return run
+
+    workers = [Worker(connect=connector(server), table="events", subscription=name, handler=handler(name),
+                      threads=2, transactional=True, wait_timeout=0.2, backoff_base=0.05, backoff_jitter=0)
+               for name in ("billing", "email")]
+    for w in workers:
+        w.start()
+    try:
+        wait_for(lambda: server.value("SELECT COUNT(*) FROM sub_ledger") == 45
+                 and server.value("SELECT COUNT(*) FROM events") == 0,
+                 what="every row to each subscription",
+                 state=lambda: server.sql("SELECT sub, COUNT(*) FROM sub_ledger GROUP BY sub"))
+    finally:
+        for w in workers:
+            assert w.stop(deadline=10)
+    rows = [tuple(r) for r in server.sql("SELECT sub, id, dc FROM sub_ledger ORDER BY sub, id")]
+    assert [(r[0], r[1]) for r in rows] == [("billing", i) for i in range(30)] + [("email", i) for i in range(1, 30, 2)]
+    assert [r[2] for r in rows if r[:2] not in (("billing", 7), ("billing", 9))] == [1] * 43
+    assert ("billing", 7, 2) in rows and ("billing", 9, 2) in rows
+    assert workers[0].metrics()["failed"] == 2 and workers[0].metrics()["succeeded"] == 30
+    assert workers[1].metrics()["failed"] == 0 and workers[1].metrics()["succeeded"] == 15
+    assert server.value("SELECT SUM(PENDING_ROWS) FROM information_schema.QUEUE_SUBSCRIPTIONS "
+                        "WHERE TABLE_NAME='events'") == 0
+    assert server.value("SELECT COUNT(*) FROM full_box") == 1

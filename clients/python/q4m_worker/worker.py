@@ -223,9 +223,8 @@ class Worker:
     table: 'jobs' or 'db.jobs'; condition: an optional condition on the rows taken ('prio > 3').
     subscription: consume the table's subscription of that name (queue_subscribe) instead of
       the table itself: queue_wait('jobs@name'); retries, leases and dead letters are then the
-      subscription's. Not with transactional=True yet: the engine commits a subscription's
-      end inside a transaction (docs/sql-api.md, "Subscriptions"), but this library's
-      exactly-once mode is not tested with one.
+      subscription's. With transactional=True the subscription's end commits in the job's
+      transaction (docs/sql-api.md, "Subscriptions").
     transactional: run each job in a transaction with its queue_end() (exactly-once for the
       InnoDB rows the handler writes through job.conn). Also set by @exactly_once.
     wait_timeout: seconds each queue_wait() blocks (how quickly an idle thread sees stop()).
@@ -256,9 +255,6 @@ class Worker:
         self.subscription = subscription
         if transactional is None:
             transactional = bool(getattr(handler, "_q4m_transactional", False))
-        if transactional and subscription is not None:
-            raise ValueError(f"q4m: subscription {subscription!r} of {table}: transactional=True (exactly once) "
-                             "is not supported with a subscription by this library yet; use an idempotent handler")
         self.transactional = transactional
         self.wait_timeout = float(wait_timeout)
         self.lease_timeout = float(lease_timeout or 0)
