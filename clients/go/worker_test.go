@@ -99,15 +99,20 @@ func jobs(t *testing.T, db *sql.DB, n int, options string) (string, string) {
 	mustExec(t, db, "CREATE TABLE "+table+" (id INT NOT NULL, body VARCHAR(100), run_at TIMESTAMP(6) NULL, grp VARCHAR(20), k VARCHAR(40)) ENGINE=QUEUE "+options)
 	mustExec(t, db, "CREATE TABLE "+ledger+" (job_id INT NOT NULL, delivery INT, who VARCHAR(20)) ENGINE=InnoDB")
 	if n > 0 {
-		rows := make([]map[string]any, n)
-		for i := range rows {
-			rows[i] = map[string]any{"id": i, "body": fmt.Sprintf("job %d", i)}
-		}
-		if _, err := EnqueueMany(context.Background(), db, table, rows); err != nil {
-			t.Fatal(err)
-		}
+		enqueueJobs(t, db, table, n)
 	}
 	return table, ledger
+}
+
+// enqueueJobs enqueues n jobs (id 0..n-1) into a table jobs() made.
+func enqueueJobs(t *testing.T, db *sql.DB, table string, n int) {
+	rows := make([]map[string]any, n)
+	for i := range rows {
+		rows[i] = map[string]any{"id": i, "body": fmt.Sprintf("job %d", i)}
+	}
+	if _, err := EnqueueMany(context.Background(), db, table, rows); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func ledgerCounts(t *testing.T, db *sql.DB, ledger string) map[int]int {
@@ -375,13 +380,7 @@ func TestWorkersOfTwoSubscriptionsEachHandleEveryRowTheyMatchOnce(t *testing.T) 
 	table, _ := jobs(t, db, 0, "MAX_DELIVERIES=2")
 	mustExec(t, db, "SELECT queue_subscribe(?, 'billing')", table)
 	mustExec(t, db, "SELECT queue_subscribe(?, 'email', 'id % 2 = 1')", table)
-	rows := make([]map[string]any, 40)
-	for i := range rows {
-		rows[i] = map[string]any{"id": i}
-	}
-	if _, err := EnqueueMany(context.Background(), db, table, rows); err != nil {
-		t.Fatal(err)
-	}
+	enqueueJobs(t, db, table, 40)
 	var mu sync.Mutex
 	got := map[string][]int{}
 	var dead []int
@@ -455,13 +454,7 @@ func TestExactlyOnceWorkersOfTwoSubscriptionsCommitEachEndWithTheJobsWrites(t *t
 	mustExec(t, db, "INSERT INTO "+box+" VALUES (0)")
 	mustExec(t, db, "SELECT queue_subscribe(?, 'billing')", table)
 	mustExec(t, db, "SELECT queue_subscribe(?, 'email', 'id % 2 = 1')", table)
-	rows := make([]map[string]any, 30)
-	for i := range rows {
-		rows[i] = map[string]any{"id": i}
-	}
-	if _, err := EnqueueMany(context.Background(), db, table, rows); err != nil {
-		t.Fatal(err)
-	}
+	enqueueJobs(t, db, table, 30)
 	handler := func(name string) Handler {
 		return func(ctx context.Context, job *Job) error {
 			id := int(toInt(job.Row["id"]))

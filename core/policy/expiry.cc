@@ -26,11 +26,19 @@ void Expiry::added(RowEntry& e, std::string_view, RowContext& ctx) {
   ctx.wake_at(ctx.now() + std::chrono::milliseconds(expires_ms > ctx.wall_ms() ? expires_ms - ctx.wall_ms() : 0));
 }
 
+Move Expiry::claim() const {
+  Move m{RowState::kClaimed, &remover_};
+  m.ends_as = EndKind::kExpired;
+  // Never handed out again: out of its group's line now, not only once removed (with the
+  // binary log, a logged transaction removes it later, and the rows of its key behind it
+  // would wait for that, and could expire meanwhile).
+  m.frees_slot = true;
+  return m;
+}
+
 void Expiry::placing(RowEntry& e, Placement& p, RowContext& ctx) {
   if (p.to == RowState::kDelayed || !expired(e, ctx.wall_ms()) || paused()) return;
-  p = Placement{RowState::kClaimed, &remover_};
-  p.ends_as = EndKind::kExpired;
-  p.frees_slot = true;  // never handed out again: its group's next row may go now
+  p = claim();
   ctx.wake_at(ctx.now());  // the next pass removes it
 }
 
@@ -48,13 +56,7 @@ SteadyClock::time_point Expiry::due(RowContext& ctx) {
     }
     // Held rows are left to their holder; they are claimed if they come back.
     if (!queued(e.state)) continue;
-    Move m{RowState::kClaimed, &remover_};
-    m.ends_as = EndKind::kExpired;
-    // Never handed out again: out of its group's line now, not only once removed (with the
-    // binary log, a logged transaction removes it later, and the rows of its key behind it
-    // would wait for that, and could expire meanwhile).
-    m.frees_slot = true;
-    ctx.move(e.id, m);
+    ctx.move(e.id, claim());
     if (++claimed == kMaxPerPass) {
       watched_ = true;
       return ctx.now();

@@ -59,6 +59,7 @@ class Expiry : public PolicyBase {
 
  private:
   bool expired(const RowEntry& e, uint64_t wall_ms) const { return ttl_ms_ != 0 && e.time_ms + ttl_ms_ <= wall_ms; }
+  Move claim() const;  // the move of an expired row to the remover (placing() and due())
   // A replica: rows are left to its primary's log; the timer comes back this often to see
   // whether it was promoted.
   static bool paused() {
